@@ -1,0 +1,24 @@
+import Foundation
+import PackagePlugin
+
+/// Compiles `migrations/*.sql` into the target, so the `baton` binary carries its schema and
+/// `migrations/` stays the one source of truth.
+@main
+struct EmbedMigrations: BuildToolPlugin {
+    func createBuildCommands(context: PluginContext, target: any Target) throws -> [Command] {
+        let directory = context.package.directoryURL.appending(path: "migrations")
+        let files = try FileManager.default.contentsOfDirectory(at: directory, includingPropertiesForKeys: nil)
+            .filter { $0.pathExtension == "sql" }
+            .sorted { $0.lastPathComponent < $1.lastPathComponent }
+        let output = context.pluginWorkDirectoryURL.appending(path: "EmbeddedMigrations.swift")
+        return [
+            .buildCommand(
+                displayName: "Embedding \(files.count) migrations",
+                executable: try context.tool(named: "EmbedMigrationsTool").url,
+                arguments: [output.path] + files.map(\.path),
+                inputFiles: files,
+                outputFiles: [output]
+            )
+        ]
+    }
+}

@@ -1,0 +1,70 @@
+/// A chain as data: the input of its first stage and its stages. `Chain` builds one with types
+/// checked by the compiler; the HTTP API decodes one from JSON.
+public struct ChainDefinition: Sendable, Hashable {
+    /// More stages (or group members) than this is refused.
+    public static let maxStages = 100
+    /// Lane and stage names longer than this (in UTF-8 bytes) are refused.
+    public static let maxNameLength = 200
+
+    public var input: JSONValue
+    public var stages: [StageSpec]
+
+    public init(input: JSONValue = .null, stages: [StageSpec]) {
+        self.input = input
+        self.stages = stages
+    }
+
+    /// Checks what the database cannot: sizes, names and policies. Throws the first problem with
+    /// the JSON path of the field at fault (e.g. `stages[2].group[0].lane`).
+    public func validate() throws(BatonError) {
+        guard !stages.isEmpty else { throw .invalidChain(path: "stages", reason: "a chain needs at least one stage") }
+        try Self.validate(stages, path: "stages")
+        var seen = Set<String>()
+        for (index, stage) in stages.enumerated() {
+            if let name = stage.name, !seen.insert(name).inserted {
+                throw .invalidChain(path: "stages[\(index)].name", reason: "stage name \"\(name)\" is used twice")
+            }
+        }
+    }
+
+    private static func validate(_ stages: [StageSpec], path: String) throws(BatonError) {
+        guard stages.count <= maxStages else {
+            throw .invalidChain(path: path, reason: "at most \(maxStages) stages or members, got \(stages.count)")
+        }
+        for (index, stage) in stages.enumerated() {
+            let here = "\(path)[\(index)]"
+            if let name = stage.name {
+                try checkName(name, path: "\(here).name", what: "stage name")
+            }
+            switch stage.body {
+            case .group(let members):
+                guard !members.isEmpty else {
+                    throw .invalidChain(path: "\(here).group", reason: "a group needs at least one member")
+                }
+                try validate(members, path: "\(here).group")
+            case .task(let task):
+                try checkName(task.task, path: "\(here).task", what: "task name")
+                if let lane = task.lane { try checkName(lane, path: "\(here).lane", what: "lane") }
+                guard task.retry.maxAttempts >= 1 else {
+                    throw .invalidChain(path: "\(here).max_attempts", reason: "must be at least 1")
+                }
+                guard task.timeout > .zero else {
+                    throw .invalidChain(path: "\(here).timeout", reason: "must be longer than zero")
+                }
+                guard task.retry.backoff.initial >= .zero, task.retry.backoff.max >= task.retry.backoff.initial else {
+                    throw .invalidChain(path: "\(here).backoff", reason: "needs 0 ≤ initial ≤ max")
+                }
+            }
+        }
+    }
+
+    private static func checkName(_ name: String, path: String, what: String) throws(BatonError) {
+        guard !name.isEmpty else { throw .invalidChain(path: path, reason: "\(what) is empty") }
+        guard name.utf8.count <= maxNameLength else {
+            throw .invalidChain(path: path, reason: "\(what) is longer than \(maxNameLength) bytes")
+        }
+        guard !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw .invalidChain(path: path, reason: "\(what) contains control characters")
+        }
+    }
+}

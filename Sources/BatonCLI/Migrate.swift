@@ -1,0 +1,21 @@
+import ArgumentParser
+import BatonPostgres
+
+struct Migrate: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Create or upgrade Baton's schema (the SQL is built into this binary).")
+
+    @OptionGroup var database: DatabaseOptions
+
+    func run() async throws {
+        let logger = makeLogger("baton.migrate")
+        let configuration = try database.configuration()
+        let applied = try await withPostgres(configuration, logger: logger) { client in
+            try await Migrator(schema: configuration.schema, logger: logger).migrate(client)
+        }
+        print(
+            applied.isEmpty
+                ? "schema \(configuration.schema) is up to date (version \(Migrator.latestVersion))"
+                : "applied \(applied.joined(separator: ", ")) to schema \(configuration.schema)")
+    }
+}

@@ -1,0 +1,145 @@
+import Baton
+import Foundation
+import Logging
+import PostgresNIO
+import ServiceLifecycle
+
+/// The Swift entry point to Baton: enqueue chains, follow and cancel jobs.
+///
+/// Run it in your `ServiceGroup` next to its `PostgresClient`: it listens for finished jobs (for
+/// ``JobHandle/result()``) and sends coalesced wake-ups to workers after enqueues.
+///
+/// ```swift
+/// let baton = BatonClient(postgres: postgres, configuration: database, logger: logger)
+/// let job = try await baton.enqueue(Chain(input: order).then(Render(template: "invoice")))
+/// let document = try await job.result()
+/// ```
+public final class BatonClient: Service, Sendable {
+    public let store: Store
+    public let listener: Listener
+    let waker: Waker
+    let logger: Logger
+
+    public init(postgres: PostgresClient, configuration: DatabaseConfiguration, logger: Logger) {
+        self.store = Store(client: postgres, schema: configuration.schema, logger: logger)
+        self.listener = Listener(configuration: configuration, logger: logger)
+        self.waker = Waker(store: store, logger: logger)
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        try await withThrowingDiscardingTaskGroup { group in
+            group.addTask { try await self.listener.run() }
+            group.addTask { try await self.waker.run() }
+        }
+    }
+
+    // MARK: enqueue
+
+    /// Enqueues a typed chain. A repeated `idempotencyKey` returns the existing job.
+    public func enqueue<Output>(
+        _ chain: Chain<Output>, queue: String = "default", priority: Int = 0, runAt: Date? = nil,
+        idempotencyKey: String? = nil, metadata: JSONValue = [:]
+    ) async throws -> JobHandle<Output> {
+        let job = NewJob(
+            chain: try chain.definition(), queue: queue, priority: priority, runAt: runAt,
+            idempotencyKey: idempotencyKey, metadata: metadata)
+        let enqueued = try await enqueue([job])[0]
+        return JobHandle(id: enqueued.id, inserted: enqueued.inserted, client: self)
+    }
+
+    /// Enqueues a typed chain on `connection`, inside the transaction the caller has open there:
+    /// the job exists if and only if the caller commits. The wake-up for workers is a NOTIFY in
+    /// that same transaction (delivered on commit), so this path pays NOTIFY's commit lock.
+    public func enqueue<Output>(
+        _ chain: Chain<Output>, on connection: PostgresConnection, queue: String = "default", priority: Int = 0,
+        runAt: Date? = nil, idempotencyKey: String? = nil, metadata: JSONValue = [:]
+    ) async throws -> JobHandle<Output> {
+        let job = NewJob(
+            chain: try chain.definition(), queue: queue, priority: priority, runAt: runAt,
+            idempotencyKey: idempotencyKey, metadata: metadata)
+        let enqueued = try await store.enqueue([job], on: connection)[0]
+        if enqueued.state == .available {
+            try await connection.query("SELECT pg_notify(\(store.channel), \("q:" + queue))", logger: logger)
+        }
+        return JobHandle(id: enqueued.id, inserted: enqueued.inserted, client: self)
+    }
+
+    /// Enqueues jobs in one transaction: all or none.
+    public func enqueue(_ jobs: [NewJob]) async throws -> [EnqueuedJob] {
+        let enqueued = try await store.enqueue(jobs)
+        waker.wake(enqueued.lazy.filter { $0.state == .available }.map(\.queue))
+        return enqueued
+    }
+
+    // MARK: follow
+
+    /// The job as stored now.
+    public func job(_ id: Int64) async throws -> JobRecord {
+        guard let job = try await store.job(id) else { throw BatonError.jobNotFound(id) }
+        return job
+    }
+
+    /// Waits until the job has finished (completed, discarded or cancelled), woken by NOTIFY.
+    /// Returns the job as it is then, or as it is when `timeout` runs out.
+    public func waitUntilFinished(_ id: Int64, timeout: Duration? = nil) async throws -> JobRecord {
+        let signal = Signal()
+        let subscription = listener.subscribe { event in
+            switch event {
+            case .finished(id), .listening: signal.signal()
+            default: break
+            }
+        }
+        defer { subscription.cancel() }
+        let deadline = timeout.map { ContinuousClock.now + $0 }
+        while true {
+            guard let job = try await store.watch(id) else { throw BatonError.jobNotFound(id) }
+            if job.state.isFinished { return job }
+            // The re-read every few seconds only covers a notification lost with a dropped
+            // connection in the instant before the listener noticed.
+            var wait = Duration.seconds(5)
+            if let deadline {
+                let left = deadline - ContinuousClock.now
+                if left <= .zero { return job }
+                wait = min(wait, left)
+            }
+            await signal.wait(timeout: wait)
+            try Task.checkCancellation()
+        }
+    }
+
+    /// Cancels a job that has not finished; a running stage is stopped on its worker.
+    @discardableResult
+    public func cancel(_ id: Int64) async throws -> Bool {
+        !(try await store.cancel(id)).isEmpty
+    }
+}
+
+/// A job enqueued from Swift, typed by its chain's output.
+public struct JobHandle<Output: Codable & Sendable>: Sendable {
+    public let id: Int64
+    /// False when an idempotency key named an existing job.
+    public let inserted: Bool
+    let client: BatonClient
+
+    /// Waits for the chain to finish and returns its final output; throws
+    /// `BatonError.jobFailed` when it is discarded or cancelled.
+    public func result() async throws -> Output {
+        let job = try await client.waitUntilFinished(id)
+        guard job.state == .completed, let output = job.output else {
+            throw BatonError.jobFailed(id: id, state: job.state, error: job.lastError)
+        }
+        do {
+            return try output.decode(as: Output.self)
+        } catch {
+            throw BatonError.outputMismatch(id: id, reason: "\(error)")
+        }
+    }
+
+    /// The job as stored now.
+    public func record() async throws -> JobRecord { try await client.job(id) }
+
+    /// Cancels the job.
+    @discardableResult
+    public func cancel() async throws -> Bool { try await client.cancel(id) }
+}

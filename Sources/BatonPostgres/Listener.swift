@@ -1,0 +1,113 @@
+import Logging
+import PostgresNIO
+import ServiceLifecycle
+import Synchronization
+
+/// Listens on Baton's channel over a connection of its own and hands each event to subscribers.
+/// Reconnects with backoff when the connection drops; after each (re)connect subscribers get
+/// `.listening`, since notifications sent meanwhile are lost and state must be read again.
+public final class Listener: Service, Sendable {
+    public enum Event: Sendable, Hashable {
+        /// Jobs became available in this queue.
+        case available(queue: String)
+        /// This job was cancelled; stop running it.
+        case cancel(jobID: Int64)
+        /// This watched job finished.
+        case finished(jobID: Int64)
+        /// The listener is (again) connected: anything may have happened meanwhile.
+        case listening
+    }
+
+    /// Ends a subscription when cancelled or deinitialised.
+    public final class Subscription: Sendable {
+        private let cancelAction: @Sendable () -> Void
+        init(_ cancel: @escaping @Sendable () -> Void) { cancelAction = cancel }
+        public func cancel() { cancelAction() }
+        deinit { cancelAction() }
+    }
+
+    private struct State {
+        var nextID = 0
+        var handlers: [Int: @Sendable (Event) -> Void] = [:]
+        var connected = false
+    }
+
+    let configuration: DatabaseConfiguration
+    let channel: String
+    let logger: Logger
+    private let state = Mutex(State())
+
+    public init(configuration: DatabaseConfiguration, logger: Logger) {
+        self.configuration = configuration
+        self.channel = "\(configuration.schema)_events"
+        self.logger = logger
+    }
+
+    /// Whether LISTEN is in effect now.
+    public var isListening: Bool { state.withLock { $0.connected } }
+
+    /// Calls `handler` for every event until the subscription ends. The handler must not block.
+    public func subscribe(_ handler: @escaping @Sendable (Event) -> Void) -> Subscription {
+        let id = state.withLock { state in
+            state.nextID += 1
+            state.handlers[state.nextID] = handler
+            return state.nextID
+        }
+        return Subscription { [weak self] in
+            _ = self?.state.withLock { $0.handlers.removeValue(forKey: id) }
+        }
+    }
+
+    private func publish(_ event: Event) {
+        let handlers = state.withLock { Array($0.handlers.values) }
+        for handler in handlers { handler(event) }
+    }
+
+    static func parse(_ payload: String) -> Event? {
+        let body = String(payload.dropFirst(2))
+        switch payload.prefix(2) {
+        case "q:": return .available(queue: body)
+        case "c:": return Int64(body).map { .cancel(jobID: $0) }
+        case "f:": return Int64(body).map { .finished(jobID: $0) }
+        default: return nil
+        }
+    }
+
+    public func run() async throws {
+        await cancelWhenGracefulShutdown { await self.listenUntilCancelled() }
+        state.withLock { $0.connected = false }
+    }
+
+    private func listenUntilCancelled() async {
+        var backoff = Duration.milliseconds(100)
+        while !Task.isCancelled {
+            do {
+                let connection = try await PostgresConnection.connect(
+                    configuration: try configuration.connectionConfiguration, id: 1, logger: logger)
+                do {
+                    try await connection.listen(on: channel) { notifications in
+                        backoff = .milliseconds(100)
+                        state.withLock { $0.connected = true }
+                        logger.debug("listening", metadata: ["channel": "\(channel)"])
+                        publish(.listening)
+                        for try await notification in notifications {
+                            if let event = Self.parse(notification.payload) { publish(event) }
+                        }
+                    }
+                    try? await connection.close()
+                } catch {
+                    try? await connection.close()
+                    throw error
+                }
+            } catch {
+                if Task.isCancelled { break }
+                logger.warning(
+                    "listener lost its connection; reconnecting",
+                    metadata: ["error": "\(String(reflecting: error))", "retry_in": "\(backoff)"])
+            }
+            state.withLock { $0.connected = false }
+            try? await Task.sleep(for: backoff)
+            backoff = min(backoff * 2, .seconds(5))
+        }
+    }
+}

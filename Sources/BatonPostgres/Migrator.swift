@@ -1,0 +1,100 @@
+import Logging
+import PostgresNIO
+
+/// Applies the SQL files of `migrations/` (compiled into the binary) that the database lacks.
+///
+/// Each file is applied once, in its own transaction, in file-name order, and recorded in
+/// `<schema>.migrations`. A session advisory lock makes concurrent runs (many workers starting at
+/// once) wait for each other instead of racing.
+public struct Migrator: Sendable {
+    public struct Migration: Sendable, Hashable {
+        public var version: Int
+        public var file: String
+        public var sql: String
+    }
+
+    /// The migrations this binary carries, by version.
+    public static let migrations: [Migration] = EmbeddedMigrations.all.map { file, sql in
+        Migration(version: Int(file.prefix(while: \.isNumber)) ?? 0, file: file, sql: sql)
+    }
+
+    /// The newest schema version this binary knows.
+    public static var latestVersion: Int { migrations.map(\.version).max() ?? 0 }
+
+    let schema: String
+    let logger: Logger
+
+    public init(schema: String, logger: Logger) {
+        self.schema = schema
+        self.logger = logger
+    }
+
+    /// Applies what is missing; returns the files applied.
+    @discardableResult
+    public func migrate(_ client: PostgresClient) async throws -> [String] {
+        try await client.withConnection { connection in
+            try await migrate(on: connection)
+        }
+    }
+
+    /// Applies what is missing on one connection; returns the files applied.
+    @discardableResult
+    public func migrate(on connection: PostgresConnection) async throws -> [String] {
+        // Only this function takes this session lock; its keys are Baton's namespace and "migr".
+        try await connection.query("SELECT pg_advisory_lock(1650553966, 1835100530)", logger: logger)
+        do {
+            let applied = try await applyMissing(on: connection)
+            try await connection.query("SELECT pg_advisory_unlock(1650553966, 1835100530)", logger: logger)
+            return applied
+        } catch {
+            _ = try? await connection.query("SELECT pg_advisory_unlock(1650553966, 1835100530)", logger: logger)
+            throw error
+        }
+    }
+
+    /// The version recorded in the database, 0 when none.
+    public func currentVersion(_ client: PostgresClient) async throws -> Int {
+        let rows = try await client.query(
+            """
+            SELECT coalesce(max(version), 0) FROM \(unescaped: schema).migrations
+            WHERE to_regclass('\(unescaped: schema).migrations') IS NOT NULL
+            """, logger: logger)
+        for try await version in rows.decode(Int.self) { return version }
+        return 0
+    }
+
+    private func applyMissing(on connection: PostgresConnection) async throws -> [String] {
+        try await connection.query("CREATE SCHEMA IF NOT EXISTS \(unescaped: schema)", logger: logger)
+        try await connection.query(
+            """
+            CREATE TABLE IF NOT EXISTS \(unescaped: schema).migrations (
+                version int PRIMARY KEY, file text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())
+            """, logger: logger)
+        var done = Set<Int>()
+        for try await version in try await connection.query(
+            "SELECT version FROM \(unescaped: schema).migrations", logger: logger
+        ).decode(Int.self) {
+            done.insert(version)
+        }
+        var applied: [String] = []
+        for migration in Self.migrations.sorted(by: { $0.version < $1.version }) where !done.contains(migration.version) {
+            try await connection.withTransaction(logger: logger) { connection in
+                try await connection.query("SET LOCAL search_path TO \(unescaped: schema)", logger: logger)
+                // A file holds many statements, which one extended-protocol query cannot; PL/pgSQL's
+                // EXECUTE runs them all, and the file travels as a parameter, unquoted.
+                try await connection.query(
+                    """
+                    CREATE OR REPLACE FUNCTION pg_temp.baton_execute(sql text) RETURNS void
+                    LANGUAGE plpgsql AS $$ BEGIN EXECUTE sql; END $$
+                    """, logger: logger)
+                try await connection.query("SELECT pg_temp.baton_execute(\(migration.sql))", logger: logger)
+                try await connection.query(
+                    "INSERT INTO migrations (version, file) VALUES (\(migration.version), \(migration.file))",
+                    logger: logger)
+            }
+            logger.info("migrated", metadata: ["file": "\(migration.file)", "schema": "\(schema)"])
+            applied.append(migration.file)
+        }
+        return applied
+    }
+}

@@ -1,0 +1,142 @@
+import Baton
+import Foundation
+
+/// A job to enqueue: a chain and where and when to run it.
+public struct NewJob: Sendable {
+    public var chain: ChainDefinition
+    /// Workers serve named queues; `default` unless set.
+    public var queue: String
+    /// Lower runs first.
+    public var priority: Int
+    /// Not before this time; nil: now.
+    public var runAt: Date?
+    /// Enqueueing the same key again yields the existing job instead of a new one.
+    public var idempotencyKey: String?
+    public var metadata: JSONValue
+
+    public init(
+        chain: ChainDefinition, queue: String = "default", priority: Int = 0, runAt: Date? = nil,
+        idempotencyKey: String? = nil, metadata: JSONValue = [:]
+    ) {
+        self.chain = chain
+        self.queue = queue
+        self.priority = priority
+        self.runAt = runAt
+        self.idempotencyKey = idempotencyKey
+        self.metadata = metadata
+    }
+}
+
+/// What enqueueing a job did.
+public struct EnqueuedJob: Sendable, Hashable {
+    public var id: Int64
+    public var queue: String
+    public var state: JobState
+    /// False when the idempotency key named an existing job.
+    public var inserted: Bool
+}
+
+/// A job as stored: everything the control plane shows.
+public struct JobRecord: Sendable {
+    public struct StageResult: Sendable, Codable {
+        public var output: JSONValue
+        public var attempts: Int
+        public var startedAt: String?
+        public var finishedAt: String?
+        enum CodingKeys: String, CodingKey {
+            case output, attempts, startedAt = "started_at", finishedAt = "finished_at"
+        }
+    }
+
+    public struct AttemptError: Sendable, Codable {
+        public var stage: Int
+        public var attempt: Int
+        public var at: String
+        public var worker: String?
+        public var error: String
+    }
+
+    public var id: Int64
+    public var queue: String
+    public var priority: Int
+    public var state: JobState
+    public var runAt: Date
+    public var createdAt: Date
+    public var attemptedAt: Date?
+    public var finishedAt: Date?
+    public var chain: [StageSpec]
+    /// Index of the current stage.
+    public var stage: Int
+    /// Attempts made at the current stage.
+    public var attempt: Int
+    public var input: JSONValue
+    public var results: [StageResult]
+    public var errors: [AttemptError]
+    public var metadata: JSONValue
+    public var lane: String?
+    public var workerID: String?
+    public var parentID: Int64?
+    public var memberIndex: Int?
+    public var idempotencyKey: String?
+
+    /// The chain's final output, once completed.
+    public var output: JSONValue? {
+        state == .completed ? results.last?.output : nil
+    }
+
+    /// The last error recorded, if any.
+    public var lastError: String? { errors.last?.error }
+}
+
+/// A stage a worker has claimed and is to run.
+package struct ClaimedJob: Sendable {
+    package var id: Int64
+    package var queue: String
+    package var stage: Int
+    package var attempt: Int
+    package var chain: [StageSpec]
+    /// JSON text: the input of the current stage.
+    package var input: String
+    /// Outputs of the earlier stages, in order.
+    package var earlierOutputs: [JSONValue]
+    package var metadata: JSONValue
+    /// For a group stage whose members all completed: their outputs (JSON text).
+    package var groupOutput: String?
+
+    package var spec: StageSpec { chain[stage] }
+    package var next: StageSpec? { stage + 1 < chain.count ? chain[stage + 1] : nil }
+}
+
+/// A decided transition for one claimed stage, ready to be applied.
+package struct Outcome: Sendable {
+    package var jobID: Int64
+    package var stage: Int
+    package var attempt: Int
+    package var transition: Transition
+
+    package init(jobID: Int64, stage: Int, attempt: Int, transition: Transition) {
+        self.jobID = jobID
+        self.stage = stage
+        self.attempt = attempt
+        self.transition = transition
+    }
+}
+
+/// What the database did with a batch of outcomes.
+package struct AppliedOutcomes: Sendable {
+    /// Jobs whose transition took effect; the others were no longer this worker's to finish.
+    package var applied: Set<Int64> = []
+    /// Queues with newly available jobs.
+    package var woken: Set<String> = []
+    /// Finished jobs someone awaits.
+    package var finished: [Int64] = []
+}
+
+/// A running stage whose worker stopped sending heartbeats.
+package struct LostStage: Sendable {
+    package var jobID: Int64
+    package var workerID: String
+    package var stage: Int
+    package var attempt: Int
+    package var chain: [StageSpec]
+}

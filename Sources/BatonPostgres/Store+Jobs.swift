@@ -1,0 +1,83 @@
+import Baton
+import Foundation
+import PostgresNIO
+
+extension Store {
+    // MARK: inspect
+
+    /// The job with this id, or nil.
+    public func job(_ id: Int64) async throws -> JobRecord? {
+        try await fetchJob("SELECT \(unescaped: Self.recordColumns) FROM \(unescaped: schema).jobs WHERE id = \(id)")
+    }
+
+    /// Marks the job as awaited, so that its end is notified, and returns it as it is now.
+    package func watch(_ id: Int64) async throws -> JobRecord? {
+        try await fetchJob(
+            """
+            UPDATE \(unescaped: schema).jobs SET watched = true WHERE id = \(id)
+            RETURNING \(unescaped: Self.recordColumns)
+            """)
+    }
+
+    static let recordColumns = """
+        id, queue, priority::int, state::text, run_at, created_at, attempted_at, finished_at, chain::text, stage,
+        attempt, input::text, results::text, errors::text, metadata::text, lane, worker_id, parent_id,
+        member_index, idempotency_key
+        """
+
+    private func fetchJob(_ query: PostgresQuery) async throws -> JobRecord? {
+        let rows = try await client.query(query, logger: logger)
+        for try await row in rows {
+            let (id, queue, priority, state, runAt, createdAt, attemptedAt, finishedAt, chain, stage) =
+                try row.decode((Int64, String, Int, String, Date, Date, Date?, Date?, String, Int).self)
+            let columns = Array(row)
+            func text(_ index: Int) throws -> String? { try columns[index].decode(String?.self) }
+            return JobRecord(
+                id: id, queue: queue, priority: priority, state: JobState(rawValue: state) ?? .available,
+                runAt: runAt, createdAt: createdAt, attemptedAt: attemptedAt, finishedAt: finishedAt,
+                chain: try JSONText.decode([StageSpec].self, from: chain), stage: stage,
+                attempt: try columns[10].decode(Int.self),
+                input: try JSONValue(parsing: try text(11) ?? "null"),
+                results: try JSONText.decode([JobRecord.StageResult].self, from: try text(12) ?? "[]"),
+                errors: try JSONText.decode([JobRecord.AttemptError].self, from: try text(13) ?? "[]"),
+                metadata: try JSONValue(parsing: try text(14) ?? "{}"),
+                lane: try text(15), workerID: try text(16),
+                parentID: try columns[17].decode(Int64?.self), memberIndex: try columns[18].decode(Int?.self),
+                idempotencyKey: try text(19))
+        }
+        return nil
+    }
+
+    /// Ids of the group members of `parent` at `stage`, in member order.
+    public func members(of parent: Int64, stage: Int) async throws -> [Int64] {
+        let rows = try await client.query(
+            """
+            SELECT id FROM \(unescaped: schema).jobs WHERE parent_id = \(parent) AND parent_stage = \(stage)
+            ORDER BY member_index
+            """, logger: logger)
+        var ids: [Int64] = []
+        for try await id in rows.decode(Int64.self) { ids.append(id) }
+        return ids
+    }
+
+    // MARK: cancel
+
+    /// Cancels the job (and its unfinished group members) unless it has finished; a lane it held
+    /// moves on. Workers running it are told to stop. Returns the ids cancelled (empty if the job
+    /// had already finished); throws `BatonError.jobNotFound` for an unknown id.
+    @discardableResult
+    public func cancel(_ id: Int64) async throws -> [Int64] {
+        let rows = try await client.query(
+            "SELECT id, worker_id, watched FROM \(unescaped: schema).cancel_job(\(id))", logger: logger)
+        var cancelled: [Int64] = []
+        var payloads: [String] = []
+        for try await (job, worker, watched) in rows.decode((Int64, String?, Bool).self) {
+            cancelled.append(job)
+            if worker != nil { payloads.append("c:\(job)") }
+            if watched { payloads.append("f:\(job)") }
+        }
+        if cancelled.isEmpty, try await self.job(id) == nil { throw BatonError.jobNotFound(id) }
+        try await notify(payloads)
+        return cancelled
+    }
+}

@@ -1,0 +1,123 @@
+import Baton
+import Foundation
+import PostgresNIO
+
+extension Store {
+    /// Due scheduled and retryable jobs become available (or join their lane). Uses `jobs_due`.
+    /// Returns the queues that got available jobs.
+    package func promoteDue(limit: Int) async throws -> [String] {
+        let rows = try await client.query(
+            "SELECT q FROM \(unescaped: schema).promote_due(\(limit)::int) AS q", logger: logger)
+        var queues: [String] = []
+        for try await queue in rows.decode(String.self) { queues.append(queue) }
+        return queues
+    }
+
+    /// Running stages whose worker has sent no heartbeat within `lease` (or has no row at all).
+    /// Uses `jobs_running`.
+    package func lostStages(lease: Duration, limit: Int) async throws -> [LostStage] {
+        let rows = try await client.query(
+            """
+            SELECT j.id, j.worker_id, j.stage, j.attempt, j.chain::text FROM \(unescaped: schema).jobs j
+            WHERE j.state = 'running' AND NOT EXISTS (
+                SELECT 1 FROM \(unescaped: schema).workers w
+                WHERE w.id = j.worker_id AND w.heartbeat_at > now() - \(lease.milliseconds) * interval '1 millisecond')
+            LIMIT \(limit)
+            """, logger: logger)
+        var lost: [LostStage] = []
+        for try await (id, worker, stage, attempt, chain) in rows.decode((Int64, String?, Int, Int, String).self) {
+            lost.append(
+                LostStage(
+                    jobID: id, workerID: worker ?? "", stage: stage, attempt: attempt,
+                    chain: try JSONText.decode([StageSpec].self, from: chain)))
+        }
+        return lost
+    }
+
+    /// Deletes up to `limit` jobs finished longer than `retention` ago (with their group members).
+    /// Uses `jobs_finished`. Returns how many were deleted.
+    package func prune(retention: Duration, limit: Int) async throws -> Int {
+        let rows = try await client.query(
+            """
+            WITH gone AS (
+                DELETE FROM \(unescaped: schema).jobs WHERE id IN (
+                    SELECT id FROM \(unescaped: schema).jobs
+                    WHERE state IN ('completed', 'discarded', 'cancelled') AND parent_id IS NULL
+                      AND finished_at < now() - \(retention.milliseconds) * interval '1 millisecond'
+                    LIMIT \(limit))
+                RETURNING 1)
+            SELECT count(*)::int FROM gone
+            """, logger: logger)
+        for try await count in rows.decode(Int.self) { return count }
+        return 0
+    }
+
+    /// Forgets workers silent for longer than `after`; their jobs were rescued long before.
+    package func forgetWorkers(silentFor after: Duration) async throws {
+        try await client.query(
+            """
+            DELETE FROM \(unescaped: schema).workers
+            WHERE heartbeat_at < now() - \(after.milliseconds) * interval '1 millisecond'
+            """, logger: logger)
+    }
+
+    /// Runs `body` only if this process wins the maintenance lock, a session advisory lock held on
+    /// one pooled connection while `body` runs. Returns nil when another process holds it.
+    package func asLeader<T: Sendable>(_ body: () async throws -> T) async throws -> T? {
+        try await client.withConnection { connection in
+            let key = "\(schema).maintenance"
+            var won = false
+            for try await locked in try await connection.query(
+                "SELECT pg_try_advisory_lock(1650553966, hashtext(\(key)))", logger: logger
+            ).decode(Bool.self) {
+                won = locked
+            }
+            guard won else { return nil }
+            let result: Result<T, any Error>
+            do { result = .success(try await body()) } catch { result = .failure(error) }
+            try await connection.query("SELECT pg_advisory_unlock(1650553966, hashtext(\(key)))", logger: logger)
+            return try result.get()
+        }
+    }
+}
+
+extension Store {
+    // MARK: workers
+
+    /// Records (or refreshes) a worker: what it serves, and its first heartbeat.
+    package func registerWorker(id: String, host: String, pid: Int, queues: [String], tasks: [String]) async throws {
+        try await client.query(
+            """
+            INSERT INTO \(unescaped: schema).workers (id, host, pid, queues, tasks)
+            VALUES (\(id), \(host), \(pid), \(queues), \(tasks))
+            ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid, queues = excluded.queues,
+                tasks = excluded.tasks, heartbeat_at = now()
+            """, logger: logger)
+    }
+
+    /// Extends the lease of every job the worker runs. Returns false if the worker's row is gone
+    /// (it was declared lost): the caller registers again.
+    package func heartbeat(worker: String) async throws -> Bool {
+        let rows = try await client.query(
+            "UPDATE \(unescaped: schema).workers SET heartbeat_at = now() WHERE id = \(worker) RETURNING 1",
+            logger: logger)
+        for try await _ in rows.decode(Int.self) { return true }
+        return false
+    }
+
+    package func removeWorker(id: String) async throws {
+        try await client.query("DELETE FROM \(unescaped: schema).workers WHERE id = \(id)", logger: logger)
+    }
+
+    /// Task names served by workers seen within `within`.
+    public func liveTaskNames(within: Duration) async throws -> Set<String> {
+        let rows = try await client.query(
+            """
+            SELECT DISTINCT unnest(tasks) FROM \(unescaped: schema).workers
+            WHERE heartbeat_at > now() - \(within.milliseconds) * interval '1 millisecond'
+            """, logger: logger)
+        var names = Set<String>()
+        for try await name in rows.decode(String.self) { names.insert(name) }
+        return names
+    }
+}

@@ -1,0 +1,198 @@
+import Baton
+import Foundation
+import Logging
+import PostgresNIO
+
+/// Every statement Baton runs against PostgreSQL, one named operation each.
+///
+/// Transitions that need more than one step (lanes, groups, idempotency) are PL/pgSQL functions in
+/// `migrations/`, so each is one round trip and one transaction. The store passes batches as one
+/// JSON array parameter.
+public struct Store: Sendable {
+    public let client: PostgresClient
+    public let schema: String
+    let logger: Logger
+
+    public init(client: PostgresClient, schema: String = "baton", logger: Logger = Logger(label: "baton.store")) {
+        self.client = client
+        self.schema = schema
+        self.logger = logger
+    }
+
+    /// The LISTEN/NOTIFY channel of this schema. Payloads: `q:<queue>` (jobs available),
+    /// `c:<job id>` (cancel it), `f:<job id>` (a watched job finished).
+    public var channel: String { "\(schema)_events" }
+
+    /// Sends notifications on the channel, all in one statement, outside any other transaction.
+    package func notify(_ payloads: [String]) async throws {
+        guard !payloads.isEmpty else { return }
+        try await client.query(
+            "SELECT pg_notify(\(channel), p) FROM unnest(\(payloads)::text[]) AS p", logger: logger)
+    }
+}
+
+extension Store {
+    // MARK: enqueue
+
+    /// Enqueues `jobs` in one transaction (all or none). A job whose first stage names a lane
+    /// becomes that lane's holder or waits behind it. Returns one entry per job, in order.
+    public func enqueue(_ jobs: [NewJob]) async throws -> [EnqueuedJob] {
+        guard !jobs.isEmpty else { return [] }
+        let rows = try await client.query(try Self.enqueueQuery(jobs, schema: schema), logger: logger)
+        return try await Self.decodeEnqueued(rows)
+    }
+
+    /// Enqueues `jobs` on `connection`, inside whatever transaction the caller has open there: the
+    /// jobs exist if and only if the caller commits.
+    public func enqueue(_ jobs: [NewJob], on connection: PostgresConnection) async throws -> [EnqueuedJob] {
+        guard !jobs.isEmpty else { return [] }
+        let rows = try await connection.query(try Self.enqueueQuery(jobs, schema: schema), logger: logger)
+        return try await Self.decodeEnqueued(rows)
+    }
+
+    private struct EnqueueRow: Encodable {
+        var queue: String
+        var priority: Int
+        var run_at: String?
+        var chain: [StageSpec]
+        var input: JSONValue
+        var metadata: JSONValue
+        var key: String?
+    }
+
+    private static func enqueueQuery(_ jobs: [NewJob], schema: String) throws -> PostgresQuery {
+        let rows = try jobs.enumerated().map { index, job in
+            try job.chain.validate()
+            guard !job.queue.isEmpty, job.queue.utf8.count <= ChainDefinition.maxNameLength else {
+                throw BatonError.invalidChain(path: "queue", reason: "queue name must be 1 to 200 bytes")
+            }
+            guard (Int(Int16.min)...Int(Int16.max)).contains(job.priority) else {
+                throw BatonError.invalidChain(path: "priority", reason: "must be within -32768...32767")
+            }
+            return EnqueueRow(
+                queue: job.queue, priority: job.priority,
+                run_at: job.runAt.map { $0.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)) },
+                chain: job.chain.stages, input: job.chain.input, metadata: job.metadata, key: job.idempotencyKey)
+        }
+        let batch = try JSONText.encode(rows)
+        return "SELECT id, queue, state::text, inserted FROM \(unescaped: schema).enqueue(\(batch)::jsonb)"
+    }
+
+    private static func decodeEnqueued(_ rows: PostgresRowSequence) async throws -> [EnqueuedJob] {
+        var result: [EnqueuedJob] = []
+        for try await (id, queue, state, inserted) in rows.decode((Int64, String, String, Bool).self) {
+            result.append(EnqueuedJob(id: id, queue: queue, state: JobState(rawValue: state) ?? .available, inserted: inserted))
+        }
+        return result
+    }
+
+    // MARK: claim
+
+    /// Claims up to `limit` available jobs of `queue` for `worker`, in priority, due time and id
+    /// order, skipping rows other workers hold. Uses the `jobs_available` partial index.
+    package func claim(queue: String, limit: Int, worker: String) async throws -> [ClaimedJob] {
+        let rows = try await client.query(
+            """
+            WITH next AS (
+                SELECT id FROM \(unescaped: schema).jobs
+                WHERE state = 'available' AND queue = \(queue) AND run_at <= now()
+                ORDER BY priority, run_at, id
+                LIMIT \(limit) FOR UPDATE SKIP LOCKED
+            )
+            UPDATE \(unescaped: schema).jobs j
+            SET state = 'running', attempt = j.attempt + 1, worker_id = \(worker), attempted_at = now()
+            FROM next WHERE j.id = next.id
+            RETURNING j.id, j.stage, j.attempt, j.chain::text,
+                (CASE WHEN j.stage = 0 THEN j.input ELSE j.results -> (j.stage - 1) -> 'output' END)::text,
+                CASE WHEN j.stage = 0 THEN NULL ELSE j.results::text END,
+                j.metadata::text, j.group_output::text
+            """, logger: logger)
+        var claimed: [ClaimedJob] = []
+        for try await (id, stage, attempt, chain, input, results, metadata, groupOutput) in rows.decode(
+            (Int64, Int, Int, String, String, String?, String, String?).self)
+        {
+            claimed.append(
+                ClaimedJob(
+                    id: id, queue: queue, stage: stage, attempt: attempt,
+                    chain: try JSONText.decode([StageSpec].self, from: chain), input: input,
+                    earlierOutputs: try results.map { try JSONText.decode([OutputOnly].self, from: $0).map(\.output) }
+                        ?? [],
+                    metadata: metadata == "{}" ? [:] : try JSONValue(parsing: metadata),
+                    groupOutput: groupOutput))
+        }
+        return claimed
+    }
+
+    private struct OutputOnly: Decodable { var output: JSONValue }
+
+    // MARK: outcomes
+
+    /// Applies decided transitions in one call of `apply_outcomes`: each only if the job is still
+    /// running that stage and attempt for `worker`.
+    package func apply(_ outcomes: [Outcome], worker: String) async throws -> AppliedOutcomes {
+        guard !outcomes.isEmpty else { return AppliedOutcomes() }
+        let batch = Self.outcomeBatch(outcomes)
+        let rows = try await client.query(
+            "SELECT event, id, queue FROM \(unescaped: schema).apply_outcomes(\(worker), \(batch)::jsonb)",
+            logger: logger)
+        var result = AppliedOutcomes()
+        for try await (event, id, queue) in rows.decode((String, Int64?, String?).self) {
+            switch event {
+            case "applied": if let id { result.applied.insert(id) }
+            case "wake": if let queue { result.woken.insert(queue) }
+            case "finished": if let id { result.finished.append(id) }
+            default: break
+            }
+        }
+        return result
+    }
+
+    /// The batch as JSON text, written by hand: outputs are JSON text already and go in verbatim.
+    static func outcomeBatch(_ outcomes: [Outcome]) -> String {
+        var json = "["
+        json.reserveCapacity(outcomes.count * 96)
+        for (index, outcome) in outcomes.enumerated() {
+            if index > 0 { json += "," }
+            json += "{\"id\":\(outcome.jobID),\"stage\":\(outcome.stage),\"attempt\":\(outcome.attempt),"
+            switch outcome.transition {
+            case .hop(let output):
+                json += "\"kind\":\"hop\",\"output\":\(output)"
+            case .advance(let output, let lane):
+                json += "\"kind\":\"advance\",\"output\":\(output)"
+                if let lane { json += ",\"lane\":\(jsonString(lane))" }
+            case .complete(let output):
+                json += "\"kind\":\"complete\",\"output\":\(output)"
+            case .retry(let error, let delay):
+                json += "\"kind\":\"retry\",\"error\":\(jsonString(error)),\"delay_ms\":\(delay.milliseconds)"
+            case .discard(let error):
+                json += "\"kind\":\"discard\",\"error\":\(jsonString(error))"
+            case .spawn:
+                json += "\"kind\":\"spawn\""
+            case .release:
+                json += "\"kind\":\"release\""
+            }
+            json += "}"
+        }
+        return json + "]"
+    }
+
+    /// `value` as a JSON string literal.
+    static func jsonString(_ value: String) -> String {
+        var out = "\""
+        for scalar in value.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case "\u{0}": out += "\u{FFFD}"  // jsonb cannot hold NUL
+            case _ where scalar.value < 0x20:
+                out += "\\u" + String(repeating: "0", count: 4 - String(scalar.value, radix: 16).count)
+                    + String(scalar.value, radix: 16)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+}

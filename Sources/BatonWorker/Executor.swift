@@ -1,0 +1,101 @@
+import Baton
+import BatonPostgres
+import Logging
+import Synchronization
+
+/// Why a running stage is stopped before it ends.
+enum StopReason: Sendable {
+    /// The job was cancelled: its row says so already; nothing is recorded.
+    case cancelled
+    /// The worker is draining and ran out of grace: the stage is put back.
+    case released
+}
+
+/// The handle by which a running stage is stopped from outside.
+final class RunControl: Sendable {
+    let signal = Signal()
+    private let reason = Mutex<StopReason?>(nil)
+
+    func stop(_ why: StopReason) {
+        reason.withLock { if $0 == nil { $0 = why } }
+        signal.signal()
+    }
+
+    var stopReason: StopReason? { reason.withLock { $0 } }
+}
+
+/// Runs one attempt at one stage as a child task, with the stage's timeout, and says how it ended.
+struct Executor: Sendable {
+    let registry: TaskRegistry
+    let workerID: String
+    let logger: Logger
+
+    enum Result: Sendable {
+        case ended(StageOutcome)
+        case stopped(StopReason)
+    }
+
+    func run(_ job: ClaimedJob, control: RunControl) async -> Result {
+        let spec = job.spec
+        guard case .task(let stage) = spec.body else {
+            // A group stage: first its members start; once they are all done, their outputs are its output.
+            return .ended(job.groupOutput.map { .succeeded(output: $0) } ?? .fanOut)
+        }
+        guard let runner = registry.runners[stage.task] else {
+            return .ended(.failed(error: "no task named \"\(stage.task)\" on worker \(workerID)", retry: .byPolicy))
+        }
+        var logger = logger
+        logger[metadataKey: "job"] = "\(job.id)"
+        logger[metadataKey: "stage"] = "\(job.stage)"
+        logger[metadataKey: "attempt"] = "\(job.attempt)"
+        let context = StageContext(
+            jobID: job.id, stageIndex: job.stage, stageName: spec.name, attempt: job.attempt, queue: job.queue,
+            lane: stage.lane, metadata: job.metadata, logger: logger,
+            earlier: zip(job.chain.prefix(job.stage), job.earlierOutputs).map { ($0.name, $1) })
+        let input = job.input
+        let timeout = stage.timeout
+
+        enum Race: Sendable {
+            case finished(Swift.Result<String, any Error>)
+            case timedOut
+            case stopped
+        }
+        let race = await withTaskGroup(of: Race?.self) { group -> Race in
+            group.addTask { .finished(await Swift.Result(catching: { try await runner(stage.args, input, context) })) }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return Task.isCancelled ? nil : .timedOut
+            }
+            group.addTask {
+                await control.signal.wait()
+                return Task.isCancelled ? nil : .stopped
+            }
+            while let next = await group.next() {
+                if let next {
+                    group.cancelAll()
+                    return next
+                }
+            }
+            return .stopped
+        }
+        if let reason = control.stopReason { return .stopped(reason) }
+        switch race {
+        case .stopped:
+            return .stopped(control.stopReason ?? .released)
+        case .timedOut:
+            return .ended(.failed(error: "timed out after \(timeout)", retry: .byPolicy))
+        case .finished(.success(let output)):
+            return .ended(.succeeded(output: output))
+        case .finished(.failure(let failure as TaskFailure)):
+            return .ended(.failed(error: failure.message, retry: failure.retry))
+        case .finished(.failure(let error)):
+            return .ended(.failed(error: String(describing: error), retry: .byPolicy))
+        }
+    }
+}
+
+extension Swift.Result where Failure == any Error {
+    init(catching body: () async throws -> Success) async {
+        do { self = .success(try await body()) } catch { self = .failure(error) }
+    }
+}

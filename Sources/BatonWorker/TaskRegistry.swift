@@ -1,0 +1,53 @@
+import Baton
+
+/// The tasks a worker can run, by name. Comes with the built-in `noop` and `sleep`.
+public struct TaskRegistry: Sendable {
+    /// Runs one attempt: args, the input as JSON text, the context; returns the output as JSON text.
+    package typealias Runner = @Sendable (_ args: JSONValue, _ input: String, _ context: StageContext) async throws -> String
+
+    package private(set) var runners: [String: Runner] = [:]
+
+    /// A registry with the built-in tasks (`noop`, `sleep`), unless `builtins` is false.
+    public init(builtins: Bool = true) {
+        if builtins {
+            register(NoopTask.name, NoopTask.run)
+            register(SleepTask.name, SleepTask.run)
+        }
+    }
+
+    /// Registers a typed task under `T.name`. Args or input that do not decode as the task's
+    /// types fail the stage for good: another attempt would not decode them either.
+    public mutating func register<T: BatonTask>(_ type: T.Type) {
+        register(T.name) { args, input, context in
+            let task: T
+            let value: T.Input
+            do {
+                task = try args.decode(as: T.self)
+            } catch {
+                throw TaskFailure.permanent("args do not decode as \(T.name): \(error)")
+            }
+            do {
+                value = try JSONText.decode(T.Input.self, from: input)
+            } catch {
+                throw TaskFailure.permanent("input does not decode as \(T.Input.self): \(error)")
+            }
+            return try JSONText.encode(try await task.run(value, context: context))
+        }
+    }
+
+    /// Registers an untyped task working on JSON values.
+    public mutating func register(
+        name: String, _ run: @escaping @Sendable (_ args: JSONValue, _ input: JSONValue, _ context: StageContext) async throws -> JSONValue
+    ) {
+        register(name) { args, input, context in
+            try await run(args, try JSONValue(parsing: input), context).jsonText
+        }
+    }
+
+    package mutating func register(_ name: String, _ runner: @escaping Runner) {
+        runners[name] = runner
+    }
+
+    /// Names of every registered task, sorted.
+    public var names: [String] { runners.keys.sorted() }
+}

@@ -1,0 +1,15 @@
+import Baton
+
+/// `sleep`: waits `{"ms": N}` milliseconds (0 to one day), then returns its input unchanged.
+/// Cancellation ends the wait.
+enum SleepTask {
+    static let name = "sleep"
+
+    @Sendable static func run(args: JSONValue, input: String, context: StageContext) async throws -> String {
+        guard case .number(let ms)? = args["ms"], ms >= 0, ms <= 86_400_000 else {
+            throw TaskFailure.permanent("sleep needs args {\"ms\": N} with 0 ≤ N ≤ 86400000")
+        }
+        try await Task.sleep(for: .milliseconds(Int64(ms)))
+        return input
+    }
+}

@@ -1,0 +1,212 @@
+import Baton
+import BatonPostgres
+import Foundation
+import Logging
+import PostgresNIO
+import ServiceLifecycle
+import Synchronization
+
+/// A Baton worker: claims stages from its queues, runs them, records their outcomes, and keeps
+/// its lease alive. Run it in a `ServiceGroup` after its `PostgresClient`:
+///
+/// ```swift
+/// var tasks = TaskRegistry()
+/// tasks.register(Render.self)
+/// let worker = Worker(postgres: postgres, database: database, tasks: tasks, logger: logger)
+/// try await ServiceGroup(services: [postgres, worker], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger).run()
+/// ```
+///
+/// On graceful shutdown it drains: it stops claiming, lets running stages finish for
+/// `drainGrace`, then puts the rest back (their attempt does not count) and leaves.
+public final class Worker: Service, Sendable {
+    private struct State {
+        var draining = false
+        var running: [Int64: RunControl] = [:]
+    }
+
+    public let configuration: WorkerConfiguration
+    public let store: Store
+    let listener: Listener
+    let waker: Waker
+    let logger: Logger
+    let executor: Executor
+    let fetchers: [String: Fetcher]
+    let tasks: [String]
+    private let state = Mutex(State())
+    private let completer: Completer
+
+    public init(
+        postgres: PostgresClient, database: DatabaseConfiguration, tasks: TaskRegistry,
+        configuration: WorkerConfiguration = WorkerConfiguration(), logger: Logger
+    ) {
+        var logger = logger
+        logger[metadataKey: "worker"] = "\(configuration.id)"
+        let store = Store(client: postgres, schema: database.schema, logger: logger)
+        self.configuration = configuration
+        self.store = store
+        self.logger = logger
+        self.listener = Listener(configuration: database, logger: logger)
+        self.waker = Waker(store: store, logger: logger)
+        self.executor = Executor(registry: tasks, workerID: configuration.id, logger: logger)
+        self.tasks = tasks.names
+        self.fetchers = Dictionary(
+            uniqueKeysWithValues: configuration.queues.map { ($0.key, Fetcher(queue: $0.key, capacity: max(1, $0.value))) })
+        let fetchers = self.fetchers
+        let waker = self.waker
+        self.completer = Completer(store: store, workerID: configuration.id, logger: logger) { result in
+            for queue in result.woken {
+                fetchers[queue]?.wake()
+            }
+            waker.wake(result.woken)
+            waker.announceFinished(result.finished)
+        }
+    }
+
+    public var id: String { configuration.id }
+    var isDraining: Bool { state.withLock { $0.draining } }
+
+    /// Ids of the jobs running on this worker now.
+    public var runningJobs: [Int64] { state.withLock { Array($0.running.keys) } }
+
+    public func run() async throws {
+        try await register()
+        let subscription = listener.subscribe { event in
+            switch event {
+            case .available(let queue): self.fetchers[queue]?.wake()
+            case .listening: for fetcher in self.fetchers.values { fetcher.wake() }
+            case .cancel(let id): self.state.withLock { $0.running[id] }?.stop(.cancelled)
+            case .finished: break
+            }
+        }
+        defer { subscription.cancel() }
+        logger.info(
+            "worker started",
+            metadata: ["queues": "\(configuration.queues.sorted(by: { $0.key < $1.key }))", "tasks": "\(tasks)"])
+
+        let drainStarted = Signal()
+        try await withGracefulShutdownHandler {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await self.listener.run() }
+                group.addTask { try await self.waker.run() }
+                group.addTask { await self.heartbeat() }
+                if configuration.maintenance { group.addTask { await Maintenance(worker: self).run() } }
+                group.addTask { await self.completer.run() }
+                group.addTask {
+                    await drainStarted.wait()
+                    try await Task.sleep(for: self.configuration.drainGrace)
+                    self.releaseRunning()
+                    // The database may be unreachable: do not wait for it forever.
+                    try await Task.sleep(for: .seconds(10))
+                    self.logger.error("drain could not record every outcome; the lease will rescue the rest")
+                    throw CancellationError()
+                }
+                group.addTask {
+                    await withDiscardingTaskGroup { fetching in
+                        for fetcher in self.fetchers.values {
+                            fetching.addTask { await fetcher.run(for: self) }
+                        }
+                    }
+                    self.completer.finish()
+                    throw WorkerStopped()
+                }
+                do {
+                    while try await group.next() != nil {}
+                } catch is WorkerStopped {
+                    group.cancelAll()
+                }
+            }
+        } onGracefulShutdown: {
+            self.beginDrain()
+            drainStarted.signal()
+        }
+        try? await store.removeWorker(id: id)
+        logger.info("worker stopped")
+    }
+
+    private struct WorkerStopped: Error {}
+
+    /// Stop claiming; running stages go on.
+    func beginDrain() {
+        logger.info("draining", metadata: ["running": "\(runningJobs.count)"])
+        state.withLock { $0.draining = true }
+        for fetcher in fetchers.values { fetcher.interrupt() }
+    }
+
+    private func releaseRunning() {
+        let controls = state.withLock { Array($0.running.values) }
+        if !controls.isEmpty { logger.warning("drain grace over; putting stages back", metadata: ["count": "\(controls.count)"]) }
+        for control in controls { control.stop(.released) }
+    }
+
+    private func register() async throws {
+        var backoff = Duration.milliseconds(100)
+        while true {
+            do {
+                try await store.registerWorker(
+                    id: id, host: WorkerConfiguration.hostName, pid: Int(ProcessInfo.processInfo.processIdentifier),
+                    queues: configuration.queues.keys.sorted(), tasks: tasks)
+                return
+            } catch {
+                logger.warning("cannot register worker; retrying", metadata: ["error": "\(String(reflecting: error))"])
+                try await Task.sleep(for: backoff)
+                backoff = min(backoff * 2, .seconds(5))
+            }
+        }
+    }
+
+    /// One row per worker, refreshed every third of the lease: the lease of all its jobs at once.
+    private func heartbeat() async {
+        let interval = configuration.lease / 3
+        while !Task.isCancelled {
+            try? await Task.sleep(for: interval)
+            do {
+                if try await !store.heartbeat(worker: id) {
+                    logger.warning("worker row was gone (declared lost?); registering again")
+                    try await register()
+                }
+            } catch {
+                if Task.isCancelled { return }
+                logger.warning("heartbeat failed", metadata: ["error": "\(String(reflecting: error))"])
+            }
+        }
+    }
+
+    // MARK: running a job
+
+    /// Runs the claimed stage, and the stages after it while they may hop (background, same
+    /// worker), committing each outcome before the next stage starts.
+    func execute(_ claimed: ClaimedJob) async {
+        var job = claimed
+        let control = RunControl()
+        state.withLock { $0.running[job.id] = control }
+        defer { _ = state.withLock { $0.running.removeValue(forKey: job.id) } }
+        while true {
+            let transition: Transition
+            switch await executor.run(job, control: control) {
+            case .stopped(.cancelled):
+                logger.info("stage cancelled", metadata: ["job": "\(job.id)", "stage": "\(job.stage)"])
+                return
+            case .stopped(.released):
+                transition = .release
+            case .ended(let outcome):
+                transition = Transition.decide(
+                    stage: job.spec, next: job.next, attempt: job.attempt, outcome: outcome,
+                    canHop: !isDraining && control.stopReason == nil, random: Double.random(in: 0..<1))
+            }
+            let applied = await completer.submit(
+                Outcome(jobID: job.id, stage: job.stage, attempt: job.attempt, transition: transition))
+            if !applied {
+                logger.notice(
+                    "outcome not applied: the job is no longer this worker's",
+                    metadata: ["job": "\(job.id)", "stage": "\(job.stage)", "attempt": "\(job.attempt)"])
+                return
+            }
+            guard case .hop(let output) = transition else { return }
+            job.earlierOutputs.append((try? JSONValue(parsing: output)) ?? .null)
+            job.stage += 1
+            job.attempt = 1
+            job.input = output
+            job.groupOutput = nil
+        }
+    }
+}

@@ -47,6 +47,28 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        .target(
+            name: "BatonTestSupport",
+            dependencies: ["BatonPostgres", "LocalPostgres", .product(name: "PostgresNIO", package: "postgres-nio")]
+        ),
+        .executableTarget(
+            name: "BatonTestWorker",
+            dependencies: [
+                "Baton", "BatonPostgres", "BatonWorker",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         .testTarget(name: "BatonTests", dependencies: ["Baton"]),
+        .testTarget(
+            name: "BatonPostgresTests",
+            dependencies: ["Baton", "BatonPostgres", "BatonTestSupport", .product(name: "PostgresNIO", package: "postgres-nio")]
+        ),
+        .testTarget(
+            name: "BatonWorkerTests",
+            dependencies: [
+                "Baton", "BatonPostgres", "BatonWorker", "BatonTestSupport", "BatonTestWorker",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
     ]
 )

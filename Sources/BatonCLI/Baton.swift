@@ -16,8 +16,6 @@ struct BatonCommand: AsyncParsableCommand {
 /// Logs to standard error; `BATON_LOG_LEVEL` (trace…critical) sets the level, info by default.
 func makeLogger(_ label: String) -> Logger {
     LoggingBootstrap.once
-    // Line-buffered, so that what `baton dev` prints shows up at once even through a pipe.
-    setvbuf(stdout, nil, _IOLBF, 0)
     var logger = Logger(label: label)
     logger.logLevel =
         ProcessInfo.processInfo.environment["BATON_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
@@ -37,4 +35,9 @@ extension Duration: @retroactive ExpressibleByArgument {
         guard let duration = DurationFormat.parse(argument) else { return nil }
         self = duration
     }
+}
+
+/// Writes a line to standard output at once (unbuffered, so it shows up even through a pipe).
+func say(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
 }

@@ -28,7 +28,7 @@ struct Dev: AsyncParsableCommand {
                 configuration: try options.configuration(), logger: logger)
             try await runServices(postgres: postgres, main: [worker], logger: logger) {
                 try await Migrator(schema: database.schema, logger: logger).migrate(postgres)
-                print(
+                say(
                     """
                     Baton dev is up.
                       database: \(server.url)   (data in \(dataDirectory.path))

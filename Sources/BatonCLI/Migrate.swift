@@ -13,7 +13,7 @@ struct Migrate: AsyncParsableCommand {
         let applied = try await withPostgres(configuration, logger: logger) { client in
             try await Migrator(schema: configuration.schema, logger: logger).migrate(client)
         }
-        print(
+        say(
             applied.isEmpty
                 ? "schema \(configuration.schema) is up to date (version \(Migrator.latestVersion))"
                 : "applied \(applied.joined(separator: ", ")) to schema \(configuration.schema)")

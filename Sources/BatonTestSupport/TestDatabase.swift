@@ -1,0 +1,95 @@
+import BatonPostgres
+import Foundation
+import LocalPostgres
+import Logging
+import PostgresNIO
+
+/// A database for a test: a fresh schema, migrated, in the cluster at `BATON_TEST_DATABASE_URL`,
+/// or else in a throwaway local cluster started once per test process and stopped at exit.
+public struct TestDatabase: Sendable {
+    public let configuration: DatabaseConfiguration
+    public let client: PostgresClient
+    public let store: Store
+    public let logger: Logger
+    /// The database URL with this test's schema (`?schema=`), for worker processes.
+    public let url: String
+
+    /// Runs `body` with a new schema; drops it afterwards.
+    public static func with<T: Sendable>(_ body: @Sendable (TestDatabase) async throws -> T) async throws -> T {
+        let baseURL = try await Cluster.shared.url()
+        let schema = "t_" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
+        let url = baseURL + (baseURL.contains("?") ? "&" : "?") + "schema=\(schema)"
+        var logger = Logger(label: "baton.test")
+        logger.logLevel = ProcessInfo.processInfo.environment["BATON_TEST_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) } ?? .warning
+        var configuration = try DatabaseConfiguration(url: url)
+        configuration.maximumConnections = 10
+        let client = configuration.makeClient(logger: logger)
+        let database = TestDatabase(
+            configuration: configuration, client: client,
+            store: Store(client: client, schema: schema, logger: logger), logger: logger, url: url)
+        return try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask {
+                await client.run()
+                return nil
+            }
+            defer { group.cancelAll() }
+            try await Migrator(schema: schema, logger: logger).migrate(client)
+            do {
+                let result = try await body(database)
+                try await client.query("DROP SCHEMA \(unescaped: schema) CASCADE", logger: logger)
+                return result
+            } catch {
+                _ = try? await client.query("DROP SCHEMA \(unescaped: schema) CASCADE", logger: logger)
+                throw error
+            }
+        }
+    }
+
+    /// Rows of a one-column query.
+    public func values<T: PostgresDecodable & Sendable>(_ query: PostgresQuery, as type: T.Type) async throws -> [T] {
+        var values: [T] = []
+        for try await value in try await client.query(query, logger: logger).decode(T.self) { values.append(value) }
+        return values
+    }
+
+    /// Waits (polling the database every 20 ms) until `condition` holds, up to `timeout`.
+    public func eventually(
+        timeout: Duration = .seconds(30), _ what: String = "condition", _ condition: () async throws -> Bool
+    ) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if try await condition() { return }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw TestFailure("timed out after \(timeout) waiting for \(what)")
+    }
+}
+
+public struct TestFailure: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// The process-wide cluster the tests share.
+actor Cluster {
+    static let shared = Cluster()
+    private var starting: Task<LocalPostgres, any Error>?
+
+    func url() async throws -> String {
+        if let url = ProcessInfo.processInfo.environment["BATON_TEST_DATABASE_URL"] { return url }
+        // One start, however many tests ask at once (the actor is reentrant across the await).
+        let starting = self.starting ?? Task {
+            let server = try await LocalPostgres.start(
+                LocalPostgres.Options(settings: ["max_connections": "400"], fast: true))
+            Cluster.stopAtExit = server
+            atexit { Cluster.stopAtExit?.stop() }
+            return server
+        }
+        self.starting = starting
+        return try await starting.value.url
+    }
+
+    /// Set once before the exit handler is registered, read by it at exit (a C function pointer
+    /// cannot capture anything).
+    nonisolated(unsafe) static var stopAtExit: LocalPostgres?
+}

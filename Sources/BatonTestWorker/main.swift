@@ -1,0 +1,60 @@
+// A worker process for the tests that need several processes (lanes across workers, SIGKILL,
+// SIGTERM drain). It serves the built-in tasks and `record`, which logs each attempt's start and
+// end to `<schema>.test_runs` and fails at random when asked to.
+//
+// Usage: BatonTestWorker DATABASE_URL [QUEUE:CONCURRENCY] [LEASE_MS] [GRACE_MS]
+import Baton
+import BatonPostgres
+import BatonWorker
+import Foundation
+import Logging
+import PostgresNIO
+import ServiceLifecycle
+
+let arguments = CommandLine.arguments
+guard arguments.count >= 2 else {
+    FileHandle.standardError.write(Data("usage: BatonTestWorker DATABASE_URL [QUEUE:CONCURRENCY] [LEASE_MS] [GRACE_MS]\n".utf8))
+    exit(2)
+}
+var logger = Logger(label: "baton.test-worker")
+logger.logLevel = ProcessInfo.processInfo.environment["BATON_TEST_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) } ?? .warning
+let database = try DatabaseConfiguration(url: arguments[1])
+let queueSpec = (arguments.count > 2 ? arguments[2] : "default:8").split(separator: ":")
+let lease = arguments.count > 3 ? Duration.milliseconds(Int64(arguments[3]) ?? 15000) : .seconds(15)
+let grace = arguments.count > 4 ? Duration.milliseconds(Int64(arguments[4]) ?? 30000) : .seconds(30)
+let postgres = database.makeClient(logger: logger)
+let schema = database.schema
+
+var tasks = TaskRegistry()
+tasks.register(name: "record") { args, input, context in
+    let started = Date()
+    let minMs = args["min_ms"].flatMap { if case .number(let n) = $0 { Int(n) } else { nil } } ?? 0
+    let maxMs = args["max_ms"].flatMap { if case .number(let n) = $0 { Int(n) } else { nil } } ?? minMs
+    let failPercent = args["fail_percent"].flatMap { if case .number(let n) = $0 { Int(n) } else { nil } } ?? 0
+    try await Task.sleep(for: .milliseconds(Int.random(in: minMs...max(minMs, maxMs))))
+    let failed = Int.random(in: 0..<100) < failPercent
+    try await postgres.query(
+        """
+        INSERT INTO \(unescaped: schema).test_runs (job, stage, attempt, lane, pid, started_at, ended_at, failed)
+        VALUES (\(context.jobID), \(context.stageIndex), \(context.attempt), \(context.lane),
+                \(Int(ProcessInfo.processInfo.processIdentifier)), \(started), \(Date()), \(failed))
+        """, logger: logger)
+    if failed { throw TaskFailure.retry(after: .milliseconds(Int64.random(in: 0...30)), "record failed on purpose") }
+    return input
+}
+
+let worker = Worker(
+    postgres: postgres, database: database, tasks: tasks,
+    configuration: WorkerConfiguration(
+        queues: [String(queueSpec[0]): Int(queueSpec.count > 1 ? queueSpec[1] : "8") ?? 8],
+        lease: lease, pollInterval: .seconds(1), drainGrace: grace, schedulerInterval: .milliseconds(50)),
+    logger: logger)
+FileHandle.standardOutput.write(Data("ready \(worker.id)\n".utf8))
+let group = ServiceGroup(
+    configuration: ServiceGroupConfiguration(
+        services: [
+            .init(service: postgres),
+            .init(service: worker, successTerminationBehavior: .gracefullyShutdownGroup),
+        ],
+        gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+try await group.run()

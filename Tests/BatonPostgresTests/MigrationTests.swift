@@ -1,0 +1,32 @@
+import BatonPostgres
+import BatonTestSupport
+import Testing
+
+struct MigrationTests {
+    @Test func migratingAgainAppliesNothingAndRecordsTheVersion() async throws {
+        try await TestDatabase.with { db async throws in
+            let migrator = Migrator(schema: db.configuration.schema, logger: db.logger)
+            #expect(try await migrator.migrate(db.client).isEmpty)
+            #expect(try await migrator.currentVersion(db.client) == Migrator.latestVersion)
+        }
+    }
+
+    @Test func concurrentMigrationsOfAFreshSchemaWaitForEachOther() async throws {
+        try await TestDatabase.with { db async throws in
+            let schema = db.configuration.schema + "_fresh"
+            let migrator = Migrator(schema: schema, logger: db.logger)
+            let applied = try await withThrowingTaskGroup(of: [String].self) { group in
+                for _ in 0..<4 { group.addTask { try await migrator.migrate(db.client) } }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(applied.filter { !$0.isEmpty }.count == 1)
+            #expect(try await migrator.currentVersion(db.client) == Migrator.latestVersion)
+            try await db.client.query("DROP SCHEMA \(unescaped: schema) CASCADE")
+        }
+    }
+
+    @Test func theBinaryCarriesEveryFileOfMigrations() {
+        #expect(Migrator.migrations.map(\.version) == Array(1...Migrator.latestVersion))
+        #expect(Migrator.migrations.allSatisfy { $0.sql.contains("CREATE") })
+    }
+}

@@ -1,0 +1,123 @@
+import Baton
+import BatonPostgres
+import BatonTestSupport
+import Foundation
+import PostgresNIO
+import Testing
+
+/// The store's transitions, driven by hand (no worker): what the database guarantees by itself.
+struct StoreTests {
+    func job(_ stages: [StageSpec], input: JSONValue = nil, key: String? = nil, priority: Int = 0, runAt: Date? = nil)
+        -> NewJob
+    {
+        NewJob(chain: ChainDefinition(input: input, stages: stages), priority: priority, runAt: runAt, idempotencyKey: key)
+    }
+
+    @Test func theSameIdempotencyKeyYieldsTheSameJob() async throws {
+        try await TestDatabase.with { db async throws in
+            let first = try await db.store.enqueue([job([.task("noop")], key: "order-1")])
+            let again = try await db.store.enqueue([
+                job([.task("noop")], key: "order-1"), job([.task("noop")], key: "order-2"),
+                job([.task("noop")], key: "order-2"),
+            ])
+            #expect(first[0].inserted)
+            #expect(again.map(\.id) == [first[0].id, again[1].id, again[1].id])
+            #expect(again.map(\.inserted) == [false, true, false])
+            #expect(try await db.values("SELECT count(*)::int FROM \(unescaped: db.configuration.schema).jobs", as: Int.self) == [2])
+        }
+    }
+
+    @Test func concurrentEnqueuesOfOneKeyCreateOneJob() async throws {
+        try await TestDatabase.with { db async throws in
+            let ids = try await withThrowingTaskGroup(of: Int64.self) { group in
+                for _ in 0..<8 {
+                    group.addTask { try await db.store.enqueue([job([.task("noop")], key: "race")])[0].id }
+                }
+                return try await group.reduce(into: Set<Int64>()) { $0.insert($1) }
+            }
+            #expect(ids.count == 1)
+        }
+    }
+
+    @Test func anInvalidJobInABatchEnqueuesNothing() async throws {
+        try await TestDatabase.with { db async throws in
+            await #expect(throws: BatonError.self) {
+                try await db.store.enqueue([job([.task("noop")]), job([])])
+            }
+            #expect(try await db.values("SELECT count(*)::int FROM \(unescaped: db.configuration.schema).jobs", as: Int.self) == [0])
+        }
+    }
+
+    @Test func claimsFollowPriorityThenAgeAndNeverHandOutARowTwice() async throws {
+        try await TestDatabase.with { db async throws in
+            let low = try await db.store.enqueue([job([.task("noop")], priority: 5)])[0].id
+            let high = try await db.store.enqueue([job([.task("noop")], priority: -1)])[0].id
+            let rest = try await db.store.enqueue((0..<40).map { _ in job([.task("noop")]) }).map(\.id)
+            let first = try await db.store.claim(queue: "default", limit: 2, worker: "w1")
+            #expect(first.map(\.id) .sorted() == [high, rest[0]].sorted())
+            let claimed = try await withThrowingTaskGroup(of: [Int64].self) { group in
+                for index in 0..<4 {
+                    group.addTask { try await db.store.claim(queue: "default", limit: 15, worker: "w\(index)").map(\.id) }
+                }
+                return try await group.reduce(into: []) { $0 += $1 }
+            }
+            #expect(claimed.count == 40)
+            #expect(Set(claimed).count == 40)
+            #expect(Set(claimed) == Set(rest.dropFirst() + [low]))
+            #expect(try await db.store.claim(queue: "default", limit: 10, worker: "w1").isEmpty)
+        }
+    }
+
+    @Test func aScheduledJobWaitsForItsTime() async throws {
+        try await TestDatabase.with { db async throws in
+            let enqueued = try await db.store.enqueue([job([.task("noop")], runAt: Date().addingTimeInterval(0.3))])
+            #expect(enqueued[0].state == .scheduled)
+            #expect(try await db.store.claim(queue: "default", limit: 10, worker: "w").isEmpty)
+            try await db.eventually("the job to be due") {
+                try await db.store.promoteDue(limit: 10) == ["default"]
+            }
+            #expect(try await db.store.claim(queue: "default", limit: 10, worker: "w").map(\.id) == [enqueued[0].id])
+        }
+    }
+
+    @Test func aLateCompletionFromALostWorkerIsRejected() async throws {
+        try await TestDatabase.with { db async throws in
+            let id = try await db.store.enqueue([job([.task("noop")])])[0].id
+            _ = try await db.store.claim(queue: "default", limit: 1, worker: "lost")
+            // The lost worker's attempt is failed by the rescuer; another worker claims it again.
+            let rescued = try await db.store.apply(
+                [Outcome(jobID: id, stage: 0, attempt: 1, transition: .retry(error: "worker lost", delay: .zero))],
+                worker: "lost")
+            #expect(rescued.applied == [id])
+            _ = try await db.store.promoteDue(limit: 10)
+            let again = try await db.store.claim(queue: "default", limit: 1, worker: "other")
+            #expect(again.map(\.attempt) == [2])
+            // The lost worker comes back and reports: nothing changes.
+            let late = try await db.store.apply(
+                [Outcome(jobID: id, stage: 0, attempt: 1, transition: .complete(output: "\"late\""))], worker: "lost")
+            #expect(late.applied.isEmpty)
+            let done = try await db.store.apply(
+                [Outcome(jobID: id, stage: 0, attempt: 2, transition: .complete(output: "\"on time\""))], worker: "other")
+            #expect(done.applied == [id])
+            let record = try #require(try await db.store.job(id))
+            #expect(record.state == .completed)
+            #expect(record.output == "on time")
+            #expect(record.errors.map(\.error) == ["worker lost"])
+        }
+    }
+
+    @Test func outputsAdvanceThroughTheChainAndStayReadable() async throws {
+        try await TestDatabase.with { db async throws in
+            let id = try await db.store.enqueue([job([.task("a", name: "first"), .task("b")], input: 1)])[0].id
+            let first = try #require(try await db.store.claim(queue: "default", limit: 1, worker: "w").first)
+            #expect(first.input == "1")
+            _ = try await db.store.apply(
+                [Outcome(jobID: id, stage: 0, attempt: 1, transition: .advance(output: #"{"x":2}"#, lane: nil))],
+                worker: "w")
+            let second = try #require(try await db.store.claim(queue: "default", limit: 1, worker: "w").first)
+            #expect(second.stage == 1)
+            #expect(try JSONValue(parsing: second.input) == ["x": 2])
+            #expect(second.earlierOutputs == [["x": 2]])
+        }
+    }
+}

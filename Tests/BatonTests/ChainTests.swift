@@ -1,0 +1,139 @@
+import Baton
+import Foundation
+import Testing
+
+struct Order: Codable, Sendable, Equatable {
+    var id: Int
+    var total: Double
+}
+
+struct Invoice: Codable, Sendable, Equatable {
+    var order: Int
+    var text: String
+}
+
+struct Render: BatonTask {
+    var template: String
+    func run(_ input: Order, context: StageContext) async throws -> Invoice {
+        Invoice(order: input.id, text: "\(template) \(input.total)")
+    }
+}
+
+struct Deliver: BatonTask {
+    static var name: String { "deliver" }
+    func run(_ input: Invoice, context: StageContext) async throws -> Bool { true }
+}
+
+struct ChainTests {
+    @Test func theBuilderRecordsEachStageWithItsArgsLaneAndPolicy() throws {
+        let chain = Chain(input: Order(id: 7, total: 9.5))
+            .then(Render(template: "invoice"), name: "render")
+            .then(Deliver(), lane: "customer-7")
+            .retry(.exponential(initial: .seconds(1), max: .seconds(60), attempts: 8))
+            .timeout(.seconds(5))
+        let definition = try chain.definition()
+        #expect(definition.input == ["id": 7, "total": 9.5])
+        #expect(definition.stages.count == 2)
+        #expect(definition.stages[0].name == "render")
+        #expect(definition.stages[0].task?.task == "Render")
+        #expect(definition.stages[0].task?.args == ["template": "invoice"])
+        #expect(definition.stages[0].task?.retry == .default)
+        #expect(definition.stages[1].lane == "customer-7")
+        #expect(definition.stages[1].task?.retry.maxAttempts == 8)
+        #expect(definition.stages[1].task?.timeout == .seconds(5))
+    }
+
+    @Test func aGroupHasOneMemberPerTaskAndItsOutputIsAnArray() throws {
+        let chain: Chain<[Invoice]> = Chain(input: Order(id: 1, total: 1))
+            .group([Render(template: "a"), Render(template: "b")], name: "both", lane: { $0 == 1 ? "l" : nil })
+        let definition = try chain.definition()
+        guard case .group(let members) = definition.stages[0].body else {
+            Issue.record("not a group")
+            return
+        }
+        #expect(members.map(\.task?.args) == [["template": "a"], ["template": "b"]])
+        #expect(members.map(\.lane) == [nil, "l"])
+    }
+
+    @Test func theStoredFormRoundTrips() throws {
+        let stages: [StageSpec] = [
+            .task("http", args: ["url": "https://example.com"], name: "call", lane: "x",
+                  retry: .linear(initial: .milliseconds(250), max: .seconds(5), jitter: 0.25, attempts: 4),
+                  timeout: .milliseconds(1500)),
+            .group([.task("noop"), .group([.task("sleep", args: ["ms": 5])])], name: "fan"),
+        ]
+        let text = try JSONText.encode(stages)
+        #expect(try JSONText.decode([StageSpec].self, from: text) == stages)
+    }
+
+    @Test func aMinimalStoredStageGetsTheDefaults() throws {
+        let stage = try JSONText.decode(StageSpec.self, from: #"{"task":"noop"}"#)
+        #expect(stage.task == TaskStage(task: "noop"))
+    }
+
+    @Test(arguments: [
+        (ChainDefinition(stages: []), "stages"),
+        (ChainDefinition(stages: [.group([])]), "stages[0].group"),
+        (ChainDefinition(stages: [.task("")]), "stages[0].task"),
+        (ChainDefinition(stages: [.task("a", lane: "")]), "stages[0].lane"),
+        (ChainDefinition(stages: [.task("a", lane: String(repeating: "x", count: 201))]), "stages[0].lane"),
+        (ChainDefinition(stages: [.task("a", lane: "a\u{0}b")]), "stages[0].lane"),
+        (ChainDefinition(stages: [.task("a", retry: RetryPolicy(maxAttempts: 0, backoff: .constant(.zero)))]), "stages[0].max_attempts"),
+        (ChainDefinition(stages: [.task("a", timeout: .zero)]), "stages[0].timeout"),
+        (ChainDefinition(stages: [.task("a", name: "n"), .task("b", name: "n")]), "stages[1].name"),
+        (ChainDefinition(stages: Array(repeating: .task("a"), count: 101)), "stages"),
+        (ChainDefinition(stages: [.task("a"), .group([.task("b"), .group([.task("")])])]), "stages[1].group[1].group[0].task"),
+    ])
+    func invalidChainsAreRefusedWithThePathOfTheFault(definition: ChainDefinition, path: String) {
+        #expect {
+            try definition.validate()
+        } throws: { error in
+            guard case BatonError.invalidChain(let at, _) = error else { return false }
+            return at == path
+        }
+    }
+
+    @Test func anInputThatDoesNotEncodeIsReportedAtEnqueueTime() {
+        let chain = Chain(input: Double.nan).then(Nothing())
+        #expect(throws: BatonError.self) { try chain.definition() }
+    }
+}
+
+struct Nothing: BatonTask {
+    func run(_ input: Double, context: StageContext) async throws -> Double { input }
+}
+
+struct DurationFormatTests {
+    @Test(arguments: [
+        ("250ms", 250), ("30s", 30_000), ("10m", 600_000), ("2h", 7_200_000), ("1d", 86_400_000), ("1.5s", 1500),
+        ("5", 5000), ("0s", 0),
+    ])
+    func parses(text: String, milliseconds: Int64) {
+        #expect(DurationFormat.parse(text)?.milliseconds == milliseconds)
+    }
+
+    @Test(arguments: ["", "s", "-1s", "1e3s", "10 parsecs", "1x", "nan", "inf", "99999999999999999999s"])
+    func refuses(text: String) {
+        #expect(DurationFormat.parse(text) == nil)
+    }
+
+    @Test func formatsTheShortestExactForm() {
+        #expect(DurationFormat.format(.milliseconds(1500)) == "1500ms")
+        #expect(DurationFormat.format(.seconds(30)) == "30s")
+        #expect(DurationFormat.format(.seconds(600)) == "10m")
+        #expect(DurationFormat.format(.seconds(7200)) == "2h")
+    }
+}
+
+struct JSONValueTests {
+    @Test func parsesAndPrintsEveryKind() throws {
+        let value = try JSONValue(parsing: #"{"a":[1,2.5,"x",true,null],"b":{}}"#)
+        #expect(value == ["a": [1, 2.5, "x", true, nil], "b": [:]])
+        #expect(value.jsonText == #"{"a":[1,2.5,"x",true,null],"b":{}}"#)
+    }
+
+    @Test func bareValuesAreJSONToo() throws {
+        #expect(try JSONValue(parsing: "42") == 42)
+        #expect(try JSONValue(parsing: "\"s\"") == "s")
+    }
+}

@@ -1,0 +1,164 @@
+import Baton
+import BatonPostgres
+import BatonTestSupport
+import BatonWorker
+import Foundation
+import PostgresNIO
+import Testing
+
+/// Chains run by a real worker against a real PostgreSQL.
+struct ChainSemanticsTests {
+    @Test func eachStageGetsThePreviousOutput() async throws {
+        try await TestDatabase.with { db async throws in
+            try await withWorker(db, tasks: testTasks) { baton, _ async throws in
+                let job = try await baton.enqueue(Chain(input: 2).then(Add(n: 3)).then(Multiply(by: 4)).then(Add(n: -1)))
+                #expect(try await job.result() == 19)
+                let record = try await job.record()
+                #expect(record.results.map(\.output) == [5, 20, 19])
+                #expect(record.results.map(\.attempts) == [1, 1, 1])
+            }
+        }
+    }
+
+    @Test func aStageReadsAnEarlierOutputByName() async throws {
+        try await TestDatabase.with { db async throws in
+            try await withWorker(db, tasks: testTasks) { baton, _ async throws in
+                let chain = Chain(input: 1)
+                    .then(Add(n: 1), name: "first")
+                    .then(Multiply(by: 10), name: "second")
+                    .then(AddNamed(stage: "first"))
+                #expect(try await baton.enqueue(chain).result() == 22)
+            }
+        }
+    }
+
+    @Test func aGroupFansOutAndHandsOnItsOutputsInMemberOrder() async throws {
+        try await TestDatabase.with { db async throws in
+            try await withWorker(db, tasks: testTasks) { baton, _ async throws in
+                let members = (1...5).map { Add(n: $0) }
+                let fan = Chain(input: 10).group(members, name: "fan", lane: { $0 == 2 ? "group-lane" : nil })
+                let job = try await baton.enqueue(fan)
+                #expect(try await job.result() == [11, 12, 13, 14, 15])
+                let summed = try await baton.enqueue(fan.then(Sum()))
+                #expect(try await summed.result() == 65)
+                #expect(try await db.store.members(of: job.id, stage: 0).count == 5)
+            }
+        }
+    }
+
+    @Test func aFailedAttemptIsRetriedAfterItsBackoffUntilItSucceeds() async throws {
+        try await TestDatabase.with { db async throws in
+            try await withWorker(db, tasks: testTasks) { baton, _ async throws in
+                let job = try await baton.enqueue(
+                    Chain(input: 7).then(Flaky(failures: 2)).retry(.constant(.milliseconds(300), attempts: 5)))
+                #expect(try await job.result() == 7)
+                let record = try await job.record()
+                #expect(record.results.map(\.attempts) == [3])
+                #expect(record.errors.map(\.attempt) == [1, 2])
+                // The backoff was waited: each retry started no sooner than 300 ms after the failure.
+                let started = try #require(record.attemptedAt)
+                let lastFailure = try #require(ISO8601DateFormatter.fractional.date(from: record.errors[1].at))
+                #expect(started.timeIntervalSince(lastFailure) >= 0.29)
+            }
+        }
+    }
+
+    @Test func exhaustingItsAttemptsDiscardsTheJob() async throws {
+        try await TestDatabase.with { db async throws in
+            try await withWorker(db, tasks: testTasks) { baton, _ async throws in
+                let job = try await baton.enqueue(
+                    Chain(input: 1).then(Flaky(failures: 10)).retry(.constant(.milliseconds(10), attempts: 3))
+                        .then(Add(n: 1)))
+                await #expect(throws: BatonError.self) { try await job.result() }
+                let record = try await job.record()
+                #expect(record.state == .discarded)
+                #expect(record.stage == 0)
+                #expect(record.errors.map(\.attempt) == [1, 2, 3])
+            }
+        }
+    }
+
+    @Test func aPermanentFailureSkipsTheRetries() async throws {
+        try await TestDatabase.with { db async throws in
+            try await withWorker(db, tasks: testTasks) { baton, _ async throws in
+                let job = try await baton.enqueue(Chain(input: 1).then(Refuse()).retry(.constant(.zero, attempts: 10)))
+                _ = try await baton.waitUntilFinished(job.id)
+                let record = try await job.record()
+                #expect(record.state == .discarded)
+                #expect(record.errors.map(\.error) == ["refused on purpose"])
+            }
+        }
+    }
+
+    @Test func aStageThatOutrunsItsTimeoutFails() async throws {
+        try await TestDatabase.with { db async throws in
+            try await withWorker(db, tasks: testTasks) { baton, _ async throws in
+                let job = try await baton.enqueue(
+                    Chain(input: 1).then(Hang(seconds: 60), retry: .none, timeout: .milliseconds(200)))
+                let record = try await baton.waitUntilFinished(job.id, timeout: .seconds(20))
+                #expect(record.state == .discarded)
+                #expect(record.lastError?.contains("timed out") == true)
+            }
+        }
+    }
+
+    @Test func aDiscardedMemberFailsItsGroup() async throws {
+        try await TestDatabase.with { db async throws in
+            try await withWorker(db, tasks: testTasks) { baton, _ async throws in
+                let definition = ChainDefinition(
+                    input: 1,
+                    stages: [
+                        .group([.task("Add", args: ["n": 1]), .task("Refuse", retry: .none)]), .task("Sum"),
+                    ])
+                let id = try await baton.enqueue([NewJob(chain: definition)])[0].id
+                let record = try await baton.waitUntilFinished(id, timeout: .seconds(20))
+                #expect(record.state == .discarded)
+                #expect(record.lastError?.contains("group member 1 was discarded: refused on purpose") == true)
+            }
+        }
+    }
+
+    @Test func cancellingARunningJobStopsItsTask() async throws {
+        try await TestDatabase.with { db async throws in
+            try await withWorker(db, tasks: testTasks) { baton, worker async throws in
+                let job = try await baton.enqueue(Chain(input: 1).then(Hang(seconds: 600)))
+                try await db.eventually("the stage to start") { worker.runningJobs == [job.id] }
+                #expect(try await job.cancel())
+                try await db.eventually("the task to stop") { worker.runningJobs.isEmpty }
+                #expect(try await job.record().state == .cancelled)
+                await #expect(throws: BatonError.jobFailed(id: job.id, state: .cancelled, error: nil)) {
+                    try await job.result()
+                }
+            }
+        }
+    }
+
+    @Test func anEnqueueInsideARolledBackTransactionLeavesNoJob() async throws {
+        try await TestDatabase.with { db async throws in
+            try await withWorker(db, tasks: testTasks) { baton, _ async throws in
+                struct Rollback: Error {}
+                var rolledBack: Int64?
+                do {
+                    try await db.client.withTransaction(logger: db.logger) { connection in
+                        rolledBack = try await baton.enqueue(Chain(input: 1).then(Add(n: 1)), on: connection).id
+                        throw Rollback()
+                    }
+                } catch {}
+                let missing = try #require(rolledBack)
+                #expect(try await db.store.job(missing) == nil)
+                let committed = try await db.client.withTransaction(logger: db.logger) { connection in
+                    try await baton.enqueue(Chain(input: 1).then(Add(n: 1)), on: connection)
+                }
+                #expect(try await committed.result() == 2)
+            }
+        }
+    }
+}
+
+extension ISO8601DateFormatter {
+    nonisolated(unsafe) static let fractional: ISO8601DateFormatter = {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter
+    }()
+}

@@ -1,0 +1,104 @@
+import Baton
+import BatonPostgres
+import BatonTestSupport
+import BatonWorker
+import Foundation
+import Logging
+import ServiceLifecycle
+
+extension WorkerConfiguration {
+    /// Short timings so that tests of retries, leases and drains take moments.
+    static func test(concurrency: Int = 8, lease: Duration = .seconds(2), grace: Duration = .seconds(5)) -> Self {
+        WorkerConfiguration(
+            queues: ["default": concurrency], lease: lease, pollInterval: .seconds(1), drainGrace: grace,
+            schedulerInterval: .milliseconds(20))
+    }
+}
+
+/// Runs a worker and a client in this process against `db` while `body` runs, then drains them.
+func withWorker<T: Sendable>(
+    _ db: TestDatabase, tasks: TaskRegistry = TaskRegistry(), configuration: WorkerConfiguration = .test(),
+    _ body: @Sendable (BatonClient, Worker) async throws -> T
+) async throws -> T {
+    let client = BatonClient(postgres: db.client, configuration: db.configuration, logger: db.logger)
+    let worker = Worker(
+        postgres: db.client, database: db.configuration, tasks: tasks, configuration: configuration, logger: db.logger)
+    let group = ServiceGroup(services: [client, worker], logger: db.logger)
+    return try await withThrowingTaskGroup(of: T?.self) { tasks in
+        tasks.addTask {
+            try await group.run()
+            return nil
+        }
+        let result: Result<T, any Error>
+        do {
+            try await db.eventually("the listeners to connect") { client.listener.isListening }
+            result = .success(try await body(client, worker))
+        } catch {
+            result = .failure(error)
+        }
+        await group.triggerGracefulShutdown()
+        try await tasks.waitForAll()
+        return try result.get()
+    }
+}
+
+/// The built-in tasks and the test tasks below.
+var testTasks: TaskRegistry {
+    var tasks = TaskRegistry()
+    tasks.register(Add.self)
+    tasks.register(Multiply.self)
+    tasks.register(Sum.self)
+    tasks.register(AddNamed.self)
+    tasks.register(Flaky.self)
+    tasks.register(Refuse.self)
+    tasks.register(Hang.self)
+    return tasks
+}
+
+struct Add: BatonTask {
+    var n: Int
+    func run(_ input: Int, context: StageContext) async throws -> Int { input + n }
+}
+
+struct Multiply: BatonTask {
+    var by: Int
+    func run(_ input: Int, context: StageContext) async throws -> Int { input * by }
+}
+
+struct Sum: BatonTask {
+    func run(_ input: [Int], context: StageContext) async throws -> Int { input.reduce(0, +) }
+}
+
+/// Adds the output of an earlier stage, found by its name.
+struct AddNamed: BatonTask {
+    var stage: String
+    func run(_ input: Int, context: StageContext) async throws -> Int {
+        input + (try context.output(of: stage, as: Int.self))
+    }
+}
+
+/// Fails its first `failures` attempts, then returns its input.
+struct Flaky: BatonTask {
+    var failures: Int
+    struct Boom: Error {}
+    func run(_ input: Int, context: StageContext) async throws -> Int {
+        if context.attempt <= failures { throw Boom() }
+        return input
+    }
+}
+
+/// Fails for good.
+struct Refuse: BatonTask {
+    func run(_ input: Int, context: StageContext) async throws -> Int {
+        throw TaskFailure.permanent("refused on purpose")
+    }
+}
+
+/// Sleeps for a long time; records whether it saw its cancellation.
+struct Hang: BatonTask {
+    var seconds: Int
+    func run(_ input: Int, context: StageContext) async throws -> Int {
+        try await Task.sleep(for: .seconds(seconds))
+        return input
+    }
+}

@@ -119,6 +119,15 @@ DECLARE
     v_new boolean[];
     v_lanes text[];
 BEGIN
+    -- Lock the lanes entered before inserting, so that their entry time (taken after the lock)
+    -- orders them the way the lane lock serialises them.
+    SELECT array_agg(DISTINCT l) INTO v_lanes FROM (
+        SELECT j -> 'chain' -> 0 ->> 'lane' AS l FROM jsonb_array_elements(p_jobs) j
+    ) x WHERE l IS NOT NULL;
+    IF v_lanes IS NOT NULL THEN
+        PERFORM lock_lanes(v_lanes);
+    END IF;
+
     -- Ids are drawn before the insert so that each input row knows its job without relying on
     -- the order of RETURNING.
     WITH input AS MATERIALIZED (
@@ -137,14 +146,13 @@ BEGIN
                     ELSE 'available' END::job_state,
                coalesce(i.run_at, now()), i.chain, jsonb_array_length(i.chain), coalesce(i.input, 'null'),
                coalesce(i.metadata, '{}'),
-               i.key, i.chain -> 0 ->> 'lane', now()
+               i.key, i.chain -> 0 ->> 'lane', clock_timestamp()
         FROM input i ORDER BY i.ord
         ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
         RETURNING jobs.id, jobs.lane, jobs.state
     )
-    SELECT array_agg(ins.id ORDER BY i.ord), array_agg(ins.id IS NOT NULL ORDER BY i.ord),
-           array_agg(DISTINCT ins.lane) FILTER (WHERE ins.state = 'waiting')
-    INTO v_ids, v_new, v_lanes
+    SELECT array_agg(ins.id ORDER BY i.ord), array_agg(ins.id IS NOT NULL ORDER BY i.ord)
+    INTO v_ids, v_new
     FROM input i LEFT JOIN ins ON ins.id = i.new_id;
 
     IF array_position(v_new, false) IS NOT NULL THEN
@@ -157,7 +165,6 @@ BEGIN
     END IF;
 
     IF v_lanes IS NOT NULL THEN
-        PERFORM lock_lanes(v_lanes);
         PERFORM promote_lanes(v_lanes);
     END IF;
 
@@ -265,7 +272,8 @@ BEGIN
             run_at = CASE WHEN b.kind = 'retry' THEN now() + b.delay_ms * interval '1 millisecond'
                           WHEN b.kind IN ('advance', 'release') THEN now() ELSE j.run_at END,
             lane = CASE WHEN b.kind IN ('hop', 'advance') THEN b.lane ELSE j.lane END,
-            lane_ready_at = CASE WHEN b.kind IN ('hop', 'advance') THEN now() ELSE j.lane_ready_at END,
+            -- After the lane lock: entry times follow the order the lock serialises entries in.
+            lane_ready_at = CASE WHEN b.kind IN ('hop', 'advance') THEN clock_timestamp() ELSE j.lane_ready_at END,
             worker_id = CASE WHEN b.kind = 'hop' THEN j.worker_id END,
             attempted_at = CASE WHEN b.kind = 'hop' THEN now() ELSE j.attempted_at END,
             finished_at = CASE WHEN b.kind IN ('complete', 'discard') THEN now() END,
@@ -287,7 +295,7 @@ BEGIN
                CASE WHEN m.value ->> 'lane' IS NULL THEN 'available' ELSE 'waiting' END::job_state,
                jsonb_build_array(m.value), 1,
                CASE WHEN p.stage = 0 THEN p.input ELSE p.results -> (p.stage - 1) -> 'output' END,
-               p.metadata, m.value ->> 'lane', now(), p.id, p.stage, (m.ordinality - 1)::int
+               p.metadata, m.value ->> 'lane', clock_timestamp(), p.id, p.stage, (m.ordinality - 1)::int
         FROM unnest(v_applied) a
         JOIN jobs p ON p.id = a.id
         CROSS JOIN LATERAL jsonb_array_elements(p.chain -> p.stage -> 'group') WITH ORDINALITY m

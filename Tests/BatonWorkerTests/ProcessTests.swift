@@ -1,0 +1,174 @@
+import Baton
+import BatonPostgres
+import BatonTestSupport
+import Foundation
+import PostgresNIO
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Workers in processes of their own: lanes across processes, SIGKILL, SIGSTOP, SIGTERM.
+@Suite(.serialized)
+struct ProcessTests {
+    func createRunsTable(_ db: TestDatabase) async throws {
+        try await db.client.query(
+            """
+            CREATE TABLE \(unescaped: db.configuration.schema).test_runs (
+                job bigint, stage int, attempt int, lane text, pid int,
+                started_at timestamptz, ended_at timestamptz, failed boolean)
+            """)
+    }
+
+    func count(_ db: TestDatabase, _ condition: String) async throws -> Int {
+        try await db.values(
+            PostgresQuery(unsafeSQL: "SELECT count(*)::int FROM \(db.configuration.schema).jobs WHERE \(condition)"),
+            as: Int.self)[0]
+    }
+
+    func record(_ args: JSONValue, lane: String? = nil, attempts: Int = 1) -> StageSpec {
+        .task("record", args: args, lane: lane, retry: .constant(.milliseconds(10), attempts: attempts))
+    }
+
+    @Test func lanesHoldAcrossWorkerProcesses() async throws {
+        try await TestDatabase.with { db async throws in
+            try await createRunsTable(db)
+            let lanes = 12
+            let jobs = (0..<240).map { index in
+                NewJob(
+                    chain: ChainDefinition(
+                        input: .number(Double(index)),
+                        stages: [
+                            record(["min_ms": 0, "max_ms": 4]),
+                            // Every 40th job always fails: after 3 attempts it is discarded and must release its lane.
+                            record(
+                                ["min_ms": 1, "max_ms": 8, "fail_percent": index % 40 == 7 ? 100 : 20],
+                                lane: "lane-\(index % lanes)", attempts: 3),
+                        ]))
+            }
+            let workers = try (0..<2).map { _ in try WorkerProcess(url: db.url, queue: "default:8") }
+            for slice in stride(from: 0, to: jobs.count, by: 40) {
+                _ = try await db.store.enqueue(Array(jobs[slice..<slice + 40]))
+            }
+            try await db.eventually(timeout: .seconds(120), "every job to finish") {
+                try await count(db, "state NOT IN ('completed', 'discarded')") == 0
+            }
+            for worker in workers { worker.signal(SIGTERM) }
+            for worker in workers { #expect(try await worker.waitForExit() == 0) }
+
+            let schema = db.configuration.schema
+            // The jobs made to fail are discarded; the ones behind them in their lanes still ran.
+            let forced = try await db.values(
+                "SELECT state::text FROM \(unescaped: schema).jobs WHERE (input::text)::int % 40 = 7", as: String.self)
+            #expect(forced == Array(repeating: "discarded", count: 6))
+            #expect(try await count(db, "state = 'completed'") >= 220)
+            // Both processes ran ordered stages.
+            #expect(try await db.values("SELECT count(DISTINCT pid)::int FROM \(unescaped: schema).test_runs WHERE stage = 1", as: Int.self) == [2])
+            // Never two runs of one lane at once.
+            let overlaps = try await db.values(
+                """
+                SELECT count(*)::int FROM (
+                    SELECT started_at, lag(ended_at) OVER (PARTITION BY lane ORDER BY started_at) AS previous_end
+                    FROM \(unescaped: schema).test_runs WHERE stage = 1) r
+                WHERE started_at < previous_end
+                """, as: Int.self)
+            #expect(overlaps == [0])
+            // FIFO: in each lane, runs (retries included) follow the order the stages entered the
+            // lane, and a job's retries all come before the next job starts.
+            let outOfOrder = try await db.values(
+                """
+                SELECT count(*)::int FROM (
+                    SELECT j.lane_ready_at, j.id,
+                           lag(j.lane_ready_at) OVER w AS previous_ready, lag(j.id) OVER w AS previous_id
+                    FROM \(unescaped: schema).test_runs r JOIN \(unescaped: schema).jobs j ON j.id = r.job
+                    WHERE r.stage = 1
+                    WINDOW w AS (PARTITION BY r.lane ORDER BY r.started_at)) x
+                WHERE (lane_ready_at, id) < (previous_ready, previous_id)
+                """, as: Int.self)
+            #expect(outOfOrder == [0])
+            // Retries happened, and the retrying job held its lane meanwhile (no run of another
+            // job of that lane between its attempts).
+            #expect(try await db.values("SELECT count(*)::int FROM \(unescaped: schema).test_runs WHERE failed", as: Int.self)[0] > 18)
+        }
+    }
+
+    @Test func aKilledWorkersStageFinishesElsewhereAfterTheLease() async throws {
+        try await TestDatabase.with { db async throws in
+            try await createRunsTable(db)
+            let doomed = try WorkerProcess(url: db.url, lease: .seconds(1))
+            let id = try await db.store.enqueue([
+                NewJob(chain: ChainDefinition(input: "payload", stages: [record(["min_ms": 1500], attempts: 3)]))
+            ])[0].id
+            try await db.eventually("the stage to start") { try await db.store.job(id)?.state == .running }
+            doomed.signal(SIGKILL)
+            _ = try await doomed.waitForExit()
+            let survivor = try WorkerProcess(url: db.url, lease: .seconds(1))
+            try await db.eventually(timeout: .seconds(60), "the job to complete") {
+                try await db.store.job(id)?.state == .completed
+            }
+            let job = try #require(try await db.store.job(id))
+            #expect(job.output == "payload")
+            #expect(job.results.map(\.attempts) == [2])
+            #expect(job.errors.count == 1)
+            #expect(job.errors[0].error.hasPrefix("worker lost"))
+            survivor.signal(SIGTERM)
+            #expect(try await survivor.waitForExit() == 0)
+        }
+    }
+
+    @Test func aPausedWorkerThatWakesAfterItsLeaseCannotFinishTheJobTwice() async throws {
+        try await TestDatabase.with { db async throws in
+            try await createRunsTable(db)
+            let sleeper = try WorkerProcess(url: db.url, lease: .seconds(1))
+            let id = try await db.store.enqueue([
+                NewJob(chain: ChainDefinition(input: 1, stages: [record(["min_ms": 800], attempts: 3)]))
+            ])[0].id
+            try await db.eventually("the stage to start") { try await db.store.job(id)?.state == .running }
+            sleeper.signal(SIGSTOP)
+            let rescuer = try WorkerProcess(url: db.url, lease: .seconds(1))
+            try await db.eventually(timeout: .seconds(60), "the rescued job to complete") {
+                try await db.store.job(id)?.state == .completed
+            }
+            sleeper.signal(SIGCONT)
+            // The sleeper finishes its run (at least once: both ran) but its outcome is refused.
+            try await db.eventually(timeout: .seconds(30), "the sleeper's run to end") {
+                try await db.values("SELECT count(*)::int FROM \(unescaped: db.configuration.schema).test_runs", as: Int.self) == [2]
+            }
+            sleeper.signal(SIGTERM)
+            rescuer.signal(SIGTERM)
+            _ = try await sleeper.waitForExit()
+            _ = try await rescuer.waitForExit()
+            let job = try #require(try await db.store.job(id))
+            #expect(job.state == .completed)
+            #expect(job.results.count == 1)
+            #expect(job.results[0].attempts == 2)
+        }
+    }
+
+    @Test func sigtermDrainsFinishingWhatFitsTheGraceAndPuttingBackTheRest() async throws {
+        try await TestDatabase.with { db async throws in
+            try await createRunsTable(db)
+            let worker = try WorkerProcess(url: db.url, lease: .seconds(5), grace: .seconds(2))
+            let short = try await db.store.enqueue([
+                NewJob(chain: ChainDefinition(input: 1, stages: [record(["min_ms": 700])]))
+            ])[0].id
+            let long = try await db.store.enqueue([
+                NewJob(chain: ChainDefinition(input: 2, stages: [.task("sleep", args: ["ms": 60_000])]))
+            ])[0].id
+            try await db.eventually("both stages to start") {
+                let shortState = try await db.store.job(short)?.state
+                let longState = try await db.store.job(long)?.state
+                return shortState == .running && longState == .running
+            }
+            worker.signal(SIGTERM)
+            #expect(try await worker.waitForExit(timeout: .seconds(30)) == 0)
+            #expect(try await db.store.job(short)?.state == .completed)
+            let putBack = try #require(try await db.store.job(long))
+            #expect(putBack.state == .available)
+            #expect(putBack.attempt == 0)
+            #expect(putBack.errors.isEmpty)
+            #expect(try await db.values("SELECT count(*)::int FROM \(unescaped: db.configuration.schema).workers", as: Int.self) == [0])
+        }
+    }
+}

@@ -66,7 +66,7 @@ let package = Package(
         .testTarget(
             name: "BatonWorkerTests",
             dependencies: [
-                "Baton", "BatonPostgres", "BatonWorker", "BatonTestSupport", "BatonTestWorker",
+                "Baton", "BatonPostgres", "BatonWorker", "BatonTestSupport", "BatonTestWorker", "LocalPostgres",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),

@@ -76,6 +76,15 @@ CREATE TABLE workers (
     heartbeat_at timestamptz NOT NULL DEFAULT now()
 );
 
+-- Who runs maintenance (rescue, scheduling, pruning): one row per chore, held for a short lease
+-- and renewed by its holder. A frozen holder (paused, partitioned) loses it when the lease runs
+-- out, unlike a session advisory lock, which its open connection would keep.
+CREATE TABLE leaders (
+    name       text PRIMARY KEY,
+    worker_id  text        NOT NULL,
+    expires_at timestamptz NOT NULL
+);
+
 -- Lane transitions are serialised per lane with a transaction-level advisory lock.
 -- The first key namespaces Baton's locks (0x6261746e, "batn").
 CREATE FUNCTION lock_lanes(p_lanes text[]) RETURNS void

@@ -61,23 +61,19 @@ extension Store {
             """, logger: logger)
     }
 
-    /// Runs `body` only if this process wins the maintenance lock, a session advisory lock held on
-    /// one pooled connection while `body` runs. Returns nil when another process holds it.
-    package func asLeader<T: Sendable>(_ body: () async throws -> T) async throws -> T? {
-        try await client.withConnection { connection in
-            let key = "\(schema).maintenance"
-            var won = false
-            for try await locked in try await connection.query(
-                "SELECT pg_try_advisory_lock(1650553966, hashtext(\(key)))", logger: logger
-            ).decode(Bool.self) {
-                won = locked
-            }
-            guard won else { return nil }
-            let result: Result<T, any Error>
-            do { result = .success(try await body()) } catch { result = .failure(error) }
-            try await connection.query("SELECT pg_advisory_unlock(1650553966, hashtext(\(key)))", logger: logger)
-            return try result.get()
-        }
+    /// Takes or renews the lead of `chore` for `worker` for `lease`; false if another worker
+    /// holds an unexpired lead.
+    package func lead(_ chore: String, worker: String, lease: Duration) async throws -> Bool {
+        let rows = try await client.query(
+            """
+            INSERT INTO \(unescaped: schema).leaders (name, worker_id, expires_at)
+            VALUES (\(chore), \(worker), now() + \(lease.milliseconds) * interval '1 millisecond')
+            ON CONFLICT (name) DO UPDATE SET worker_id = excluded.worker_id, expires_at = excluded.expires_at
+            WHERE leaders.worker_id = excluded.worker_id OR leaders.expires_at < now()
+            RETURNING 1
+            """, logger: logger)
+        for try await _ in rows.decode(Int.self) { return true }
+        return false
     }
 }
 
@@ -105,8 +101,13 @@ extension Store {
         return false
     }
 
+    /// Removes a stopping worker, and gives up any lead it holds.
     package func removeWorker(id: String) async throws {
-        try await client.query("DELETE FROM \(unescaped: schema).workers WHERE id = \(id)", logger: logger)
+        try await client.query(
+            """
+            WITH gone AS (DELETE FROM \(unescaped: schema).leaders WHERE worker_id = \(id))
+            DELETE FROM \(unescaped: schema).workers WHERE id = \(id)
+            """, logger: logger)
     }
 
     /// Task names served by workers seen within `within`.

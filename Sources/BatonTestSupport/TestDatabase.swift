@@ -14,9 +14,13 @@ public struct TestDatabase: Sendable {
     /// The database URL with this test's schema (`?schema=`), for worker processes.
     public let url: String
 
-    /// Runs `body` with a new schema; drops it afterwards.
-    public static func with<T: Sendable>(_ body: @Sendable (TestDatabase) async throws -> T) async throws -> T {
-        let baseURL = try await Cluster.shared.url()
+    /// Runs `body` with a new schema (in the database at `baseURL`, else the shared one); drops it
+    /// afterwards.
+    public static func with<T: Sendable>(
+        baseURL given: String? = nil, _ body: @Sendable (TestDatabase) async throws -> T
+    ) async throws -> T {
+        let baseURL: String
+        if let given { baseURL = given } else { baseURL = try await Cluster.shared.url() }
         let schema = "t_" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
         let url = baseURL + (baseURL.contains("?") ? "&" : "?") + "schema=\(schema)"
         var logger = Logger(label: "baton.test")

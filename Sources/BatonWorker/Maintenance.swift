@@ -2,7 +2,7 @@ import Baton
 import BatonPostgres
 import Logging
 
-/// Cluster chores, done by whichever worker holds the maintenance lock at each tick:
+/// Cluster chores, done by whichever worker holds the maintenance lead (see `leaders` in the schema):
 /// the scheduler (due jobs become available), the rescuer (stages of lost workers are failed and
 /// retried) and the pruner (finished jobs past retention are deleted).
 struct Maintenance: Sendable {
@@ -10,6 +10,8 @@ struct Maintenance: Sendable {
 
     var store: Store { worker.store }
     var configuration: WorkerConfiguration { worker.configuration }
+    /// How long a lead lasts without renewal: the scheduler interval ×10, at least a second.
+    var leadLease: Duration { max(.seconds(1), configuration.schedulerInterval * 10) }
 
     func run() async {
         let clock = ContinuousClock()
@@ -17,7 +19,8 @@ struct Maintenance: Sendable {
         var nextPrune = clock.now
         while !Task.isCancelled {
             do {
-                _ = try await store.asLeader {
+                // Held for a few ticks: another worker takes over within that if this one stops.
+                if try await store.lead("maintenance", worker: worker.id, lease: leadLease) {
                     try await promoteDue()
                     if clock.now >= nextRescue {
                         nextRescue = clock.now + configuration.lease / 2

@@ -33,6 +33,8 @@ public final class LocalPostgres: Sendable {
     public let port: Int
     public let dataDirectory: URL
     public let socketDirectory: URL
+    /// The `-o` options the server was started with (port, socket directory, settings).
+    let serverOptions: String
     let binaries: URL
     let runAs: String?
     let temporary: Bool
@@ -42,10 +44,11 @@ public final class LocalPostgres: Sendable {
     public var url: String { "postgres://postgres@127.0.0.1:\(port)/postgres?sslmode=disable" }
 
     private init(
-        port: Int, dataDirectory: URL, socketDirectory: URL, binaries: URL, runAs: String?, temporary: Bool,
-        logger: Logger
+        port: Int, dataDirectory: URL, socketDirectory: URL, serverOptions: String, binaries: URL, runAs: String?,
+        temporary: Bool, logger: Logger
     ) {
         self.port = port
+        self.serverOptions = serverOptions
         self.dataDirectory = dataDirectory
         self.socketDirectory = socketDirectory
         self.binaries = binaries
@@ -107,7 +110,8 @@ public final class LocalPostgres: Sendable {
                     ["start", "-D", dataDirectory.path, "-l", log.path, "-o", serverOptions, "-w", "-t", "30"],
                     as: runAs, what: "pg_ctl start", log: log)
                 let server = LocalPostgres(
-                    port: port, dataDirectory: dataDirectory, socketDirectory: socketDirectory, binaries: binaries,
+                    port: port, dataDirectory: dataDirectory, socketDirectory: socketDirectory,
+                    serverOptions: serverOptions, binaries: binaries,
                     runAs: runAs, temporary: temporary, logger: logger)
                 logger.info("postgres started", metadata: ["port": "\(port)", "data": "\(dataDirectory.path)"])
                 return server
@@ -149,7 +153,8 @@ public final class LocalPostgres: Sendable {
     public func startAgain() throws {
         let log = socketDirectory.deletingLastPathComponent().appending(path: "server.log")
         try Self.run(
-            binaries.appending(path: "pg_ctl"), ["start", "-D", dataDirectory.path, "-l", log.path, "-w", "-t", "30"],
+            binaries.appending(path: "pg_ctl"),
+            ["start", "-D", dataDirectory.path, "-l", log.path, "-o", serverOptions, "-w", "-t", "30"],
             as: runAs, what: "pg_ctl start", log: log)
     }
 

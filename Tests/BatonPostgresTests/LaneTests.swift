@@ -6,6 +6,7 @@ import PostgresNIO
 import Testing
 
 /// Lanes as the database enforces them, without a worker.
+@Suite(.timeLimit(.minutes(3)))
 struct LaneTests {
     func laned(_ lane: String, _ input: Int) -> NewJob {
         NewJob(chain: ChainDefinition(input: .number(Double(input)), stages: [.task("t", lane: lane)]))

@@ -2,6 +2,7 @@ import BatonPostgres
 import BatonTestSupport
 import Testing
 
+@Suite(.timeLimit(.minutes(3)))
 struct MigrationTests {
     @Test func migratingAgainAppliesNothingAndRecordsTheVersion() async throws {
         try await TestDatabase.with { db async throws in

@@ -6,6 +6,7 @@ import PostgresNIO
 import Testing
 
 /// The store's transitions, driven by hand (no worker): what the database guarantees by itself.
+@Suite(.timeLimit(.minutes(3)))
 struct StoreTests {
     func job(_ stages: [StageSpec], input: JSONValue = nil, key: String? = nil, priority: Int = 0, runAt: Date? = nil)
         -> NewJob

@@ -7,6 +7,7 @@ import PostgresNIO
 import Testing
 
 /// Chains run by a real worker against a real PostgreSQL.
+@Suite(.timeLimit(.minutes(3)))
 struct ChainSemanticsTests {
     @Test func eachStageGetsThePreviousOutput() async throws {
         try await TestDatabase.with { db async throws in

@@ -52,6 +52,7 @@ var testTasks: TaskRegistry {
     tasks.register(Flaky.self)
     tasks.register(Refuse.self)
     tasks.register(Hang.self)
+    tasks.register(SleepThenAdd.self)
     return tasks
 }
 

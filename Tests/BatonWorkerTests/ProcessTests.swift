@@ -10,7 +10,7 @@ import Testing
 #endif
 
 /// Workers in processes of their own: lanes across processes, SIGKILL, SIGSTOP, SIGTERM.
-@Suite(.serialized)
+@Suite(.serialized, .timeLimit(.minutes(5)))
 struct ProcessTests {
     func createRunsTable(_ db: TestDatabase) async throws {
         try await db.client.query(

@@ -65,6 +65,9 @@ public final class Worker: Service, Sendable {
     public var id: String { configuration.id }
     var isDraining: Bool { state.withLock { $0.draining } }
 
+    /// Whether the worker's LISTEN is in effect (wake-ups reach it without waiting for a poll).
+    public var isListening: Bool { listener.isListening }
+
     /// Ids of the jobs running on this worker now.
     public var runningJobs: [Int64] { state.withLock { Array($0.running.keys) } }
 

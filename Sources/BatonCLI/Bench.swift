@@ -1,0 +1,354 @@
+import ArgumentParser
+import Baton
+import BatonPostgres
+import BatonWorker
+import Foundation
+import LocalPostgres
+import Logging
+import PostgresNIO
+import ServiceLifecycle
+import Synchronization
+
+struct Bench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Measure this engine: enqueue and processing throughput, pickup and hop latency.",
+        discussion: """
+            Runs against --database-url (in a schema of its own, dropped afterwards) or, by default, a \
+            private PostgreSQL with default durability. Every stage runs the `bench` task, a no-op that \
+            records when it starts and ends.
+            """)
+
+    enum Mode: String, ExpressibleByArgument, CaseIterable {
+        case burnDown = "burn-down"
+        case steady
+    }
+
+    @Option(name: .customLong("database-url"), help: "Benchmark this database instead of a private one.")
+    var databaseURL: String?
+    @Option(help: "Jobs to run.") var jobs: Int = 10_000
+    @Option(help: "Stages per job.") var chain: Int = 1
+    @Option(help: "Ordered lanes the jobs are spread over (0: background stages only).") var lanes: Int = 0
+    @Option(help: "Stages the worker runs at once.") var concurrency: Int = 100
+    @Option(help: "burn-down: enqueue all, then start the worker; steady: producer and worker together.")
+    var mode: Mode = .burnDown
+    @Option(help: "Idle-worker pickup samples (one job at a time).") var pickupSamples: Int = 200
+    @Flag(help: "Print one JSON object instead of a summary.") var json = false
+
+    func validate() throws {
+        guard jobs >= 1, chain >= 1, chain <= ChainDefinition.maxStages, lanes >= 0, concurrency >= 1,
+            pickupSamples >= 0
+        else {
+            throw ValidationError("--jobs, --chain (≤ 100) and --concurrency must be positive; --lanes ≥ 0")
+        }
+    }
+
+    func run() async throws {
+        var bootLogger = makeLogger("baton.bench")
+        // Progress and the report are the output; only warnings and errors are logged.
+        bootLogger.logLevel = max(bootLogger.logLevel, .warning)
+        let logger = bootLogger
+        let progress = Progress(enabled: !json && isatty(STDERR_FILENO) == 1)
+        var server: LocalPostgres?
+        let baseURL: String
+        if let databaseURL {
+            baseURL = databaseURL
+        } else {
+            progress.note("starting a private PostgreSQL…")
+            server = try await LocalPostgres.start(
+                LocalPostgres.Options(settings: [
+                    "shared_preload_libraries": "pg_stat_statements", "pg_stat_statements.track": "all",
+                ]), logger: logger)
+            baseURL = server!.url
+        }
+        defer { server?.stop() }
+        let schema = "bench_" + String(UInt32.random(in: 0...UInt32.max), radix: 36)
+        let given = try DatabaseConfiguration(url: baseURL)
+        let database = try DatabaseConfiguration(
+            host: given.host, port: given.port, unixSocketPath: given.unixSocketPath, username: given.username,
+            password: given.password, database: given.database, tls: given.tls, schema: schema)
+        try await database.checkConnection(logger: logger)
+        let report = try await withPostgres(database, logger: logger) { client in
+            try await Migrator(schema: schema, logger: logger).migrate(client)
+            let report = try await measure(client: client, database: database, logger: logger, progress: progress)
+            _ = try? await client.query("DROP SCHEMA \(unescaped: schema) CASCADE")
+            return report
+        }
+        if json {
+            say(report.json)
+        } else {
+            progress.clear()
+            say(report.summary)
+        }
+        if report.lost > 0 { throw ExitCode(1) }
+    }
+
+    func makeJobs(_ range: Range<Int>) -> [NewJob] {
+        range.map { index in
+            let lane = lanes > 0 ? "lane-\(index % lanes)" : nil
+            return NewJob(
+                chain: ChainDefinition(
+                    input: .number(Double(index)),
+                    stages: Array(repeating: .task("bench", lane: lane, retry: .constant(.zero, attempts: 3)), count: chain)),
+                queue: "bench")
+        }
+    }
+
+    func measure(client: PostgresClient, database: DatabaseConfiguration, logger: Logger, progress: Progress)
+        async throws -> Report
+    {
+        // Enqueue as a Swift service would: through the client, whose waker NOTIFYs the worker.
+        let baton = BatonClient(postgres: client, configuration: database, logger: logger)
+        let timings = Timings()
+        var tasks = TaskRegistry(builtins: false)
+        tasks.register("bench") { _, input, context in
+            timings.started(job: context.jobID, stage: context.stageIndex)
+            defer { timings.ended(job: context.jobID, stage: context.stageIndex) }
+            return input
+        }
+        let statsAvailable = await resetStatementStatistics(client, logger: logger)
+        let worker = BatonWorker.Worker(
+            postgres: client, database: database, tasks: tasks,
+            configuration: WorkerConfiguration(queues: ["bench": concurrency], lease: .seconds(30)), logger: logger)
+        let group = ServiceGroup(services: [baton, worker], logger: logger)
+        let total = jobs * chain
+        let batch = 1000
+
+        // Burn-down: everything is enqueued before the worker starts.
+        var enqueueSeconds = 0.0
+        let clock = ContinuousClock()
+        if mode == .burnDown {
+            let start = clock.now
+            for offset in stride(from: 0, to: jobs, by: batch) {
+                _ = try await baton.enqueue(makeJobs(offset..<min(jobs, offset + batch)))
+                progress.show("enqueued \(min(jobs, offset + batch))/\(jobs)")
+            }
+            enqueueSeconds = (clock.now - start).seconds
+        }
+
+        return try await withThrowingTaskGroup(of: Void.self) { running in
+            running.addTask { try await group.run() }
+            defer { running.cancelAll() }
+            while !baton.listener.isListening || !worker.isListening {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            let start = clock.now
+            if mode == .steady {
+                running.addTask {
+                    for offset in stride(from: 0, to: jobs, by: 100) {
+                        let jobs = makeJobs(offset..<min(self.jobs, offset + 100))
+                        let enqueued = try await baton.enqueue(jobs)
+                        let committed = ContinuousClock.now
+                        for job in enqueued { timings.committed(job: job.id, at: committed) }
+                    }
+                }
+            }
+            while timings.completedStages < total {
+                try await Task.sleep(for: .milliseconds(50))
+                progress.show("ran \(timings.completedStages)/\(total) stages")
+                if (clock.now - start) > .seconds(3600) { break }
+            }
+            // The last outcomes are committed shortly after the last stage ends.
+            var finished = 0
+            let settle = clock.now
+            repeat {
+                finished = try await count(client, database, "state = 'completed' AND queue = 'bench'")
+                if finished >= jobs { break }
+                try await Task.sleep(for: .milliseconds(20))
+            } while clock.now - settle < .seconds(30)
+            let processSeconds = (clock.now - start).seconds
+            if mode == .steady { enqueueSeconds = processSeconds }
+            let statements = statsAvailable ? await statementsPerJob(client, schema: database.schema, jobs: jobs) : nil
+            let hops = timings.hopLatencies()
+            let steadyPickups = timings.pickupLatencies()
+
+            // Pickup on an idle worker: one job at a time, from the enqueue's commit to the stage start.
+            var pickups = steadyPickups
+            if mode == .burnDown, pickupSamples > 0 {
+                timings.reset()
+                for sample in 0..<pickupSamples {
+                    let enqueued = try await baton.enqueue(
+                        makeJobs(0..<1).map { job in
+                            var job = job
+                            job.chain.stages = [.task("bench")]
+                            return job
+                        })
+                    let committed = ContinuousClock.now
+                    timings.committed(job: enqueued[0].id, at: committed)
+                    while !timings.hasStarted(job: enqueued[0].id) { try await Task.sleep(for: .microseconds(200)) }
+                    progress.show("pickup sample \(sample + 1)/\(pickupSamples)")
+                    try await Task.sleep(for: .milliseconds(5))
+                }
+                pickups = timings.pickupLatencies()
+            }
+            await group.triggerGracefulShutdown()
+            return Report(
+                mode: mode.rawValue, jobs: jobs, stages: total, lanes: lanes, concurrency: concurrency,
+                enqueuePerSecond: Double(jobs) / max(enqueueSeconds, 1e-9),
+                processPerSecond: Double(jobs) / max(processSeconds, 1e-9),
+                stagesPerSecond: Double(total) / max(processSeconds, 1e-9),
+                pickupP50: percentile(pickups, 0.5), pickupP99: percentile(pickups, 0.99),
+                hopP50: percentile(hops, 0.5), hopP99: percentile(hops, 0.99),
+                lost: jobs - finished, statementsPerJob: statements)
+        }
+    }
+
+    func count(_ client: PostgresClient, _ database: DatabaseConfiguration, _ condition: String) async throws -> Int {
+        let rows = try await client.query(
+            PostgresQuery(unsafeSQL: "SELECT count(*)::int FROM \(database.schema).jobs WHERE \(condition)"))
+        for try await count in rows.decode(Int.self) { return count }
+        return 0
+    }
+
+    func resetStatementStatistics(_ client: PostgresClient, logger: Logger) async -> Bool {
+        do {
+            try await client.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+            try await client.query("SELECT pg_stat_statements_reset()")
+            return true
+        } catch {
+            return false
+        }
+    }
+
+    /// Statements that touched Baton's schema during the run, per job: those the client sent
+    /// (round trips) and those run in all, inside Baton's functions included.
+    func statementsPerJob(_ client: PostgresClient, schema: String, jobs: Int) async -> (sent: Double, all: Double)? {
+        do {
+            let rows = try await client.query(
+                PostgresQuery(
+                    unsafeSQL: """
+                        SELECT coalesce(sum(calls) FILTER (WHERE toplevel), 0)::float8, coalesce(sum(calls), 0)::float8
+                        FROM pg_stat_statements
+                        WHERE (query LIKE '%\(schema).%' OR NOT toplevel) AND query NOT LIKE '%count(*)%'
+                          AND query NOT LIKE '%pg_stat_statements%'
+                        """))
+            for try await (sent, all) in rows.decode((Double, Double).self) {
+                return (sent / Double(jobs), all / Double(jobs))
+            }
+        } catch {}
+        return nil
+    }
+}
+
+func percentile(_ values: [Double], _ p: Double) -> Double {
+    guard !values.isEmpty else { return 0 }
+    let sorted = values.sorted()
+    return sorted[min(sorted.count - 1, Int((Double(sorted.count - 1) * p).rounded()))]
+}
+
+extension Duration {
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}
+
+/// When each stage started and ended, and when each job's enqueue committed.
+final class Timings: Sendable {
+    private struct State {
+        var starts: [Int64: [Int: ContinuousClock.Instant]] = [:]
+        var ends: [Int64: [Int: ContinuousClock.Instant]] = [:]
+        var commits: [Int64: ContinuousClock.Instant] = [:]
+        var completed = 0
+    }
+
+    private let state = Mutex(State())
+
+    func started(job: Int64, stage: Int) {
+        let now = ContinuousClock.now
+        state.withLock { $0.starts[job, default: [:]][stage] = now }
+    }
+
+    func ended(job: Int64, stage: Int) {
+        let now = ContinuousClock.now
+        state.withLock {
+            $0.ends[job, default: [:]][stage] = now
+            $0.completed += 1
+        }
+    }
+
+    func committed(job: Int64, at instant: ContinuousClock.Instant) {
+        state.withLock { $0.commits[job] = instant }
+    }
+
+    func hasStarted(job: Int64) -> Bool { state.withLock { $0.starts[job]?[0] != nil } }
+    var completedStages: Int { state.withLock { $0.completed } }
+    func reset() { state.withLock { $0 = State() } }
+
+    /// Milliseconds from a stage's end to the next stage's start.
+    func hopLatencies() -> [Double] {
+        state.withLock { state in
+            state.starts.flatMap { job, starts in
+                starts.compactMap { stage, start -> Double? in
+                    guard stage > 0, let end = state.ends[job]?[stage - 1] else { return nil }
+                    return (start - end).seconds * 1000
+                }
+            }
+        }
+    }
+
+    /// Milliseconds from the enqueue's commit to the first stage's start.
+    func pickupLatencies() -> [Double] {
+        state.withLock { state in
+            state.commits.compactMap { job, committed in
+                state.starts[job]?[0].map { ($0 - committed).seconds * 1000 }
+            }
+        }
+    }
+}
+
+struct Report {
+    var mode: String
+    var jobs: Int
+    var stages: Int
+    var lanes: Int
+    var concurrency: Int
+    var enqueuePerSecond: Double
+    var processPerSecond: Double
+    var stagesPerSecond: Double
+    var pickupP50: Double
+    var pickupP99: Double
+    var hopP50: Double
+    var hopP99: Double
+    var lost: Int
+    var statementsPerJob: (sent: Double, all: Double)?
+
+    var json: String {
+        func number(_ value: Double) -> String { String(format: "%.3f", value) }
+        var fields = [
+            "\"mode\":\"\(mode)\"", "\"jobs\":\(jobs)", "\"stages\":\(stages)", "\"lanes\":\(lanes)",
+            "\"concurrency\":\(concurrency)", "\"enqueue_per_s\":\(number(enqueuePerSecond))",
+            "\"process_per_s\":\(number(processPerSecond))", "\"stages_per_s\":\(number(stagesPerSecond))",
+            "\"pickup_p50_ms\":\(number(pickupP50))", "\"pickup_p99_ms\":\(number(pickupP99))",
+            "\"hop_p50_ms\":\(number(hopP50))", "\"hop_p99_ms\":\(number(hopP99))", "\"lost\":\(lost)",
+        ]
+        if let statementsPerJob {
+            fields.append("\"statements_per_job\":\(number(statementsPerJob.sent))")
+            fields.append("\"statements_per_job_in_functions_too\":\(number(statementsPerJob.all))")
+        }
+        return "{" + fields.joined(separator: ",") + "}"
+    }
+
+    var summary: String {
+        func f(_ value: Double, _ digits: Int = 0) -> String { String(format: "%.\(digits)f", value) }
+        return """
+            baton bench: \(mode), \(jobs) jobs × \(stages / max(jobs, 1)) stages, \(lanes == 0 ? "background" : "\(lanes) lanes"), concurrency \(concurrency)
+              enqueue     \(f(enqueuePerSecond)) jobs/s
+              process     \(f(processPerSecond)) jobs/s (\(f(stagesPerSecond)) stages/s)
+              pickup      p50 \(f(pickupP50, 2)) ms   p99 \(f(pickupP99, 2)) ms
+              hop         p50 \(f(hopP50, 2)) ms   p99 \(f(hopP99, 2)) ms
+              statements  \(statementsPerJob.map { "\(f($0.sent, 3)) sent per job, \(f($0.all, 2)) run per job (functions' inner statements too)" } ?? "n/a (pg_stat_statements not loaded)")
+              lost        \(lost)
+            """
+    }
+}
+
+/// A one-line progress display on a terminal (standard error), nothing otherwise.
+struct Progress: Sendable {
+    let enabled: Bool
+
+    func show(_ text: String) {
+        guard enabled else { return }
+        FileHandle.standardError.write(Data("\r\u{1B}[K\(text)".utf8))
+    }
+
+    func note(_ text: String) { show(text) }
+
+    func clear() { show("") }
+}

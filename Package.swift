@@ -61,7 +61,9 @@ let package = Package(
         .testTarget(name: "BatonTests", dependencies: ["Baton"]),
         .testTarget(
             name: "BatonPostgresTests",
-            dependencies: ["Baton", "BatonPostgres", "BatonTestSupport", .product(name: "PostgresNIO", package: "postgres-nio")]
+            dependencies: [
+                "Baton", "BatonPostgres", "BatonTestSupport", .product(name: "PostgresNIO", package: "postgres-nio"),
+            ]
         ),
         .testTarget(
             name: "BatonWorkerTests",

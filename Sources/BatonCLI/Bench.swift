@@ -88,7 +88,8 @@ struct Bench: AsyncParsableCommand {
             return NewJob(
                 chain: ChainDefinition(
                     input: .number(Double(index)),
-                    stages: Array(repeating: .task("bench", lane: lane, retry: .constant(.zero, attempts: 3)), count: chain)),
+                    stages: Array(
+                        repeating: .task("bench", lane: lane, retry: .constant(.zero, attempts: 3)), count: chain)),
                 queue: "bench")
         }
     }
@@ -181,6 +182,7 @@ struct Bench: AsyncParsableCommand {
                 pickups = timings.pickupLatencies()
             }
             await group.triggerGracefulShutdown()
+            try await running.waitForAll()
             return Report(
                 mode: mode.rawValue, jobs: jobs, stages: total, lanes: lanes, concurrency: concurrency,
                 enqueuePerSecond: Double(jobs) / max(enqueueSeconds, 1e-9),

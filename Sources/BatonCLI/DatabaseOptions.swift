@@ -52,6 +52,7 @@ func requireMigrated(_ client: PostgresClient, database: DatabaseConfiguration, 
     let version = try await Migrator(schema: database.schema, logger: logger).currentVersion(client)
     guard version >= Migrator.latestVersion else {
         throw ValidationError(
-            "the database schema \(database.schema) is at version \(version), this binary needs \(Migrator.latestVersion): run `baton migrate`")
+            "the database schema \(database.schema) is at version \(version), this binary needs \(Migrator.latestVersion): run `baton migrate`"
+        )
     }
 }

@@ -69,7 +69,11 @@ func runServices(
 ) async throws {
     let services: [ServiceGroupConfiguration.ServiceConfiguration] =
         [.init(service: postgres)]
-        + [.init(service: Prepared(prepare: prepare, services: main), successTerminationBehavior: .gracefullyShutdownGroup)]
+        + [
+            .init(
+                service: Prepared(prepare: prepare, services: main),
+                successTerminationBehavior: .gracefullyShutdownGroup)
+        ]
     let group = ServiceGroup(
         configuration: ServiceGroupConfiguration(
             services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))

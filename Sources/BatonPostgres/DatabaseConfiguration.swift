@@ -26,7 +26,9 @@ public struct DatabaseConfiguration: Sendable {
         host: String = "127.0.0.1", port: Int = 5432, unixSocketPath: String? = nil, username: String,
         password: String? = nil, database: String? = nil, tls: TLSMode = .prefer, schema: String = "baton"
     ) throws {
-        guard Self.isIdentifier(schema) else { throw ConfigurationError("schema \"\(schema)\" is not a plain identifier") }
+        guard Self.isIdentifier(schema) else {
+            throw ConfigurationError("schema \"\(schema)\" is not a plain identifier")
+        }
         self.host = host
         self.port = port
         self.unixSocketPath = unixSocketPath

@@ -77,7 +77,8 @@ public struct Migrator: Sendable {
             done.insert(version)
         }
         var applied: [String] = []
-        for migration in Self.migrations.sorted(by: { $0.version < $1.version }) where !done.contains(migration.version) {
+        for migration in Self.migrations.sorted(by: { $0.version < $1.version }) where !done.contains(migration.version)
+        {
             try await connection.withTransaction(logger: logger) { connection in
                 try await connection.query("SET LOCAL search_path TO \(unescaped: schema)", logger: logger)
                 // A file holds many statements, which one extended-protocol query cannot; PL/pgSQL's

@@ -81,7 +81,8 @@ extension Store {
     private static func decodeEnqueued(_ rows: PostgresRowSequence) async throws -> [EnqueuedJob] {
         var result: [EnqueuedJob] = []
         for try await (id, queue, state, inserted) in rows.decode((Int64, String, String, Bool).self) {
-            result.append(EnqueuedJob(id: id, queue: queue, state: JobState(rawValue: state) ?? .available, inserted: inserted))
+            result.append(
+                EnqueuedJob(id: id, queue: queue, state: JobState(rawValue: state) ?? .available, inserted: inserted))
         }
         return result
     }
@@ -89,32 +90,26 @@ extension Store {
     // MARK: claim
 
     /// Claims up to `limit` available jobs of `queue` for `worker`, in priority, due time and id
-    /// order, skipping rows other workers hold. Uses the `jobs_available` partial index.
+    /// order, skipping rows other workers hold (`claim` in the schema; `jobs_available` index).
     package func claim(queue: String, limit: Int, worker: String) async throws -> [ClaimedJob] {
         let rows = try await client.query(
-            """
-            WITH next AS (
-                SELECT id FROM \(unescaped: schema).jobs
-                WHERE state = 'available' AND queue = \(queue) AND run_at <= now()
-                ORDER BY priority, run_at, id
-                LIMIT \(limit) FOR UPDATE SKIP LOCKED
-            )
-            UPDATE \(unescaped: schema).jobs j
-            SET state = 'running', attempt = j.attempt + 1, worker_id = \(worker), attempted_at = now()
-            FROM next WHERE j.id = next.id
-            RETURNING j.id, j.stage, j.attempt, j.chain::text,
-                (CASE WHEN j.stage = 0 THEN j.input ELSE j.results -> (j.stage - 1) -> 'output' END)::text,
-                CASE WHEN j.stage = 0 THEN NULL ELSE j.results::text END,
-                j.metadata::text, j.group_output::text
-            """, logger: logger)
+            "SELECT * FROM \(unescaped: schema).claim(\(queue), \(limit)::int, \(worker))", logger: logger)
         var claimed: [ClaimedJob] = []
-        for try await (id, stage, attempt, chain, input, results, metadata, groupOutput) in rows.decode(
+        // Jobs enqueued from one template share their chain text: decode each text once per claim.
+        var chains: [String: [StageSpec]] = [:]
+        for try await (id, stage, attempt, chainText, input, results, metadata, groupOutput) in rows.decode(
             (Int64, Int, Int, String, String, String?, String, String?).self)
         {
+            let chain: [StageSpec]
+            if let known = chains[chainText] {
+                chain = known
+            } else {
+                chain = try JSONText.decode([StageSpec].self, from: chainText)
+                chains[chainText] = chain
+            }
             claimed.append(
                 ClaimedJob(
-                    id: id, queue: queue, stage: stage, attempt: attempt,
-                    chain: try JSONText.decode([StageSpec].self, from: chain), input: input,
+                    id: id, queue: queue, stage: stage, attempt: attempt, chain: chain, input: input,
                     earlierOutputs: try results.map { try JSONText.decode([OutputOnly].self, from: $0).map(\.output) }
                         ?? [],
                     metadata: metadata == "{}" ? [:] : try JSONValue(parsing: metadata),
@@ -188,7 +183,8 @@ extension Store {
             case "\t": out += "\\t"
             case "\u{0}": out += "\u{FFFD}"  // jsonb cannot hold NUL
             case _ where scalar.value < 0x20:
-                out += "\\u" + String(repeating: "0", count: 4 - String(scalar.value, radix: 16).count)
+                out +=
+                    "\\u" + String(repeating: "0", count: 4 - String(scalar.value, radix: 16).count)
                     + String(scalar.value, radix: 16)
             default: out.unicodeScalars.append(scalar)
             }

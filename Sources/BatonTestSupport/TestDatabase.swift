@@ -24,7 +24,9 @@ public struct TestDatabase: Sendable {
         let schema = "t_" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
         let url = baseURL + (baseURL.contains("?") ? "&" : "?") + "schema=\(schema)"
         var logger = Logger(label: "baton.test")
-        logger.logLevel = ProcessInfo.processInfo.environment["BATON_TEST_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) } ?? .warning
+        logger.logLevel =
+            ProcessInfo.processInfo.environment["BATON_TEST_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) }
+            ?? .warning
         var configuration = try DatabaseConfiguration(url: url)
         configuration.maximumConnections = 10
         let client = configuration.makeClient(logger: logger)
@@ -82,13 +84,15 @@ actor Cluster {
     func url() async throws -> String {
         if let url = ProcessInfo.processInfo.environment["BATON_TEST_DATABASE_URL"] { return url }
         // One start, however many tests ask at once (the actor is reentrant across the await).
-        let starting = self.starting ?? Task {
-            let server = try await LocalPostgres.start(
-                LocalPostgres.Options(settings: ["max_connections": "400"], fast: true))
-            Cluster.stopAtExit = server
-            atexit { Cluster.stopAtExit?.stop() }
-            return server
-        }
+        let starting =
+            self.starting
+            ?? Task {
+                let server = try await LocalPostgres.start(
+                    LocalPostgres.Options(settings: ["max_connections": "400"], fast: true))
+                Cluster.stopAtExit = server
+                atexit { Cluster.stopAtExit?.stop() }
+                return server
+            }
         self.starting = starting
         return try await starting.value.url
     }

@@ -13,11 +13,13 @@ import ServiceLifecycle
 
 let arguments = CommandLine.arguments
 guard arguments.count >= 2 else {
-    FileHandle.standardError.write(Data("usage: BatonTestWorker DATABASE_URL [QUEUE:CONCURRENCY] [LEASE_MS] [GRACE_MS]\n".utf8))
+    FileHandle.standardError.write(
+        Data("usage: BatonTestWorker DATABASE_URL [QUEUE:CONCURRENCY] [LEASE_MS] [GRACE_MS]\n".utf8))
     exit(2)
 }
 var logger = Logger(label: "baton.test-worker")
-logger.logLevel = ProcessInfo.processInfo.environment["BATON_TEST_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) } ?? .warning
+logger.logLevel =
+    ProcessInfo.processInfo.environment["BATON_TEST_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) } ?? .warning
 let database = try DatabaseConfiguration(url: arguments[1])
 let queueSpec = (arguments.count > 2 ? arguments[2] : "default:8").split(separator: ":")
 let lease = arguments.count > 3 ? Duration.milliseconds(Int64(arguments[3]) ?? 15000) : .seconds(15)

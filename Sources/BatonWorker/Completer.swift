@@ -6,37 +6,45 @@ import Synchronization
 
 /// Writes decided outcomes to the database in batches: whatever has arrived is flushed in one
 /// statement as soon as the previous flush is done, so a busy worker writes large batches and an
-/// idle one writes at once. Submitters wait for their outcome to be committed (which holds their
-/// slot: back-pressure), then learn whether it took effect.
+/// idle one writes at once. A submitter either waits for its outcome to commit (a hop must, before
+/// the next stage starts) or goes on at once, freeing its slot while the batch is written; past
+/// `limit` buffered outcomes every submitter waits (back-pressure).
 final class Completer: Sendable {
     private struct Pending {
         var outcome: Outcome
-        var done: CheckedContinuation<Bool, Never>
+        var done: CheckedContinuation<Bool, Never>?
     }
 
     private struct State {
         var buffer: [Pending] = []
         var finished = false
+        /// Submitters held back while the buffer is over its limit.
+        var held: [CheckedContinuation<Void, Never>] = []
     }
 
     let store: Store
     let workerID: String
     let logger: Logger
+    let limit: Int
     /// Called after each commit with what it made available and finished.
     let afterCommit: @Sendable (AppliedOutcomes) -> Void
     private let state = Mutex(State())
     private let signal = Signal()
 
-    init(store: Store, workerID: String, logger: Logger, afterCommit: @escaping @Sendable (AppliedOutcomes) -> Void) {
+    init(
+        store: Store, workerID: String, logger: Logger, limit: Int = 10_000,
+        afterCommit: @escaping @Sendable (AppliedOutcomes) -> Void
+    ) {
         self.store = store
         self.workerID = workerID
         self.logger = logger
+        self.limit = limit
         self.afterCommit = afterCommit
     }
 
     /// Queues `outcome` and returns once it is committed: true if it took effect, false if the job
     /// was no longer this worker's to finish (cancelled, or rescued after a lost lease).
-    func submit(_ outcome: Outcome) async -> Bool {
+    func submitAndWait(_ outcome: Outcome) async -> Bool {
         await withCheckedContinuation { continuation in
             let accepted = state.withLock { state -> Bool in
                 guard !state.finished else { return false }
@@ -47,9 +55,29 @@ final class Completer: Sendable {
         }
     }
 
-    /// Flushes until `finish()` is called and the buffer is empty.
+    /// Queues `outcome`; returns at once unless the buffer is over its limit.
+    func submit(_ outcome: Outcome) async {
+        let full = state.withLock { state -> Bool in
+            state.buffer.append(Pending(outcome: outcome, done: nil))
+            return state.buffer.count > limit
+        }
+        signal.signal()
+        if full {
+            await withCheckedContinuation { continuation in
+                let release = state.withLock { state -> Bool in
+                    if state.buffer.count <= limit || state.finished { return true }
+                    state.held.append(continuation)
+                    return false
+                }
+                if release { continuation.resume() }
+            }
+        }
+    }
+
+    /// Flushes until `finish()` is called and the buffer is empty, or until cancelled (then what
+    /// is left unwritten is left to the lease: the rescuer retries those stages).
     func run() async {
-        while true {
+        while !Task.isCancelled {
             let batch = state.withLock { state -> [Pending]? in
                 if state.buffer.isEmpty { return state.finished ? nil : [] }
                 defer { state.buffer.removeAll(keepingCapacity: true) }
@@ -60,13 +88,33 @@ final class Completer: Sendable {
                 await signal.wait()
                 continue
             }
+            let held = state.withLock { state in
+                defer { state.held.removeAll() }
+                return state.held
+            }
+            for submitter in held { submitter.resume() }
             await flush(batch)
         }
+        let abandoned = state.withLock { state in
+            state.finished = true
+            defer {
+                state.buffer.removeAll()
+                state.held.removeAll()
+            }
+            return (state.buffer, state.held)
+        }
+        for pending in abandoned.0 { pending.done?.resume(returning: false) }
+        for submitter in abandoned.1 { submitter.resume() }
     }
 
     /// Stops accepting outcomes; `run()` returns after writing what it holds.
     func finish() {
-        state.withLock { $0.finished = true }
+        let held = state.withLock { state in
+            state.finished = true
+            defer { state.held.removeAll() }
+            return state.held
+        }
+        for submitter in held { submitter.resume() }
         signal.signal()
     }
 
@@ -76,17 +124,29 @@ final class Completer: Sendable {
             do {
                 let result = try await store.apply(batch.map(\.outcome), worker: workerID)
                 afterCommit(result)
-                for pending in batch { pending.done.resume(returning: result.applied.contains(pending.outcome.jobID)) }
+                for pending in batch {
+                    let applied = result.applied.contains(pending.outcome.jobID)
+                    if let done = pending.done {
+                        done.resume(returning: applied)
+                    } else if !applied {
+                        logger.notice(
+                            "outcome not applied: the job is no longer this worker's",
+                            metadata: ["job": "\(pending.outcome.jobID)", "stage": "\(pending.outcome.stage)"])
+                    }
+                }
                 return
             } catch let error as PSQLError where error.serverInfo != nil {
                 // The database refused the batch itself: apply one by one, so that one bad
                 // outcome cannot hold back the others.
                 logger.error("outcome batch refused", metadata: ["error": "\(String(reflecting: error))"])
-                for pending in batch { pending.done.resume(returning: await applyAlone(pending.outcome)) }
+                for pending in batch {
+                    let applied = await applyAlone(pending.outcome)
+                    pending.done?.resume(returning: applied)
+                }
                 return
             } catch {
                 if Task.isCancelled {
-                    for pending in batch { pending.done.resume(returning: false) }
+                    for pending in batch { pending.done?.resume(returning: false) }
                     return
                 }
                 // The connection is gone: keep the batch and retry until the database is back.

@@ -79,6 +79,8 @@ struct Executor: Sendable {
             return .stopped
         }
         if let reason = control.stopReason { return .stopped(reason) }
+        // The worker itself is being torn down (not drained): put the stage back, count nothing.
+        if Task.isCancelled { return .stopped(.released) }
         switch race {
         case .stopped:
             return .stopped(control.stopReason ?? .released)

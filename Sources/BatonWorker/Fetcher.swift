@@ -17,10 +17,15 @@ final class Fetcher: Sendable {
     let capacity: Int
     private let state = Mutex(State())
     private let signal = Signal()
+    private let stopped = Signal()
+
+    /// Free slots that make a refill worth a claim while the queue has a backlog.
+    let refill: Int
 
     init(queue: String, capacity: Int) {
         self.queue = queue
         self.capacity = capacity
+        self.refill = max(1, capacity / 4)
     }
 
     /// Jobs are (or may be) available.
@@ -29,8 +34,11 @@ final class Fetcher: Sendable {
         signal.signal()
     }
 
-    /// Interrupts a wait (drain begins).
-    func interrupt() { signal.signal() }
+    /// Interrupts the waits of the fetch loop and the poller (drain begins).
+    func interrupt() {
+        signal.signal()
+        stopped.signal()
+    }
 
     var running: Int { state.withLock { $0.running } }
 
@@ -38,7 +46,7 @@ final class Fetcher: Sendable {
     func run(for worker: Worker) async {
         var backoff = Duration.milliseconds(50)
         await withDiscardingTaskGroup { group in
-            while !worker.isDraining {
+            while !worker.isDraining, !Task.isCancelled {
                 let free = state.withLock { state -> Int in
                     guard state.backlog else { return 0 }
                     return capacity - state.running
@@ -54,11 +62,12 @@ final class Fetcher: Sendable {
                         for job in jobs {
                             group.addTask {
                                 await worker.execute(job)
-                                let more = self.state.withLock { state -> Bool in
+                                // Claim again once a quarter of the slots are free, not slot by slot.
+                                let claimNow = self.state.withLock { state -> Bool in
                                     state.running -= 1
-                                    return state.backlog
+                                    return state.backlog && self.capacity - state.running >= self.refill
                                 }
-                                if more { self.signal.signal() }
+                                if claimNow { self.signal.signal() }
                             }
                         }
                         if jobs.count == free { continue }
@@ -66,17 +75,22 @@ final class Fetcher: Sendable {
                         worker.logger.warning(
                             "claim failed; retrying",
                             metadata: ["queue": "\(queue)", "error": "\(String(reflecting: error))"])
-                        await signal.wait(timeout: backoff)
+                        try? await Task.sleep(for: backoff)
                         backoff = min(backoff * 2, .seconds(2))
                         continue
                     }
                 }
-                await signal.wait(timeout: worker.configuration.pollInterval)
-                if !worker.isDraining, state.withLock({ !$0.backlog && $0.running < capacity }) {
-                    // Woken by the poll timer or a slot: look again anyway; a NOTIFY may have been lost.
-                    state.withLock { $0.backlog = true }
-                }
+                await signal.wait()
             }
+        }
+    }
+
+    /// Looks for work every `interval` whatever the notifications say: a lost NOTIFY costs this
+    /// much latency, never a job.
+    func poll(every interval: Duration, for worker: Worker) async {
+        while !Task.isCancelled, !worker.isDraining {
+            await stopped.wait(timeout: interval)
+            wake()
         }
     }
 }

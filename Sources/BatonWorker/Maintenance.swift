@@ -62,12 +62,14 @@ struct Maintenance: Sendable {
                     jobID: stage.jobID, stage: stage.stage, attempt: stage.attempt,
                     transition: Transition.decide(
                         stage: spec, next: next, attempt: stage.attempt,
-                        outcome: .failed(error: "worker lost: \(workerID) stopped sending heartbeats", retry: .byPolicy),
+                        outcome: .failed(
+                            error: "worker lost: \(workerID) stopped sending heartbeats", retry: .byPolicy),
                         canHop: false, random: Double.random(in: 0..<1)))
             }
             let result = try await store.apply(outcomes, worker: workerID)
             worker.logger.warning(
-                "rescued stages of a lost worker", metadata: ["lost_worker": "\(workerID)", "jobs": "\(result.applied.count)"])
+                "rescued stages of a lost worker",
+                metadata: ["lost_worker": "\(workerID)", "jobs": "\(result.applied.count)"])
             worker.waker.wake(result.woken)
             worker.waker.announceFinished(result.finished)
         }

@@ -3,7 +3,8 @@ import Baton
 /// The tasks a worker can run, by name. Comes with the built-in `noop` and `sleep`.
 public struct TaskRegistry: Sendable {
     /// Runs one attempt: args, the input as JSON text, the context; returns the output as JSON text.
-    package typealias Runner = @Sendable (_ args: JSONValue, _ input: String, _ context: StageContext) async throws -> String
+    package typealias Runner =
+        @Sendable (_ args: JSONValue, _ input: String, _ context: StageContext) async throws -> String
 
     package private(set) var runners: [String: Runner] = [:]
 
@@ -37,7 +38,10 @@ public struct TaskRegistry: Sendable {
 
     /// Registers an untyped task working on JSON values.
     public mutating func register(
-        name: String, _ run: @escaping @Sendable (_ args: JSONValue, _ input: JSONValue, _ context: StageContext) async throws -> JSONValue
+        name: String,
+        _ run:
+            @escaping @Sendable (_ args: JSONValue, _ input: JSONValue, _ context: StageContext) async throws ->
+            JSONValue
     ) {
         register(name) { args, input, context in
             try await run(args, try JSONValue(parsing: input), context).jsonText

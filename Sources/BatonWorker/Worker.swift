@@ -50,7 +50,9 @@ public final class Worker: Service, Sendable {
         self.executor = Executor(registry: tasks, workerID: configuration.id, logger: logger)
         self.tasks = tasks.names
         self.fetchers = Dictionary(
-            uniqueKeysWithValues: configuration.queues.map { ($0.key, Fetcher(queue: $0.key, capacity: max(1, $0.value))) })
+            uniqueKeysWithValues: configuration.queues.map {
+                ($0.key, Fetcher(queue: $0.key, capacity: max(1, $0.value)))
+            })
         let fetchers = self.fetchers
         let waker = self.waker
         self.completer = Completer(store: store, workerID: configuration.id, logger: logger) { result in
@@ -93,7 +95,6 @@ public final class Worker: Service, Sendable {
                 group.addTask { try await self.waker.run() }
                 group.addTask { await self.heartbeat() }
                 if configuration.maintenance { group.addTask { await Maintenance(worker: self).run() } }
-                group.addTask { await self.completer.run() }
                 group.addTask {
                     await drainStarted.wait()
                     try await Task.sleep(for: self.configuration.drainGrace)
@@ -104,12 +105,21 @@ public final class Worker: Service, Sendable {
                     throw CancellationError()
                 }
                 group.addTask {
-                    await withDiscardingTaskGroup { fetching in
-                        for fetcher in self.fetchers.values {
-                            fetching.addTask { await fetcher.run(for: self) }
+                    await withDiscardingTaskGroup { running in
+                        // The completer outlives the fetchers: it writes what they leave in its buffer.
+                        running.addTask { await self.completer.run() }
+                        running.addTask {
+                            await withDiscardingTaskGroup { fetching in
+                                for fetcher in self.fetchers.values {
+                                    fetching.addTask { await fetcher.run(for: self) }
+                                    fetching.addTask {
+                                        await fetcher.poll(every: self.configuration.pollInterval, for: self)
+                                    }
+                                }
+                            }
+                            self.completer.finish()
                         }
                     }
-                    self.completer.finish()
                     throw WorkerStopped()
                 }
                 do {
@@ -137,7 +147,9 @@ public final class Worker: Service, Sendable {
 
     private func releaseRunning() {
         let controls = state.withLock { Array($0.running.values) }
-        if !controls.isEmpty { logger.warning("drain grace over; putting stages back", metadata: ["count": "\(controls.count)"]) }
+        if !controls.isEmpty {
+            logger.warning("drain grace over; putting stages back", metadata: ["count": "\(controls.count)"])
+        }
         for control in controls { control.stop(.released) }
     }
 
@@ -196,15 +208,18 @@ public final class Worker: Service, Sendable {
                     stage: job.spec, next: job.next, attempt: job.attempt, outcome: outcome,
                     canHop: !isDraining && control.stopReason == nil, random: Double.random(in: 0..<1))
             }
-            let applied = await completer.submit(
-                Outcome(jobID: job.id, stage: job.stage, attempt: job.attempt, transition: transition))
-            if !applied {
+            let outcome = Outcome(jobID: job.id, stage: job.stage, attempt: job.attempt, transition: transition)
+            // Only a hop waits for its commit: the next stage must not start before its input is durable.
+            guard case .hop(let output) = transition else {
+                await completer.submit(outcome)
+                return
+            }
+            guard await completer.submitAndWait(outcome) else {
                 logger.notice(
                     "outcome not applied: the job is no longer this worker's",
                     metadata: ["job": "\(job.id)", "stage": "\(job.stage)", "attempt": "\(job.attempt)"])
                 return
             }
-            guard case .hop(let output) = transition else { return }
             job.earlierOutputs.append((try? JSONValue(parsing: output)) ?? .null)
             job.stage += 1
             job.attempt = 1

@@ -32,7 +32,8 @@ public struct WorkerConfiguration: Sendable {
         self.retention = retention
         self.schedulerInterval = schedulerInterval
         self.maintenance = maintenance
-        self.id = id ?? "\(Self.hostName)-\(ProcessInfo.processInfo.processIdentifier)-\(UInt32.random(in: 0...UInt32.max))"
+        self.id =
+            id ?? "\(Self.hostName)-\(ProcessInfo.processInfo.processIdentifier)-\(UInt32.random(in: 0...UInt32.max))"
     }
 
     static var hostName: String { ProcessInfo.processInfo.hostName }

@@ -77,7 +77,10 @@ public final class LocalPostgres: Sendable {
             if let runAs { try chown(dataDirectory, to: runAs) }
             try run(
                 binaries.appending(path: "initdb"),
-                ["-D", dataDirectory.path, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync", "--no-instructions"],
+                [
+                    "-D", dataDirectory.path, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync",
+                    "--no-instructions",
+                ],
                 as: runAs, what: "initdb")
         }
 
@@ -259,7 +262,9 @@ public final class LocalPostgres: Sendable {
                 commandArguments = ["-u", user, "--", executable.path] + arguments
             } else {
                 command = "/bin/su"
-                let quoted = ([executable.path] + arguments).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+                let quoted = ([executable.path] + arguments).map {
+                    "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'"
+                }
                 commandArguments = ["-s", "/bin/sh", user, "-c", quoted.joined(separator: " ")]
             }
         }

@@ -38,7 +38,8 @@ struct LaneTests {
             let ids = try await db.store.enqueue((0..<3).map { laned("a", $0) }).map(\.id)
             _ = try await db.store.claim(queue: "default", limit: 10, worker: "w")
             _ = try await db.store.apply(
-                [Outcome(jobID: ids[0], stage: 0, attempt: 1, transition: .retry(error: "e", delay: .zero))], worker: "w")
+                [Outcome(jobID: ids[0], stage: 0, attempt: 1, transition: .retry(error: "e", delay: .zero))],
+                worker: "w")
             #expect(try await states(db, ids) == [.retryable, .waiting, .waiting])
             _ = try await db.store.promoteDue(limit: 10)
             #expect(try await states(db, ids) == [.available, .waiting, .waiting])
@@ -70,7 +71,8 @@ struct LaneTests {
             let claimed = try await db.store.claim(queue: "default", limit: 10, worker: "w")
             #expect(Set(claimed.map(\.id)) == [first, holder])
             _ = try await db.store.apply(
-                [Outcome(jobID: first, stage: 0, attempt: 1, transition: .advance(output: "1", lane: "a"))], worker: "w")
+                [Outcome(jobID: first, stage: 0, attempt: 1, transition: .advance(output: "1", lane: "a"))], worker: "w"
+            )
             #expect(try await states(db, [holder, first]) == [.running, .waiting])
             _ = try await db.store.apply(
                 [Outcome(jobID: holder, stage: 0, attempt: 1, transition: .complete(output: "1"))], worker: "w")
@@ -110,7 +112,9 @@ struct LaneTests {
                             idle = 0
                             _ = try await db.store.apply(
                                 claimed.map {
-                                    Outcome(jobID: $0.id, stage: 0, attempt: $0.attempt, transition: .complete(output: $0.input))
+                                    Outcome(
+                                        jobID: $0.id, stage: 0, attempt: $0.attempt,
+                                        transition: .complete(output: $0.input))
                                 }, worker: "w\(worker)")
                         }
                     }
@@ -118,7 +122,11 @@ struct LaneTests {
                 try await group.waitForAll()
             }
             let schema = db.configuration.schema
-            #expect(try await db.values("SELECT count(*)::int FROM \(unescaped: schema).jobs WHERE state = 'completed'", as: Int.self) == [200])
+            #expect(
+                try await db.values(
+                    "SELECT count(*)::int FROM \(unescaped: schema).jobs WHERE state = 'completed'", as: Int.self) == [
+                        200
+                    ])
             // FIFO per lane: completion order follows enqueue order.
             let disorder = try await db.values(
                 """

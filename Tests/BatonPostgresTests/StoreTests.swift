@@ -11,7 +11,8 @@ struct StoreTests {
     func job(_ stages: [StageSpec], input: JSONValue = nil, key: String? = nil, priority: Int = 0, runAt: Date? = nil)
         -> NewJob
     {
-        NewJob(chain: ChainDefinition(input: input, stages: stages), priority: priority, runAt: runAt, idempotencyKey: key)
+        NewJob(
+            chain: ChainDefinition(input: input, stages: stages), priority: priority, runAt: runAt, idempotencyKey: key)
     }
 
     @Test func theSameIdempotencyKeyYieldsTheSameJob() async throws {
@@ -24,7 +25,9 @@ struct StoreTests {
             #expect(first[0].inserted)
             #expect(again.map(\.id) == [first[0].id, again[1].id, again[1].id])
             #expect(again.map(\.inserted) == [false, true, false])
-            #expect(try await db.values("SELECT count(*)::int FROM \(unescaped: db.configuration.schema).jobs", as: Int.self) == [2])
+            #expect(
+                try await db.values(
+                    "SELECT count(*)::int FROM \(unescaped: db.configuration.schema).jobs", as: Int.self) == [2])
         }
     }
 
@@ -45,7 +48,9 @@ struct StoreTests {
             await #expect(throws: BatonError.self) {
                 try await db.store.enqueue([job([.task("noop")]), job([])])
             }
-            #expect(try await db.values("SELECT count(*)::int FROM \(unescaped: db.configuration.schema).jobs", as: Int.self) == [0])
+            #expect(
+                try await db.values(
+                    "SELECT count(*)::int FROM \(unescaped: db.configuration.schema).jobs", as: Int.self) == [0])
         }
     }
 
@@ -55,10 +60,12 @@ struct StoreTests {
             let high = try await db.store.enqueue([job([.task("noop")], priority: -1)])[0].id
             let rest = try await db.store.enqueue((0..<40).map { _ in job([.task("noop")]) }).map(\.id)
             let first = try await db.store.claim(queue: "default", limit: 2, worker: "w1")
-            #expect(first.map(\.id) .sorted() == [high, rest[0]].sorted())
+            #expect(first.map(\.id).sorted() == [high, rest[0]].sorted())
             let claimed = try await withThrowingTaskGroup(of: [Int64].self) { group in
                 for index in 0..<4 {
-                    group.addTask { try await db.store.claim(queue: "default", limit: 15, worker: "w\(index)").map(\.id) }
+                    group.addTask {
+                        try await db.store.claim(queue: "default", limit: 15, worker: "w\(index)").map(\.id)
+                    }
                 }
                 return try await group.reduce(into: []) { $0 += $1 }
             }
@@ -98,7 +105,8 @@ struct StoreTests {
                 [Outcome(jobID: id, stage: 0, attempt: 1, transition: .complete(output: "\"late\""))], worker: "lost")
             #expect(late.applied.isEmpty)
             let done = try await db.store.apply(
-                [Outcome(jobID: id, stage: 0, attempt: 2, transition: .complete(output: "\"on time\""))], worker: "other")
+                [Outcome(jobID: id, stage: 0, attempt: 2, transition: .complete(output: "\"on time\""))],
+                worker: "other")
             #expect(done.applied == [id])
             let record = try #require(try await db.store.job(id))
             #expect(record.state == .completed)

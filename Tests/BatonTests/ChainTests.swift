@@ -57,9 +57,10 @@ struct ChainTests {
 
     @Test func theStoredFormRoundTrips() throws {
         let stages: [StageSpec] = [
-            .task("http", args: ["url": "https://example.com"], name: "call", lane: "x",
-                  retry: .linear(initial: .milliseconds(250), max: .seconds(5), jitter: 0.25, attempts: 4),
-                  timeout: .milliseconds(1500)),
+            .task(
+                "http", args: ["url": "https://example.com"], name: "call", lane: "x",
+                retry: .linear(initial: .milliseconds(250), max: .seconds(5), jitter: 0.25, attempts: 4),
+                timeout: .milliseconds(1500)),
             .group([.task("noop"), .group([.task("sleep", args: ["ms": 5])])], name: "fan"),
         ]
         let text = try JSONText.encode(stages)
@@ -78,11 +79,17 @@ struct ChainTests {
         (ChainDefinition(stages: [.task("a", lane: "")]), "stages[0].lane"),
         (ChainDefinition(stages: [.task("a", lane: String(repeating: "x", count: 201))]), "stages[0].lane"),
         (ChainDefinition(stages: [.task("a", lane: "a\u{0}b")]), "stages[0].lane"),
-        (ChainDefinition(stages: [.task("a", retry: RetryPolicy(maxAttempts: 0, backoff: .constant(.zero)))]), "stages[0].max_attempts"),
+        (
+            ChainDefinition(stages: [.task("a", retry: RetryPolicy(maxAttempts: 0, backoff: .constant(.zero)))]),
+            "stages[0].max_attempts"
+        ),
         (ChainDefinition(stages: [.task("a", timeout: .zero)]), "stages[0].timeout"),
         (ChainDefinition(stages: [.task("a", name: "n"), .task("b", name: "n")]), "stages[1].name"),
         (ChainDefinition(stages: Array(repeating: .task("a"), count: 101)), "stages"),
-        (ChainDefinition(stages: [.task("a"), .group([.task("b"), .group([.task("")])])]), "stages[1].group[1].group[0].task"),
+        (
+            ChainDefinition(stages: [.task("a"), .group([.task("b"), .group([.task("")])])]),
+            "stages[1].group[1].group[0].task"
+        ),
     ])
     func invalidChainsAreRefusedWithThePathOfTheFault(definition: ChainDefinition, path: String) {
         #expect {

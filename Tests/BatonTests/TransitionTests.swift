@@ -8,7 +8,8 @@ struct TransitionTests {
     let group = StageSpec.group([.task("a"), .task("b")])
 
     func decide(_ outcome: StageOutcome, next: StageSpec?, attempt: Int = 1, canHop: Bool = true) -> Transition {
-        Transition.decide(stage: background, next: next, attempt: attempt, outcome: outcome, canHop: canHop, random: 0.5)
+        Transition.decide(
+            stage: background, next: next, attempt: attempt, outcome: outcome, canHop: canHop, random: 0.5)
     }
 
     @Test func successOfTheLastStageCompletesTheJob() {
@@ -22,7 +23,8 @@ struct TransitionTests {
 
     @Test func successBeforeAnOrderedStageEntersItsLaneEvenWhenHopIsAllowed() {
         #expect(decide(.succeeded(output: "1"), next: laned) == .advance(output: "1", lane: "customer-1"))
-        #expect(decide(.succeeded(output: "1"), next: laned, canHop: false) == .advance(output: "1", lane: "customer-1"))
+        #expect(
+            decide(.succeeded(output: "1"), next: laned, canHop: false) == .advance(output: "1", lane: "customer-1"))
     }
 
     @Test func successBeforeAGroupGoesThroughTheQueue() {
@@ -35,8 +37,12 @@ struct TransitionTests {
     }
 
     @Test func aFailureIsRetriedByPolicyUntilTheLastAttempt() {
-        #expect(decide(.failed(error: "e", retry: .byPolicy), next: nil, attempt: 1) == .retry(error: "e", delay: .seconds(2)))
-        #expect(decide(.failed(error: "e", retry: .byPolicy), next: nil, attempt: 2) == .retry(error: "e", delay: .seconds(2)))
+        #expect(
+            decide(.failed(error: "e", retry: .byPolicy), next: nil, attempt: 1)
+                == .retry(error: "e", delay: .seconds(2)))
+        #expect(
+            decide(.failed(error: "e", retry: .byPolicy), next: nil, attempt: 2)
+                == .retry(error: "e", delay: .seconds(2)))
         #expect(decide(.failed(error: "e", retry: .byPolicy), next: nil, attempt: 3) == .discard(error: "e"))
         #expect(decide(.failed(error: "e", retry: .byPolicy), next: nil, attempt: 9) == .discard(error: "e"))
     }
@@ -89,7 +95,8 @@ struct BackoffTests {
 
     @Test func linearGrowsByInitialUpToTheCap() {
         let backoff = Backoff.linear(initial: .seconds(1), max: .seconds(3))
-        #expect((1...5).map { backoff.delay(afterAttempt: $0, random: 0).milliseconds } == [1000, 2000, 3000, 3000, 3000])
+        #expect(
+            (1...5).map { backoff.delay(afterAttempt: $0, random: 0).milliseconds } == [1000, 2000, 3000, 3000, 3000])
     }
 
     @Test func constantStaysPut() {

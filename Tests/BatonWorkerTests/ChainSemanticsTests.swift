@@ -12,7 +12,8 @@ struct ChainSemanticsTests {
     @Test func eachStageGetsThePreviousOutput() async throws {
         try await TestDatabase.with { db async throws in
             try await withWorker(db, tasks: testTasks) { baton, _ async throws in
-                let job = try await baton.enqueue(Chain(input: 2).then(Add(n: 3)).then(Multiply(by: 4)).then(Add(n: -1)))
+                let job = try await baton.enqueue(
+                    Chain(input: 2).then(Add(n: 3)).then(Multiply(by: 4)).then(Add(n: -1)))
                 #expect(try await job.result() == 19)
                 let record = try await job.record()
                 #expect(record.results.map(\.output) == [5, 20, 19])

@@ -64,7 +64,10 @@ struct ProcessTests {
             #expect(forced == Array(repeating: "discarded", count: 6))
             #expect(try await count(db, "state = 'completed'") >= 220)
             // Both processes ran ordered stages.
-            #expect(try await db.values("SELECT count(DISTINCT pid)::int FROM \(unescaped: schema).test_runs WHERE stage = 1", as: Int.self) == [2])
+            #expect(
+                try await db.values(
+                    "SELECT count(DISTINCT pid)::int FROM \(unescaped: schema).test_runs WHERE stage = 1", as: Int.self)
+                    == [2])
             // Never two runs of one lane at once.
             let overlaps = try await db.values(
                 """
@@ -89,7 +92,9 @@ struct ProcessTests {
             #expect(outOfOrder == [0])
             // Retries happened, and the retrying job held its lane meanwhile (no run of another
             // job of that lane between its attempts).
-            #expect(try await db.values("SELECT count(*)::int FROM \(unescaped: schema).test_runs WHERE failed", as: Int.self)[0] > 18)
+            #expect(
+                try await db.values(
+                    "SELECT count(*)::int FROM \(unescaped: schema).test_runs WHERE failed", as: Int.self)[0] > 18)
         }
     }
 
@@ -133,7 +138,8 @@ struct ProcessTests {
             sleeper.signal(SIGCONT)
             // The sleeper finishes its run (at least once: both ran) but its outcome is refused.
             try await db.eventually(timeout: .seconds(30), "the sleeper's run to end") {
-                try await db.values("SELECT count(*)::int FROM \(unescaped: db.configuration.schema).test_runs", as: Int.self) == [2]
+                try await db.values(
+                    "SELECT count(*)::int FROM \(unescaped: db.configuration.schema).test_runs", as: Int.self) == [2]
             }
             sleeper.signal(SIGTERM)
             rescuer.signal(SIGTERM)
@@ -168,7 +174,9 @@ struct ProcessTests {
             #expect(putBack.state == .available)
             #expect(putBack.attempt == 0)
             #expect(putBack.errors.isEmpty)
-            #expect(try await db.values("SELECT count(*)::int FROM \(unescaped: db.configuration.schema).workers", as: Int.self) == [0])
+            #expect(
+                try await db.values(
+                    "SELECT count(*)::int FROM \(unescaped: db.configuration.schema).workers", as: Int.self) == [0])
         }
     }
 }

@@ -11,10 +11,13 @@ final class WorkerProcess: @unchecked Sendable {
     // sends signals after `run()`, and waits once.
     let process = Process()
 
-    init(url: String, queue: String = "default:8", lease: Duration = .seconds(2), grace: Duration = .seconds(5)) throws {
+    init(url: String, queue: String = "default:8", lease: Duration = .seconds(2), grace: Duration = .seconds(5)) throws
+    {
         process.executableURL = try Self.binary()
-        process.arguments = [url, queue, "\(lease.components.seconds * 1000 + lease.components.attoseconds / 1_000_000_000_000_000)",
-                             "\(grace.components.seconds * 1000)"]
+        process.arguments = [
+            url, queue, "\(lease.components.seconds * 1000 + lease.components.attoseconds / 1_000_000_000_000_000)",
+            "\(grace.components.seconds * 1000)",
+        ]
         process.standardOutput = FileHandle.nullDevice
         process.standardInput = FileHandle.nullDevice
         try process.run()
@@ -28,7 +31,9 @@ final class WorkerProcess: @unchecked Sendable {
     func waitForExit(timeout: Duration = .seconds(60)) async throws -> Int32 {
         let deadline = ContinuousClock.now + timeout
         while process.isRunning {
-            guard ContinuousClock.now < deadline else { throw TestFailure("worker \(pid) did not exit within \(timeout)") }
+            guard ContinuousClock.now < deadline else {
+                throw TestFailure("worker \(pid) did not exit within \(timeout)")
+            }
             try await Task.sleep(for: .milliseconds(20))
         }
         return process.terminationStatus

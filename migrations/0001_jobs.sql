@@ -125,8 +125,8 @@ BEGIN
 END $$;
 
 -- For each lane without a holder, make its oldest waiting job the holder. Call with the lanes locked.
--- Returns the queues that got an available job.
-CREATE FUNCTION promote_lanes(p_lanes text[]) RETURNS SETOF text
+-- Returns the jobs made available.
+CREATE FUNCTION promote_lanes(p_lanes text[]) RETURNS TABLE (id bigint, queue text)
 LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
     RETURN QUERY
@@ -140,7 +140,7 @@ BEGIN
                           WHERE h.lane = lanes.l AND h.state IN ('available', 'running', 'retryable'))
     ) next
     WHERE j.id = next.id
-    RETURNING j.queue;
+    RETURNING j.id, j.queue;
 END $$;
 
 -- Enqueue a batch of jobs in one call. A job whose first stage names a lane enters it (holder or
@@ -257,21 +257,32 @@ CREATE TYPE applied_outcome AS (
 -- Returns what the caller must act on after commit: ('applied', id), ('wake', queue) for queues
 -- with newly available jobs, ('finished', id) for finished jobs someone awaits.
 --   p_batch: [{"id", "stage", "attempt", "kind", "output"?, "error"?, "delay_ms"?, "lane"?}, …]
-CREATE FUNCTION apply_outcomes(p_worker text, p_batch jsonb) RETURNS TABLE (event text, id bigint, queue text)
+-- A lane holder promoted here in a queue of `p_queues` is claimed for the worker at once, up to
+-- `p_slots` (its free slots in that queue): the next stage of a lane starts without a claim round
+-- trip, and is returned as a ('claimed', …) row with the columns of `claim`.
+CREATE FUNCTION apply_outcomes(p_worker text, p_batch jsonb, p_queues text[], p_slots int[])
+RETURNS TABLE (event text, id bigint, queue text, stage int, attempt int, chain text, input text, results text,
+               metadata text, group_output text)
 LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
 DECLARE
+    v_ids bigint[];
     v_lanes text[];
     v_spawn bigint[];
     v_applied applied_outcome[];
+    v_promoted_ids bigint[];
+    v_promoted_queues text[];
 BEGIN
-    SELECT array_agg(b.id) INTO v_spawn FROM jsonb_to_recordset(p_batch) AS b(id bigint, kind text)
-    WHERE b.kind = 'spawn';
+    SELECT array_agg(b.id), array_agg(b.id) FILTER (WHERE b.kind = 'spawn'),
+           array_agg(b.lane) FILTER (WHERE b.lane IS NOT NULL)
+    INTO v_ids, v_spawn, v_lanes
+    FROM jsonb_to_recordset(p_batch) AS b(id bigint, kind text, lane text);
 
     -- Every lane whose holder may change: the lanes left, entered, and entered by new members.
+    -- (`= ANY(array)`: an index scan on the primary key whatever the batch size.)
     SELECT array_agg(DISTINCT x.l) INTO v_lanes FROM (
-        SELECT j.lane FROM jobs j
-            WHERE j.id IN (SELECT (b ->> 'id')::bigint FROM jsonb_array_elements(p_batch) b) AND j.lane IS NOT NULL
-        UNION ALL SELECT b ->> 'lane' FROM jsonb_array_elements(p_batch) b
+        SELECT j.lane FROM jobs j WHERE j.id = ANY(v_ids) AND j.lane IS NOT NULL
+        UNION ALL SELECT unnest(v_lanes)
         UNION ALL SELECT m ->> 'lane' FROM jobs p, jsonb_array_elements(p.chain -> p.stage -> 'group') m
                   WHERE p.id = ANY(v_spawn)
     ) x(l) WHERE x.l IS NOT NULL;
@@ -335,7 +346,9 @@ BEGIN
         JOIN jobs p ON p.id = a.id
         CROSS JOIN LATERAL jsonb_array_elements(p.chain -> p.stage -> 'group') WITH ORDINALITY m
         WHERE a.kind = 'spawn';
-        RETURN QUERY SELECT DISTINCT 'wake', NULL::bigint, a.queue FROM unnest(v_applied) a WHERE a.kind = 'spawn';
+        RETURN QUERY SELECT DISTINCT 'wake', NULL::bigint, a.queue, NULL::int, NULL::int, NULL::text, NULL::text,
+                                     NULL::text, NULL::text, NULL::text
+                     FROM unnest(v_applied) a WHERE a.kind = 'spawn';
     END IF;
 
     -- Fan in: completed members count down their parent...
@@ -352,25 +365,53 @@ BEGIN
                             FROM jobs c WHERE c.parent_id = p.id AND c.parent_stage = p.stage)
         WHERE p.id IN (SELECT a.parent_id FROM unnest(v_applied) a WHERE a.state = 'completed')
           AND p.state = 'waiting' AND p.pending = 0
-        RETURNING 'wake', NULL::bigint, p.queue;
+        RETURNING 'wake', NULL::bigint, p.queue, NULL::int, NULL::int, NULL::text, NULL::text, NULL::text,
+                  NULL::text, NULL::text;
 
-        RETURN QUERY SELECT 'finished', f, NULL::text FROM fail_parents(
+        RETURN QUERY SELECT 'finished', f, NULL::text, NULL::int, NULL::int, NULL::text, NULL::text, NULL::text,
+                            NULL::text, NULL::text FROM fail_parents(
             (SELECT array_agg(a.id) FROM unnest(v_applied) a WHERE a.parent_id IS NOT NULL AND a.state = 'discarded'),
             p_worker) AS f;
     END IF;
 
     IF v_lanes IS NOT NULL THEN
-        RETURN QUERY SELECT DISTINCT 'wake', NULL::bigint, q FROM promote_lanes(v_lanes) AS q;
+        SELECT array_agg(p.id), array_agg(p.queue) INTO v_promoted_ids, v_promoted_queues
+        FROM promote_lanes(v_lanes) p;
+        IF v_promoted_ids IS NOT NULL THEN
+            RETURN QUERY
+            WITH promoted AS (
+                SELECT p.id, p.queue, row_number() OVER (PARTITION BY p.queue ORDER BY p.id) AS n
+                FROM unnest(v_promoted_ids, v_promoted_queues) AS p(id, queue)
+            ), taken AS (
+                SELECT p.id FROM promoted p JOIN unnest(p_queues, p_slots) AS s(queue, slots)
+                    ON s.queue = p.queue AND p.n <= s.slots
+            )
+            UPDATE jobs j
+            SET state = 'running', attempt = j.attempt + 1, worker_id = p_worker, attempted_at = now()
+            FROM taken WHERE j.id = taken.id
+            RETURNING 'claimed', j.id, j.queue, j.stage, j.attempt, j.chain::text,
+                (CASE WHEN j.stage = 0 THEN j.input ELSE j.results -> (j.stage - 1) -> 'output' END)::text,
+                CASE WHEN j.stage = 0 THEN NULL ELSE j.results::text END,
+                j.metadata::text, j.group_output::text;
+            -- Those not taken wait for any worker of their queue.
+            RETURN QUERY
+            SELECT DISTINCT 'wake', NULL::bigint, j.queue, NULL::int, NULL::int, NULL::text, NULL::text,
+                   NULL::text, NULL::text, NULL::text
+            FROM jobs j WHERE j.id = ANY(v_promoted_ids) AND j.state = 'available';
+        END IF;
     END IF;
 
     RETURN QUERY
-    SELECT 'wake', NULL::bigint, a.queue FROM unnest(v_applied) a
-        WHERE a.state = 'available' GROUP BY a.queue
-    UNION ALL
-    SELECT 'finished', a.id, NULL FROM unnest(v_applied) a
-        WHERE a.watched AND a.state IN ('completed', 'discarded')
-    UNION ALL
-    SELECT 'applied', a.id, NULL FROM unnest(v_applied) a;
+    SELECT x.event, x.id, x.queue, NULL::int, NULL::int, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text
+    FROM (
+        SELECT 'wake' AS event, NULL::bigint AS id, a.queue FROM unnest(v_applied) a
+            WHERE a.state = 'available' GROUP BY a.queue
+        UNION ALL
+        SELECT 'finished', a.id, NULL FROM unnest(v_applied) a
+            WHERE a.watched AND a.state IN ('completed', 'discarded')
+        UNION ALL
+        SELECT 'applied', a.id, NULL FROM unnest(v_applied) a
+    ) x;
 END $$;
 
 -- Scheduled and retryable jobs that are due become available; a due scheduled job whose stage
@@ -398,7 +439,7 @@ BEGIN
     INTO v_queues, v_lanes FROM upd;
     IF v_lanes IS NOT NULL THEN
         PERFORM lock_lanes(v_lanes);
-        v_queues := v_queues || ARRAY(SELECT promote_lanes(v_lanes));
+        v_queues := v_queues || ARRAY(SELECT p.queue FROM promote_lanes(v_lanes) p);
     END IF;
     RETURN QUERY SELECT DISTINCT q FROM unnest(v_queues) AS q;
 END $$;

@@ -70,7 +70,7 @@ struct Bench: AsyncParsableCommand {
         let report = try await withPostgres(database, logger: logger) { client in
             try await Migrator(schema: schema, logger: logger).migrate(client)
             let report = try await measure(client: client, database: database, logger: logger, progress: progress)
-            _ = try? await client.query("DROP SCHEMA \(unescaped: schema) CASCADE")
+            try? await client.perform("DROP SCHEMA \(unescaped: schema) CASCADE")
             return report
         }
         if json {
@@ -203,8 +203,8 @@ struct Bench: AsyncParsableCommand {
 
     func resetStatementStatistics(_ client: PostgresClient, logger: Logger) async -> Bool {
         do {
-            try await client.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
-            try await client.query("SELECT pg_stat_statements_reset()")
+            try await client.perform("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+            try await client.perform("SELECT pg_stat_statements_reset()")
             return true
         } catch {
             return false

@@ -60,7 +60,7 @@ public final class BatonClient: Service, Sendable {
             idempotencyKey: idempotencyKey, metadata: metadata)
         let enqueued = try await store.enqueue([job], on: connection)[0]
         if enqueued.state == .available {
-            try await connection.query("SELECT pg_notify(\(store.channel), \("q:" + queue))", logger: logger)
+            try await connection.perform("SELECT pg_notify(\(store.channel), \("q:" + queue))", logger: logger)
         }
         return JobHandle(id: enqueued.id, inserted: enqueued.inserted, client: self)
     }

@@ -41,13 +41,13 @@ public struct Migrator: Sendable {
     @discardableResult
     public func migrate(on connection: PostgresConnection) async throws -> [String] {
         // Only this function takes this session lock; its keys are Baton's namespace and "migr".
-        try await connection.query("SELECT pg_advisory_lock(1650553966, 1835100530)", logger: logger)
+        try await connection.perform("SELECT pg_advisory_lock(1650553966, 1835100530)", logger: logger)
         do {
             let applied = try await applyMissing(on: connection)
-            try await connection.query("SELECT pg_advisory_unlock(1650553966, 1835100530)", logger: logger)
+            try await connection.perform("SELECT pg_advisory_unlock(1650553966, 1835100530)", logger: logger)
             return applied
         } catch {
-            _ = try? await connection.query("SELECT pg_advisory_unlock(1650553966, 1835100530)", logger: logger)
+            try? await connection.perform("SELECT pg_advisory_unlock(1650553966, 1835100530)", logger: logger)
             throw error
         }
     }
@@ -64,8 +64,8 @@ public struct Migrator: Sendable {
     }
 
     private func applyMissing(on connection: PostgresConnection) async throws -> [String] {
-        try await connection.query("CREATE SCHEMA IF NOT EXISTS \(unescaped: schema)", logger: logger)
-        try await connection.query(
+        try await connection.perform("CREATE SCHEMA IF NOT EXISTS \(unescaped: schema)", logger: logger)
+        try await connection.perform(
             """
             CREATE TABLE IF NOT EXISTS \(unescaped: schema).migrations (
                 version int PRIMARY KEY, file text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())
@@ -80,16 +80,16 @@ public struct Migrator: Sendable {
         for migration in Self.migrations.sorted(by: { $0.version < $1.version }) where !done.contains(migration.version)
         {
             try await connection.withTransaction(logger: logger) { connection in
-                try await connection.query("SET LOCAL search_path TO \(unescaped: schema)", logger: logger)
+                try await connection.perform("SET LOCAL search_path TO \(unescaped: schema)", logger: logger)
                 // A file holds many statements, which one extended-protocol query cannot; PL/pgSQL's
                 // EXECUTE runs them all, and the file travels as a parameter, unquoted.
-                try await connection.query(
+                try await connection.perform(
                     """
                     CREATE OR REPLACE FUNCTION pg_temp.baton_execute(sql text) RETURNS void
                     LANGUAGE plpgsql AS $$ BEGIN EXECUTE sql; END $$
                     """, logger: logger)
-                try await connection.query("SELECT pg_temp.baton_execute(\(migration.sql))", logger: logger)
-                try await connection.query(
+                try await connection.perform("SELECT pg_temp.baton_execute(\(migration.sql))", logger: logger)
+                try await connection.perform(
                     "INSERT INTO migrations (version, file) VALUES (\(migration.version), \(migration.file))",
                     logger: logger)
             }

@@ -113,12 +113,29 @@ package struct Outcome: Sendable {
     package var stage: Int
     package var attempt: Int
     package var transition: Transition
+    /// The job's queue and the lane its stage held, if any: where the outcome may hand a lane on
+    /// (a hint for slot reservation; the database decides).
+    package var queue: String?
+    package var heldLane: String?
 
-    package init(jobID: Int64, stage: Int, attempt: Int, transition: Transition) {
+    package init(
+        jobID: Int64, stage: Int, attempt: Int, transition: Transition, queue: String? = nil, heldLane: String? = nil
+    ) {
         self.jobID = jobID
         self.stage = stage
         self.attempt = attempt
         self.transition = transition
+        self.queue = queue
+        self.heldLane = heldLane
+    }
+
+    /// Whether applying this may let another job take the lane.
+    package var mayReleaseLane: Bool {
+        guard heldLane != nil else { return false }
+        switch transition {
+        case .retry, .release: return false
+        default: return true
+        }
     }
 }
 
@@ -130,6 +147,8 @@ package struct AppliedOutcomes: Sendable {
     package var woken: Set<String> = []
     /// Finished jobs someone awaits.
     package var finished: [Int64] = []
+    /// Lane holders promoted by this batch and claimed for the worker at once.
+    package var claimed: [ClaimedJob] = []
 }
 
 /// A running stage whose worker stopped sending heartbeats.

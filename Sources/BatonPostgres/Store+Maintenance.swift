@@ -54,7 +54,7 @@ extension Store {
 
     /// Forgets workers silent for longer than `after`; their jobs were rescued long before.
     package func forgetWorkers(silentFor after: Duration) async throws {
-        try await client.query(
+        try await client.perform(
             """
             DELETE FROM \(unescaped: schema).workers
             WHERE heartbeat_at < now() - \(after.milliseconds) * interval '1 millisecond'
@@ -82,7 +82,7 @@ extension Store {
 
     /// Records (or refreshes) a worker: what it serves, and its first heartbeat.
     package func registerWorker(id: String, host: String, pid: Int, queues: [String], tasks: [String]) async throws {
-        try await client.query(
+        try await client.perform(
             """
             INSERT INTO \(unescaped: schema).workers (id, host, pid, queues, tasks)
             VALUES (\(id), \(host), \(pid), \(queues), \(tasks))
@@ -103,7 +103,7 @@ extension Store {
 
     /// Removes a stopping worker, and gives up any lead it holds.
     package func removeWorker(id: String) async throws {
-        try await client.query(
+        try await client.perform(
             """
             WITH gone AS (DELETE FROM \(unescaped: schema).leaders WHERE worker_id = \(id))
             DELETE FROM \(unescaped: schema).workers WHERE id = \(id)

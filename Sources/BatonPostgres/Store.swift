@@ -26,7 +26,7 @@ public struct Store: Sendable {
     /// Sends notifications on the channel, all in one statement, outside any other transaction.
     package func notify(_ payloads: [String]) async throws {
         guard !payloads.isEmpty else { return }
-        try await client.query(
+        try await client.perform(
             "SELECT pg_notify(\(channel), p) FROM unnest(\(payloads)::text[]) AS p", logger: logger)
     }
 }
@@ -94,12 +94,28 @@ extension Store {
     package func claim(queue: String, limit: Int, worker: String) async throws -> [ClaimedJob] {
         let rows = try await client.query(
             "SELECT * FROM \(unescaped: schema).claim(\(queue), \(limit)::int, \(worker))", logger: logger)
+        var decoder = ClaimDecoder()
         var claimed: [ClaimedJob] = []
-        // Jobs enqueued from one template share their chain text: decode each text once per claim.
-        var chains: [String: [StageSpec]] = [:]
-        for try await (id, stage, attempt, chainText, input, results, metadata, groupOutput) in rows.decode(
+        for try await (id, stage, attempt, chain, input, results, metadata, groupOutput) in rows.decode(
             (Int64, Int, Int, String, String, String?, String, String?).self)
         {
+            claimed.append(
+                try decoder.job(
+                    id: id, queue: queue, stage: stage, attempt: attempt, chain: chain, input: input, results: results,
+                    metadata: metadata, groupOutput: groupOutput))
+        }
+        return claimed
+    }
+
+    /// Builds claimed jobs from the columns `claim` returns.
+    struct ClaimDecoder {
+        /// Jobs enqueued from one template share their chain text: decode each text once per batch.
+        var chains: [String: [StageSpec]] = [:]
+
+        mutating func job(
+            id: Int64, queue: String, stage: Int, attempt: Int, chain chainText: String, input: String,
+            results: String?, metadata: String, groupOutput: String?
+        ) throws -> ClaimedJob {
             let chain: [StageSpec]
             if let known = chains[chainText] {
                 chain = known
@@ -107,15 +123,12 @@ extension Store {
                 chain = try JSONText.decode([StageSpec].self, from: chainText)
                 chains[chainText] = chain
             }
-            claimed.append(
-                ClaimedJob(
-                    id: id, queue: queue, stage: stage, attempt: attempt, chain: chain, input: input,
-                    earlierOutputs: try results.map { try JSONText.decode([OutputOnly].self, from: $0).map(\.output) }
-                        ?? [],
-                    metadata: metadata == "{}" ? [:] : try JSONValue(parsing: metadata),
-                    groupOutput: groupOutput))
+            return ClaimedJob(
+                id: id, queue: queue, stage: stage, attempt: attempt, chain: chain, input: input,
+                earlierOutputs: try results.map { try JSONText.decode([OutputOnly].self, from: $0).map(\.output) } ?? [],
+                metadata: metadata == "{}" ? [:] : try JSONValue(parsing: metadata),
+                groupOutput: groupOutput)
         }
-        return claimed
     }
 
     private struct OutputOnly: Decodable { var output: JSONValue }
@@ -124,18 +137,32 @@ extension Store {
 
     /// Applies decided transitions in one call of `apply_outcomes`: each only if the job is still
     /// running that stage and attempt for `worker`.
-    package func apply(_ outcomes: [Outcome], worker: String) async throws -> AppliedOutcomes {
+    package func apply(_ outcomes: [Outcome], worker: String, slots: [String: Int] = [:]) async throws
+        -> AppliedOutcomes
+    {
         guard !outcomes.isEmpty else { return AppliedOutcomes() }
         let batch = Self.outcomeBatch(outcomes)
+        let queues = Array(slots.keys)
+        let free = queues.map { slots[$0] ?? 0 }
         let rows = try await client.query(
-            "SELECT event, id, queue FROM \(unescaped: schema).apply_outcomes(\(worker), \(batch)::jsonb)",
-            logger: logger)
+            """
+            SELECT * FROM \(unescaped: schema).apply_outcomes(\(worker), \(batch)::jsonb, \(queues)::text[], \(free)::int[])
+            """, logger: logger)
         var result = AppliedOutcomes()
-        for try await (event, id, queue) in rows.decode((String, Int64?, String?).self) {
+        var decoder = ClaimDecoder()
+        for try await row in rows {
+            let (event, id, queue, stage, attempt, chain, input, results, metadata, groupOutput) = try row.decode(
+                (String, Int64?, String?, Int?, Int?, String?, String?, String?, String?, String?).self)
             switch event {
             case "applied": if let id { result.applied.insert(id) }
             case "wake": if let queue { result.woken.insert(queue) }
             case "finished": if let id { result.finished.append(id) }
+            case "claimed":
+                guard let id, let queue, let stage, let attempt, let chain, let input, let metadata else { continue }
+                result.claimed.append(
+                    try decoder.job(
+                        id: id, queue: queue, stage: stage, attempt: attempt, chain: chain, input: input,
+                        results: results, metadata: metadata, groupOutput: groupOutput))
             default: break
             }
         }

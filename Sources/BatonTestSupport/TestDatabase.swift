@@ -42,10 +42,10 @@ public struct TestDatabase: Sendable {
             try await Migrator(schema: schema, logger: logger).migrate(client)
             do {
                 let result = try await body(database)
-                try await client.query("DROP SCHEMA \(unescaped: schema) CASCADE", logger: logger)
+                try await client.perform("DROP SCHEMA \(unescaped: schema) CASCADE", logger: logger)
                 return result
             } catch {
-                _ = try? await client.query("DROP SCHEMA \(unescaped: schema) CASCADE", logger: logger)
+                try? await client.perform("DROP SCHEMA \(unescaped: schema) CASCADE", logger: logger)
                 throw error
             }
         }

@@ -26,6 +26,10 @@ final class Completer: Sendable {
     let workerID: String
     let logger: Logger
     let limit: Int
+    /// Reserves free slots in a queue for lane holders this worker may claim while applying
+    /// outcomes, and hands them over (with the count reserved) afterwards.
+    let reserve: @Sendable (_ queue: String, _ count: Int) -> Int
+    let deliver: @Sendable (_ queue: String, _ jobs: [ClaimedJob], _ reserved: Int) -> Void
     /// Called after each commit with what it made available and finished.
     let afterCommit: @Sendable (AppliedOutcomes) -> Void
     private let state = Mutex(State())
@@ -33,13 +37,38 @@ final class Completer: Sendable {
 
     init(
         store: Store, workerID: String, logger: Logger, limit: Int = 10_000,
+        reserve: @escaping @Sendable (_ queue: String, _ count: Int) -> Int = { _, _ in 0 },
+        deliver: @escaping @Sendable (_ queue: String, _ jobs: [ClaimedJob], _ reserved: Int) -> Void = { _, _, _ in },
         afterCommit: @escaping @Sendable (AppliedOutcomes) -> Void
     ) {
         self.store = store
         self.workerID = workerID
         self.logger = logger
         self.limit = limit
+        self.reserve = reserve
+        self.deliver = deliver
         self.afterCommit = afterCommit
+    }
+
+    /// Slots reserved for the lane holders `outcomes` may hand on, per queue.
+    private func reserveSlots(for outcomes: [Outcome]) -> [String: Int] {
+        var wanted: [String: Int] = [:]
+        for outcome in outcomes where outcome.mayReleaseLane {
+            if let queue = outcome.queue { wanted[queue, default: 0] += 1 }
+        }
+        var reserved: [String: Int] = [:]
+        for (queue, count) in wanted {
+            let got = reserve(queue, count)
+            if got > 0 { reserved[queue] = got }
+        }
+        return reserved
+    }
+
+    private func handOver(_ claimed: [ClaimedJob], reserved: [String: Int]) {
+        let byQueue = Dictionary(grouping: claimed, by: \.queue)
+        for (queue, count) in reserved {
+            deliver(queue, byQueue[queue] ?? [], count)
+        }
     }
 
     /// Queues `outcome` and returns once it is committed: true if it took effect, false if the job
@@ -121,8 +150,11 @@ final class Completer: Sendable {
     private func flush(_ batch: [Pending]) async {
         var backoff = Duration.milliseconds(50)
         while true {
+            let outcomes = batch.map(\.outcome)
+            let reserved = reserveSlots(for: outcomes)
             do {
-                let result = try await store.apply(batch.map(\.outcome), worker: workerID)
+                let result = try await store.apply(outcomes, worker: workerID, slots: reserved)
+                handOver(result.claimed, reserved: reserved)
                 afterCommit(result)
                 for pending in batch {
                     let applied = result.applied.contains(pending.outcome.jobID)
@@ -136,6 +168,7 @@ final class Completer: Sendable {
                 }
                 return
             } catch let error as PSQLError where error.serverInfo != nil {
+                handOver([], reserved: reserved)
                 // The database refused the batch itself: apply one by one, so that one bad
                 // outcome cannot hold back the others.
                 logger.error("outcome batch refused", metadata: ["error": "\(String(reflecting: error))"])
@@ -145,6 +178,7 @@ final class Completer: Sendable {
                 }
                 return
             } catch {
+                handOver([], reserved: reserved)
                 if Task.isCancelled {
                     for pending in batch { pending.done?.resume(returning: false) }
                     return

@@ -8,9 +8,16 @@ import Synchronization
 /// slot frees up while the last claim filled every slot, and every `pollInterval` regardless.
 final class Fetcher: Sendable {
     private struct State {
+        /// Stages running, plus slots reserved for jobs the completer may hand over.
         var running = 0
         /// The queue may hold more than the last claim took.
         var backlog = true
+        /// Jobs claimed elsewhere (by the completer, for lanes it handed on) for this fetcher to run.
+        var inbox: [ClaimedJob] = []
+        /// Reservations not yet delivered: the fetcher stays until they are.
+        var reservations = 0
+        /// Draining: no more reservations.
+        var stopping = false
     }
 
     let queue: String
@@ -36,17 +43,51 @@ final class Fetcher: Sendable {
 
     /// Interrupts the waits of the fetch loop and the poller (drain begins).
     func interrupt() {
+        state.withLock { $0.stopping = true }
         signal.signal()
         stopped.signal()
     }
 
     var running: Int { state.withLock { $0.running } }
 
+    /// Reserves up to `count` free slots for jobs claimed by the completer; returns how many.
+    func reserve(upTo count: Int) -> Int {
+        state.withLock { state in
+            guard !state.stopping else { return 0 }
+            let reserved = max(0, min(count, capacity - state.running))
+            state.running += reserved
+            state.reservations += reserved > 0 ? 1 : 0
+            return reserved
+        }
+    }
+
+    /// Hands over jobs claimed on `reserved` slots (`jobs.count ≤ reserved`); frees the rest.
+    func deliver(_ jobs: [ClaimedJob], reserved: Int) {
+        guard reserved > 0 else { return }
+        state.withLock { state in
+            state.running -= reserved - jobs.count
+            state.inbox += jobs
+            state.reservations -= 1
+        }
+        signal.signal()
+    }
+
     /// Claims and runs until `worker` drains; returns once every stage it started has ended.
     func run(for worker: Worker) async {
         var backoff = Duration.milliseconds(50)
         await withDiscardingTaskGroup { group in
-            while !worker.isDraining, !Task.isCancelled {
+            while !Task.isCancelled {
+                // Run what the completer claimed for us, even while draining (it is ours now).
+                let handedOver = state.withLock { state in
+                    defer { state.inbox.removeAll() }
+                    return state.inbox
+                }
+                for job in handedOver { start(job, in: &group, for: worker) }
+                if worker.isDraining {
+                    if state.withLock({ $0.reservations == 0 && $0.inbox.isEmpty }) { break }
+                    await signal.wait()
+                    continue
+                }
                 let free = state.withLock { state -> Int in
                     guard state.backlog else { return 0 }
                     return capacity - state.running
@@ -59,17 +100,7 @@ final class Fetcher: Sendable {
                             state.running += jobs.count
                             state.backlog = jobs.count == free
                         }
-                        for job in jobs {
-                            group.addTask {
-                                await worker.execute(job)
-                                // Claim again once a quarter of the slots are free, not slot by slot.
-                                let claimNow = self.state.withLock { state -> Bool in
-                                    state.running -= 1
-                                    return state.backlog && self.capacity - state.running >= self.refill
-                                }
-                                if claimNow { self.signal.signal() }
-                            }
-                        }
+                        for job in jobs { start(job, in: &group, for: worker) }
                         if jobs.count == free { continue }
                     } catch {
                         worker.logger.warning(
@@ -82,6 +113,18 @@ final class Fetcher: Sendable {
                 }
                 await signal.wait()
             }
+        }
+    }
+
+    private func start(_ job: ClaimedJob, in group: inout DiscardingTaskGroup, for worker: Worker) {
+        group.addTask {
+            await worker.execute(job)
+            // Claim again once a quarter of the slots are free, not slot by slot.
+            let claimNow = self.state.withLock { state -> Bool in
+                state.running -= 1
+                return state.backlog && self.capacity - state.running >= self.refill
+            }
+            if claimNow { self.signal.signal() }
         }
     }
 

@@ -55,7 +55,11 @@ public final class Worker: Service, Sendable {
             })
         let fetchers = self.fetchers
         let waker = self.waker
-        self.completer = Completer(store: store, workerID: configuration.id, logger: logger) { result in
+        self.completer = Completer(
+            store: store, workerID: configuration.id, logger: logger,
+            reserve: { queue, count in fetchers[queue]?.reserve(upTo: count) ?? 0 },
+            deliver: { queue, jobs, reserved in fetchers[queue]?.deliver(jobs, reserved: reserved) }
+        ) { result in
             for queue in result.woken {
                 fetchers[queue]?.wake()
             }
@@ -208,7 +212,9 @@ public final class Worker: Service, Sendable {
                     stage: job.spec, next: job.next, attempt: job.attempt, outcome: outcome,
                     canHop: !isDraining && control.stopReason == nil, random: Double.random(in: 0..<1))
             }
-            let outcome = Outcome(jobID: job.id, stage: job.stage, attempt: job.attempt, transition: transition)
+            let outcome = Outcome(
+                jobID: job.id, stage: job.stage, attempt: job.attempt, transition: transition, queue: job.queue,
+                heldLane: job.spec.lane)
             // Only a hop waits for its commit: the next stage must not start before its input is durable.
             guard case .hop(let output) = transition else {
                 await completer.submit(outcome)

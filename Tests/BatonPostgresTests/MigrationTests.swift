@@ -22,7 +22,7 @@ struct MigrationTests {
             }
             #expect(applied.filter { !$0.isEmpty }.count == 1)
             #expect(try await migrator.currentVersion(db.client) == Migrator.latestVersion)
-            try await db.client.query("DROP SCHEMA \(unescaped: schema) CASCADE")
+            try await db.client.perform("DROP SCHEMA \(unescaped: schema) CASCADE")
         }
     }
 

@@ -13,7 +13,7 @@ import Testing
 @Suite(.serialized, .timeLimit(.minutes(5)))
 struct ProcessTests {
     func createRunsTable(_ db: TestDatabase) async throws {
-        try await db.client.query(
+        try await db.client.perform(
             """
             CREATE TABLE \(unescaped: db.configuration.schema).test_runs (
                 job bigint, stage int, attempt int, lane text, pid int,

@@ -385,19 +385,22 @@ BEGIN
             ), taken AS (
                 SELECT p.id FROM promoted p JOIN unnest(p_queues, p_slots) AS s(queue, slots)
                     ON s.queue = p.queue AND p.n <= s.slots
+            ), claimed AS (
+                UPDATE jobs j
+                SET state = 'running', attempt = j.attempt + 1, worker_id = p_worker, attempted_at = now()
+                FROM taken WHERE j.id = taken.id
+                RETURNING j.id, j.queue, j.stage, j.attempt, j.chain::text AS chain,
+                    (CASE WHEN j.stage = 0 THEN j.input ELSE j.results -> (j.stage - 1) -> 'output' END)::text AS input,
+                    CASE WHEN j.stage = 0 THEN NULL ELSE j.results::text END AS results,
+                    j.metadata::text AS metadata, j.group_output::text AS group_output
             )
-            UPDATE jobs j
-            SET state = 'running', attempt = j.attempt + 1, worker_id = p_worker, attempted_at = now()
-            FROM taken WHERE j.id = taken.id
-            RETURNING 'claimed', j.id, j.queue, j.stage, j.attempt, j.chain::text,
-                (CASE WHEN j.stage = 0 THEN j.input ELSE j.results -> (j.stage - 1) -> 'output' END)::text,
-                CASE WHEN j.stage = 0 THEN NULL ELSE j.results::text END,
-                j.metadata::text, j.group_output::text;
+            SELECT 'claimed', c.id, c.queue, c.stage, c.attempt, c.chain, c.input, c.results, c.metadata, c.group_output
+            FROM claimed c
+            UNION ALL
             -- Those not taken wait for any worker of their queue.
-            RETURN QUERY
-            SELECT DISTINCT 'wake', NULL::bigint, j.queue, NULL::int, NULL::int, NULL::text, NULL::text,
+            SELECT DISTINCT 'wake', NULL::bigint, p.queue, NULL::int, NULL::int, NULL::text, NULL::text,
                    NULL::text, NULL::text, NULL::text
-            FROM jobs j WHERE j.id = ANY(v_promoted_ids) AND j.state = 'available';
+            FROM promoted p WHERE p.id NOT IN (SELECT t.id FROM taken t);
         END IF;
     END IF;
 

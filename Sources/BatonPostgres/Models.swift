@@ -102,6 +102,8 @@ package struct ClaimedJob: Sendable {
     package var metadata: JSONValue
     /// For a group stage whose members all completed: their outputs (JSON text).
     package var groupOutput: String?
+    /// Why this job cannot run at all (its stored chain does not decode); it is discarded.
+    package var invalid: String? = nil
 
     package var spec: StageSpec { chain[stage] }
     package var next: StageSpec? { stage + 1 < chain.count ? chain[stage + 1] : nil }

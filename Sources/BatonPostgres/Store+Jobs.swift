@@ -35,7 +35,8 @@ extension Store {
             return JobRecord(
                 id: id, queue: queue, priority: priority, state: JobState(rawValue: state) ?? .available,
                 runAt: runAt, createdAt: createdAt, attemptedAt: attemptedAt, finishedAt: finishedAt,
-                chain: try JSONText.decode([StageSpec].self, from: chain), stage: stage,
+                // A chain written around the Swift API may not decode: show the job anyway.
+                chain: (try? JSONText.decode([StageSpec].self, from: chain)) ?? [], stage: stage,
                 attempt: try columns[10].decode(Int.self),
                 input: try JSONValue(parsing: try text(11) ?? "null"),
                 results: try JSONText.decode([JobRecord.StageResult].self, from: try text(12) ?? "[]"),

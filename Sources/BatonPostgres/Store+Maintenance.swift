@@ -29,7 +29,11 @@ extension Store {
             lost.append(
                 LostStage(
                     jobID: id, workerID: worker ?? "", stage: stage, attempt: attempt,
-                    chain: try JSONText.decode([StageSpec].self, from: chain)))
+                    // An unreadable chain fails its job alone (no retry), not the whole rescue.
+                    chain: (try? JSONText.decode([StageSpec].self, from: chain)).flatMap {
+                        $0.indices.contains(stage) ? $0 : nil
+                    }
+                        ?? Array(repeating: .task("invalid", retry: .none), count: stage + 1)))
         }
         return lost
     }

@@ -117,17 +117,26 @@ extension Store {
             results: String?, metadata: String, groupOutput: String?
         ) throws -> ClaimedJob {
             let chain: [StageSpec]
+            var invalid: String?
             if let known = chains[chainText] {
                 chain = known
-            } else {
-                chain = try JSONText.decode([StageSpec].self, from: chainText)
+            } else if let decoded = try? JSONText.decode([StageSpec].self, from: chainText),
+                decoded.indices.contains(stage)
+            {
+                chain = decoded
                 chains[chainText] = chain
+            } else {
+                // Written around the Swift API (by hand, in SQL): the job fails alone, and the
+                // claim goes on for the others.
+                chain = Array(repeating: .task("invalid", retry: .none), count: stage + 1)
+                invalid = "the chain stored with this job does not decode as Baton stages"
             }
             return ClaimedJob(
                 id: id, queue: queue, stage: stage, attempt: attempt, chain: chain, input: input,
-                earlierOutputs: try results.map { try JSONText.decode([OutputOnly].self, from: $0).map(\.output) } ?? [],
-                metadata: metadata == "{}" ? [:] : try JSONValue(parsing: metadata),
-                groupOutput: groupOutput)
+                earlierOutputs: results.flatMap { try? JSONText.decode([OutputOnly].self, from: $0).map(\.output) }
+                    ?? [],
+                metadata: metadata == "{}" ? [:] : (try? JSONValue(parsing: metadata)) ?? [:],
+                groupOutput: groupOutput, invalid: invalid)
         }
     }
 

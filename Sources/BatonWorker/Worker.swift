@@ -199,6 +199,12 @@ public final class Worker: Service, Sendable {
         let control = RunControl()
         state.withLock { $0.running[job.id] = control }
         defer { _ = state.withLock { $0.running.removeValue(forKey: job.id) } }
+        if let invalid = job.invalid {
+            logger.error("job cannot run", metadata: ["job": "\(job.id)", "reason": "\(invalid)"])
+            await completer.submit(
+                Outcome(jobID: job.id, stage: job.stage, attempt: job.attempt, transition: .discard(error: invalid)))
+            return
+        }
         while true {
             let transition: Transition
             switch await executor.run(job, control: control) {

@@ -164,3 +164,29 @@ extension ISO8601DateFormatter {
         return formatter
     }()
 }
+
+/// Jobs written straight into the schema's `enqueue` function, as the README shows with psql.
+@Suite(.timeLimit(.minutes(3)))
+struct SQLEnqueueTests {
+    @Test func aChainEnqueuedInSQLRunsAndAnUnreadableOneFailsAlone() async throws {
+        try await TestDatabase.with { db async throws in
+            try await withWorker(db, tasks: testTasks) { baton, _ async throws in
+                let schema = db.configuration.schema
+                let ids = try await db.values(
+                    """
+                    SELECT id FROM \(unescaped: schema).enqueue('[
+                        {"input": {"n": 1}, "chain": [{"task": "sleep", "args": {"ms": 5}}, {"task": "noop", "lane": "c-42"}]},
+                        {"input": 2, "chain": [{"nope": true}]}
+                    ]')
+                    """, as: Int64.self)
+                #expect(ids.count == 2)
+                let good = try await baton.waitUntilFinished(ids[0], timeout: .seconds(20))
+                #expect(good.state == .completed)
+                #expect(good.output == ["n": 1])
+                let bad = try await baton.waitUntilFinished(ids[1], timeout: .seconds(20))
+                #expect(bad.state == .discarded)
+                #expect(bad.lastError?.contains("does not decode") == true)
+            }
+        }
+    }
+}

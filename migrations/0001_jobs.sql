@@ -51,8 +51,10 @@ CREATE TABLE jobs (
 CREATE INDEX jobs_available ON jobs (queue, priority, run_at, id) WHERE state = 'available';
 -- promoteDue: scheduled and retryable jobs by due time.
 CREATE INDEX jobs_due ON jobs (run_at) WHERE state IN ('scheduled', 'retryable');
--- rescueLost and drain: running jobs by their worker.
-CREATE INDEX jobs_running ON jobs (worker_id) WHERE state = 'running';
+-- apply_outcomes' guard and rescueLost: running jobs by worker, then id. The id matters: every row
+-- a worker ever ran leaves a dead entry under its worker's key until vacuum, and a guard that
+-- looked up the worker alone would step over all of them.
+CREATE INDEX jobs_running ON jobs (worker_id, id) WHERE state = 'running';
 -- promoteLane: the waiting queue of each lane, oldest first.
 CREATE INDEX jobs_lane_waiting ON jobs (lane, lane_ready_at, id) WHERE state = 'waiting' AND lane IS NOT NULL;
 -- The lane invariant: at most one job per lane holds it (available, running or retryable).

@@ -55,8 +55,11 @@ public final class Worker: Service, Sendable {
             })
         let fetchers = self.fetchers
         let waker = self.waker
+        // Back-pressure: past twice the worker's slots in unwritten outcomes, stages wait for the
+        // database instead of claiming more.
+        let slots = configuration.queues.values.reduce(0) { $0 + max(1, $1) }
         self.completer = Completer(
-            store: store, workerID: configuration.id, logger: logger,
+            store: store, workerID: configuration.id, logger: logger, limit: max(100, 2 * slots),
             reserve: { queue, count in fetchers[queue]?.reserve(upTo: count) ?? 0 },
             deliver: { queue, jobs, reserved in fetchers[queue]?.deliver(jobs, reserved: reserved) }
         ) { result in

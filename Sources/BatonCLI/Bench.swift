@@ -62,10 +62,7 @@ struct Bench: AsyncParsableCommand {
         }
         defer { server?.stop() }
         let schema = "bench_" + String(UInt32.random(in: 0...UInt32.max), radix: 36)
-        let given = try DatabaseConfiguration(url: baseURL)
-        let database = try DatabaseConfiguration(
-            host: given.host, port: given.port, unixSocketPath: given.unixSocketPath, username: given.username,
-            password: given.password, database: given.database, tls: given.tls, schema: schema)
+        let database = try DatabaseConfiguration(url: baseURL).inSchema(schema)
         try await database.checkConnection(logger: logger)
         let report = try await withPostgres(database, logger: logger) { client in
             try await Migrator(schema: schema, logger: logger).migrate(client)

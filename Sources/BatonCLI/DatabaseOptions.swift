@@ -20,12 +20,7 @@ struct DatabaseOptions: ParsableArguments {
         else {
             throw ValidationError("no database: pass --database-url or set BATON_DATABASE_URL (or use `baton dev`)")
         }
-        if let schema {
-            configuration = try DatabaseConfiguration(
-                host: configuration.host, port: configuration.port, unixSocketPath: configuration.unixSocketPath,
-                username: configuration.username, password: configuration.password, database: configuration.database,
-                tls: configuration.tls, schema: schema)
-        }
+        if let schema { configuration = try configuration.inSchema(schema) }
         return configuration
     }
 }

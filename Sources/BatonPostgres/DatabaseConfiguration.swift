@@ -73,6 +73,16 @@ public struct DatabaseConfiguration: Sendable {
         return try DatabaseConfiguration(url: url)
     }
 
+    /// The same database, with Baton's tables in `schema`.
+    public func inSchema(_ schema: String) throws -> DatabaseConfiguration {
+        guard Self.isIdentifier(schema) else {
+            throw ConfigurationError("schema \"\(schema)\" is not a plain identifier")
+        }
+        var copy = self
+        copy.schema = schema
+        return copy
+    }
+
     /// A connection pool for this database.
     public func makeClient(logger: Logger? = nil) -> PostgresClient {
         var configuration: PostgresClient.Configuration

@@ -68,7 +68,8 @@ let package = Package(
         .testTarget(
             name: "BatonWorkerTests",
             dependencies: [
-                "Baton", "BatonPostgres", "BatonWorker", "BatonTestSupport", "BatonTestWorker", "LocalPostgres",
+                "Baton", "BatonPostgres", "BatonWorker", "BatonTestSupport", "BatonTestWorker", "BatonCLI",
+                "LocalPostgres",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),

@@ -44,16 +44,19 @@ final class WorkerProcess: @unchecked Sendable {
     }
 
     /// The test worker binary beside this test bundle.
-    static func binary() throws -> URL {
+    static func binary() throws -> URL { try builtBinary("BatonTestWorker") }
+
+    /// A binary of this package, built beside this test bundle.
+    static func builtBinary(_ name: String) throws -> URL {
         var candidates = [URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()]
         if let bundle = Bundle.main.executableURL?.deletingLastPathComponent() { candidates.append(bundle) }
         var directory = URL(fileURLWithPath: #filePath)
         for _ in 0..<3 { directory.deleteLastPathComponent() }
         candidates.append(directory.appending(path: ".build/debug"))
         for candidate in candidates {
-            let binary = candidate.appending(path: "BatonTestWorker")
+            let binary = candidate.appending(path: name)
             if FileManager.default.isExecutableFile(atPath: binary.path) { return binary }
         }
-        throw TestFailure("BatonTestWorker not found near \(candidates.map(\.path)); run `swift build` first")
+        throw TestFailure("\(name) not found near \(candidates.map(\.path)); run `swift build` first")
     }
 }

@@ -1,0 +1,88 @@
+import BatonPostgres
+import BatonTestSupport
+import Foundation
+import Testing
+
+/// The `baton` binary itself, run as a subprocess.
+@Suite(.timeLimit(.minutes(3)))
+struct CLITests {
+    /// Runs `baton` with `arguments`; returns (exit status, standard output, standard error).
+    func baton(_ arguments: [String]) async throws -> (Int32, String, String) {
+        // Output goes to files, read after exit: blocking pipe reads would hold this process's
+        // few cooperative threads.
+        let directory = FileManager.default.temporaryDirectory
+        let outFile = directory.appending(path: "baton-cli-\(UUID().uuidString).out")
+        let errFile = directory.appending(path: "baton-cli-\(UUID().uuidString).err")
+        FileManager.default.createFile(atPath: outFile.path, contents: nil)
+        FileManager.default.createFile(atPath: errFile.path, contents: nil)
+        defer {
+            try? FileManager.default.removeItem(at: outFile)
+            try? FileManager.default.removeItem(at: errFile)
+        }
+        let process = Process()
+        process.executableURL = try WorkerProcess.builtBinary("baton")
+        process.arguments = arguments
+        process.standardOutput = try FileHandle(forWritingTo: outFile)
+        process.standardError = try FileHandle(forWritingTo: errFile)
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let deadline = ContinuousClock.now + .seconds(120)
+        while process.isRunning {
+            guard ContinuousClock.now < deadline else {
+                process.terminate()
+                throw TestFailure("baton \(arguments.first ?? "") did not exit within 2 minutes")
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return (
+            process.terminationStatus, (try? String(contentsOf: outFile, encoding: .utf8)) ?? "",
+            (try? String(contentsOf: errFile, encoding: .utf8)) ?? ""
+        )
+    }
+
+    @Test func migrateCreatesTheSchemaFromTheSQLBuiltIntoTheBinary() async throws {
+        try await TestDatabase.with { db async throws in
+            let url = db.url.replacingOccurrences(
+                of: "schema=\(db.configuration.schema)", with: "schema=cli_\(db.configuration.schema)")
+            let (status, output, _) = try await baton(["migrate", "--database-url", url])
+            #expect(status == 0)
+            #expect(output.contains("applied 0001_jobs.sql"))
+            let (again, repeated, _) = try await baton(["migrate", "--database-url", url])
+            #expect(again == 0)
+            #expect(repeated.contains("up to date"))
+            try await db.client.perform("DROP SCHEMA cli_\(unescaped: db.configuration.schema) CASCADE")
+        }
+    }
+
+    @Test func anUnreachableDatabaseIsReportedAtOnceWithItsCause() async throws {
+        let (status, _, errors) = try await baton([
+            "worker", "--database-url", "postgres://nobody@127.0.0.1:1/none?sslmode=disable",
+        ])
+        #expect(status != 0)
+        #expect(errors.contains("cannot connect to PostgreSQL at 127.0.0.1:1"))
+    }
+
+    @Test func aWorkerWithoutADatabaseSaysHowToGiveOne() async throws {
+        let process = try await baton(["worker"])
+        #expect(process.0 != 0)
+        #expect(process.2.contains("--database-url") || process.2.contains("BATON_DATABASE_URL"))
+    }
+
+    @Test func benchReportsItsFiguresAsJSONAndLosesNothing() async throws {
+        try await TestDatabase.with { db async throws in
+            let (status, output, errors) = try await baton([
+                "bench", "--database-url", db.url, "--jobs", "300", "--chain", "3", "--lanes", "4",
+                "--concurrency", "20", "--pickup-samples", "5", "--json",
+            ])
+            #expect(status == 0, "\(errors)")
+            let line = try #require(output.split(separator: "\n").last)
+            let report = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+            #expect(report?["lost"] as? Int == 0)
+            #expect(report?["jobs"] as? Int == 300)
+            #expect(report?["stages"] as? Int == 900)
+            for key in ["enqueue_per_s", "process_per_s", "pickup_p50_ms", "pickup_p99_ms", "hop_p50_ms"] {
+                #expect(report?[key] is Double, "missing \(key)")
+            }
+        }
+    }
+}

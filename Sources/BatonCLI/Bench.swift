@@ -60,7 +60,7 @@ struct Bench: AsyncParsableCommand {
                 ]), logger: logger)
             baseURL = server!.url
         }
-        defer { server?.stop() }
+        defer { server?.stop() }  // at exit; nothing else runs by then
         let schema = "bench_" + String(UInt32.random(in: 0...UInt32.max), radix: 36)
         let database = try DatabaseConfiguration(url: baseURL).inSchema(schema)
         try await database.checkConnection(logger: logger)

@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Logging
 
@@ -61,6 +62,20 @@ public final class LocalPostgres: Sendable {
     public static func start(_ options: Options = Options(), logger: Logger = Logger(label: "baton.postgres"))
         async throws -> LocalPostgres
     {
+        try await offloaded { try startBlocking(options, logger: logger) }
+    }
+
+    /// Runs blocking work (spawning and waiting for PostgreSQL's programs) on a thread of its own,
+    /// not on one of the few threads that run Swift tasks.
+    static func offloaded<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global(qos: .utility).async {
+                continuation.resume(with: Result { try body() })
+            }
+        }
+    }
+
+    static func startBlocking(_ options: Options, logger: Logger) throws -> LocalPostgres {
         let binaries = try findBinaries()
         let runAs = try serverUser()
         let fileManager = FileManager.default
@@ -145,11 +160,19 @@ public final class LocalPostgres: Sendable {
     }
 
     /// Restarts the server on the same port, `mode` being `fast` or `immediate` (a crash).
-    public func restart(mode: String = "fast") throws {
-        try Self.run(
-            binaries.appending(path: "pg_ctl"), ["stop", "-D", dataDirectory.path, "-m", mode, "-w", "-t", "30"],
-            as: runAs, what: "pg_ctl stop")
-        try startAgain()
+    public func restart(mode: String = "fast") async throws {
+        try await Self.offloaded {
+            try Self.run(
+                self.binaries.appending(path: "pg_ctl"),
+                ["stop", "-D", self.dataDirectory.path, "-m", mode, "-w", "-t", "30"], as: self.runAs,
+                what: "pg_ctl stop")
+            try self.startAgain()
+        }
+    }
+
+    /// `stop()`, off the threads that run Swift tasks.
+    public func shutdown() async {
+        _ = try? await Self.offloaded { self.stop() }
     }
 
     /// Starts the server again after `stopServer`.

@@ -8,36 +8,9 @@ import Testing
 struct CLITests {
     /// Runs `baton` with `arguments`; returns (exit status, standard output, standard error).
     func baton(_ arguments: [String]) async throws -> (Int32, String, String) {
-        // Output goes to files, read after exit: blocking pipe reads would hold this process's
-        // few cooperative threads.
-        let directory = FileManager.default.temporaryDirectory
-        let outFile = directory.appending(path: "baton-cli-\(UUID().uuidString).out")
-        let errFile = directory.appending(path: "baton-cli-\(UUID().uuidString).err")
-        FileManager.default.createFile(atPath: outFile.path, contents: nil)
-        FileManager.default.createFile(atPath: errFile.path, contents: nil)
-        defer {
-            try? FileManager.default.removeItem(at: outFile)
-            try? FileManager.default.removeItem(at: errFile)
-        }
-        let process = Process()
-        process.executableURL = try WorkerProcess.builtBinary("baton")
-        process.arguments = arguments
-        process.standardOutput = try FileHandle(forWritingTo: outFile)
-        process.standardError = try FileHandle(forWritingTo: errFile)
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let deadline = ContinuousClock.now + .seconds(120)
-        while process.isRunning {
-            guard ContinuousClock.now < deadline else {
-                process.terminate()
-                throw TestFailure("baton \(arguments.first ?? "") did not exit within 2 minutes")
-            }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        return (
-            process.terminationStatus, (try? String(contentsOf: outFile, encoding: .utf8)) ?? "",
-            (try? String(contentsOf: errFile, encoding: .utf8)) ?? ""
-        )
+        let child = try ChildProcess(try WorkerProcess.builtBinary("baton"), arguments)
+        let status = try await child.waitForExit(timeout: .seconds(120))
+        return (status, child.standardOutput, child.standardError)
     }
 
     @Test func migrateCreatesTheSchemaFromTheSQLBuiltIntoTheBinary() async throws {

@@ -12,7 +12,16 @@ struct ReconnectTests {
     func theWorkerCarriesOnAfterTheDatabaseRestarts(mode: String) async throws {
         // Durable settings: an immediate shutdown is a crash, and must not lose what was committed.
         let server = try await LocalPostgres.start(LocalPostgres.Options())
-        defer { server.stop() }
+        do {
+            try await run(mode: mode, server: server)
+        } catch {
+            await server.shutdown()
+            throw error
+        }
+        await server.shutdown()
+    }
+
+    func run(mode: String, server: LocalPostgres) async throws {
         try await TestDatabase.with(baseURL: server.url) { db async throws in
             try await withWorker(db, tasks: testTasks) { baton, _ async throws in
                 #expect(try await baton.enqueue(Chain(input: 1).then(Add(n: 1))).result() == 2)
@@ -20,7 +29,7 @@ struct ReconnectTests {
                 // A stage in flight while the database goes away: its outcome waits for the database.
                 let inFlight = try await baton.enqueue(Chain(input: 1).then(SleepThenAdd(ms: 1500, n: 1)))
                 try await db.eventually("the stage to start") { try await db.store.job(inFlight.id)?.state == .running }
-                try server.restart(mode: mode)
+                try await server.restart(mode: mode)
 
                 // Enqueueing works again once the pool has reconnected.
                 var handle: JobHandle<Int>?

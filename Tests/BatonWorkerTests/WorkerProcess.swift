@@ -6,41 +6,22 @@ import Foundation
 #endif
 
 /// A `BatonTestWorker` process: a real worker in a process of its own, to kill and to signal.
-final class WorkerProcess: @unchecked Sendable {
-    // @unchecked: `Process` is not Sendable; this wrapper only reads `processIdentifier` and
-    // sends signals after `run()`, and waits once.
-    let process = Process()
+final class WorkerProcess: Sendable {
+    let child: ChildProcess
 
     init(url: String, queue: String = "default:8", lease: Duration = .seconds(2), grace: Duration = .seconds(5)) throws
     {
-        process.executableURL = try Self.binary()
-        process.arguments = [
-            url, queue, "\(lease.components.seconds * 1000 + lease.components.attoseconds / 1_000_000_000_000_000)",
-            "\(grace.components.seconds * 1000)",
-        ]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
+        child = try ChildProcess(
+            try Self.binary(), [url, queue, "\(lease.milliseconds)", "\(grace.milliseconds)"])
     }
 
-    var pid: Int32 { process.processIdentifier }
+    var pid: Int32 { child.pid }
 
-    func signal(_ signal: Int32) { kill(pid, signal) }
+    func signal(_ signal: Int32) { child.signal(signal) }
 
     /// Waits for the process to exit (up to `timeout`); returns its status.
     func waitForExit(timeout: Duration = .seconds(60)) async throws -> Int32 {
-        let deadline = ContinuousClock.now + timeout
-        while process.isRunning {
-            guard ContinuousClock.now < deadline else {
-                throw TestFailure("worker \(pid) did not exit within \(timeout)")
-            }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        return process.terminationStatus
-    }
-
-    deinit {
-        if process.isRunning { kill(pid, SIGKILL) }
+        try await child.waitForExit(timeout: timeout)
     }
 
     /// The test worker binary beside this test bundle.
@@ -59,4 +40,8 @@ final class WorkerProcess: @unchecked Sendable {
         }
         throw TestFailure("\(name) not found near \(candidates.map(\.path)); run `swift build` first")
     }
+}
+
+extension Duration {
+    var milliseconds: Int64 { components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000 }
 }

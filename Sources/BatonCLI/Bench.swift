@@ -53,7 +53,7 @@ struct Bench: AsyncParsableCommand {
         if let databaseURL {
             baseURL = databaseURL
         } else {
-            progress.note("starting a private PostgreSQL…")
+            progress.show("starting a private PostgreSQL…")
             server = try await LocalPostgres.start(
                 LocalPostgres.Options(settings: [
                     "shared_preload_libraries": "pg_stat_statements", "pg_stat_statements.track": "all",
@@ -346,8 +346,6 @@ struct Progress: Sendable {
         guard enabled else { return }
         FileHandle.standardError.write(Data("\r\u{1B}[K\(text)".utf8))
     }
-
-    func note(_ text: String) { show(text) }
 
     func clear() { show("") }
 }

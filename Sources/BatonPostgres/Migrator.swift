@@ -54,11 +54,16 @@ public struct Migrator: Sendable {
 
     /// The version recorded in the database, 0 when none.
     public func currentVersion(_ client: PostgresClient) async throws -> Int {
+        // A statement naming a missing table fails while it is parsed: ask whether it exists first.
+        var exists = false
+        for try await found in try await client.query(
+            "SELECT to_regclass(\(schema + ".migrations")) IS NOT NULL", logger: logger
+        ).decode(Bool.self) {
+            exists = found
+        }
+        guard exists else { return 0 }
         let rows = try await client.query(
-            """
-            SELECT coalesce(max(version), 0) FROM \(unescaped: schema).migrations
-            WHERE to_regclass('\(unescaped: schema).migrations') IS NOT NULL
-            """, logger: logger)
+            "SELECT coalesce(max(version), 0) FROM \(unescaped: schema).migrations", logger: logger)
         for try await version in rows.decode(Int.self) { return version }
         return 0
     }

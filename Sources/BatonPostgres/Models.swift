@@ -161,3 +161,19 @@ package struct LostStage: Sendable {
     package var attempt: Int
     package var chain: [StageSpec]
 }
+
+/// A job's chain as read back from its row.
+enum StoredChain {
+    /// The stages, or, when the text does not decode to a chain reaching `stage` (written around the
+    /// Swift API: by hand, in SQL), stand-ins that never retry and the reason: such a job fails
+    /// alone instead of failing the claim or the rescue it is part of.
+    static func decode(_ text: String, stage: Int) -> (chain: [StageSpec], invalid: String?) {
+        if let chain = try? JSONText.decode([StageSpec].self, from: text), chain.indices.contains(stage) {
+            return (chain, nil)
+        }
+        return (
+            Array(repeating: .task("invalid", retry: .none), count: stage + 1),
+            "the chain stored with this job does not decode as Baton stages"
+        )
+    }
+}

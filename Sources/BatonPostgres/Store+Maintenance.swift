@@ -29,11 +29,7 @@ extension Store {
             lost.append(
                 LostStage(
                     jobID: id, workerID: worker ?? "", stage: stage, attempt: attempt,
-                    // An unreadable chain fails its job alone (no retry), not the whole rescue.
-                    chain: (try? JSONText.decode([StageSpec].self, from: chain)).flatMap {
-                        $0.indices.contains(stage) ? $0 : nil
-                    }
-                        ?? Array(repeating: .task("invalid", retry: .none), count: stage + 1)))
+                    chain: StoredChain.decode(chain, stage: stage).chain))
         }
         return lost
     }

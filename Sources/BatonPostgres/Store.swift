@@ -120,16 +120,9 @@ extension Store {
             var invalid: String?
             if let known = chains[chainText] {
                 chain = known
-            } else if let decoded = try? JSONText.decode([StageSpec].self, from: chainText),
-                decoded.indices.contains(stage)
-            {
-                chain = decoded
-                chains[chainText] = chain
             } else {
-                // Written around the Swift API (by hand, in SQL): the job fails alone, and the
-                // claim goes on for the others.
-                chain = Array(repeating: .task("invalid", retry: .none), count: stage + 1)
-                invalid = "the chain stored with this job does not decode as Baton stages"
+                (chain, invalid) = StoredChain.decode(chainText, stage: stage)
+                if invalid == nil { chains[chainText] = chain }
             }
             return ClaimedJob(
                 id: id, queue: queue, stage: stage, attempt: attempt, chain: chain, input: input,

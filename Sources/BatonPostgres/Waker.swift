@@ -20,11 +20,7 @@ public final class Waker: Service, Sendable {
         self.logger = logger
     }
 
-    /// Asks for a wake-up of `queue`'s workers; returns at once.
-    public func wake(_ queue: String) {
-        send(CollectionOfOne("q:\(queue)"))
-    }
-
+    /// Asks for a wake-up of these queues' workers; returns at once.
     public func wake(_ queues: some Sequence<String>) {
         send(queues.map { "q:\($0)" })
     }

@@ -48,8 +48,6 @@ final class Fetcher: Sendable {
         stopped.signal()
     }
 
-    var running: Int { state.withLock { $0.running } }
-
     /// Reserves up to `count` free slots for jobs claimed by the completer; returns how many.
     func reserve(upTo count: Int) -> Int {
         state.withLock { state in

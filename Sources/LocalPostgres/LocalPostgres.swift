@@ -175,20 +175,13 @@ public final class LocalPostgres: Sendable {
         _ = try? await Self.offloaded { self.stop() }
     }
 
-    /// Starts the server again after `stopServer`.
-    public func startAgain() throws {
+    /// Starts the server again, with the options it first started with.
+    private func startAgain() throws {
         let log = socketDirectory.deletingLastPathComponent().appending(path: "server.log")
         try Self.run(
             binaries.appending(path: "pg_ctl"),
             ["start", "-D", dataDirectory.path, "-l", log.path, "-o", serverOptions, "-w", "-t", "30"],
             as: runAs, what: "pg_ctl start", log: log)
-    }
-
-    /// Stops the server but keeps its files (see `startAgain`).
-    public func stopServer(mode: String = "fast") throws {
-        try Self.run(
-            binaries.appending(path: "pg_ctl"), ["stop", "-D", dataDirectory.path, "-m", mode, "-w", "-t", "30"],
-            as: runAs, what: "pg_ctl stop")
     }
 
     // MARK: finding and running PostgreSQL

@@ -31,3 +31,13 @@ struct MigrationTests {
         #expect(Migrator.migrations.allSatisfy { $0.sql.contains("CREATE") })
     }
 }
+
+@Suite(.timeLimit(.minutes(3)))
+struct MigrationVersionTests {
+    @Test func aSchemaNeverMigratedIsAtVersionZero() async throws {
+        try await TestDatabase.with { db async throws in
+            let fresh = Migrator(schema: db.configuration.schema + "_never", logger: db.logger)
+            #expect(try await fresh.currentVersion(db.client) == 0)
+        }
+    }
+}

@@ -1,3 +1,4 @@
+import Baton
 import BatonTestSupport
 import Foundation
 
@@ -40,8 +41,4 @@ final class WorkerProcess: Sendable {
         }
         throw TestFailure("\(name) not found near \(candidates.map(\.path)); run `swift build` first")
     }
-}
-
-extension Duration {
-    var milliseconds: Int64 { components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000 }
 }

@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "Baton", targets: ["Baton"]),
         .library(name: "BatonPostgres", targets: ["BatonPostgres"]),
         .library(name: "BatonWorker", targets: ["BatonWorker"]),
+        .library(name: "BatonServer", targets: ["BatonServer"]),
         .executable(name: "baton", targets: ["BatonCLI"]),
     ],
     dependencies: [
@@ -16,6 +17,12 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        // Without its default traits: no swift-configuration, no full Foundation.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
     ],
     targets: [
         .target(name: "Baton", dependencies: [.product(name: "Logging", package: "swift-log")]),
@@ -39,12 +46,25 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        .target(
+            name: "BatonServer",
+            dependencies: [
+                "Baton", "BatonPostgres",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ]
+        ),
         .target(name: "LocalPostgres", dependencies: [.product(name: "Logging", package: "swift-log")]),
         .executableTarget(
             name: "BatonCLI",
             dependencies: [
-                "Baton", "BatonPostgres", "BatonWorker", "LocalPostgres",
+                "Baton", "BatonPostgres", "BatonWorker", "BatonServer", "LocalPostgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
         .target(
@@ -70,6 +90,14 @@ let package = Package(
             dependencies: [
                 "Baton", "BatonPostgres", "BatonWorker", "BatonTestSupport", "BatonTestWorker", "BatonCLI",
                 "LocalPostgres",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .testTarget(
+            name: "BatonServerTests",
+            dependencies: [
+                "Baton", "BatonPostgres", "BatonServer", "BatonWorker", "BatonTestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),

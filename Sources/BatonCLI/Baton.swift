@@ -9,7 +9,7 @@ struct BatonCommand: AsyncParsableCommand {
         commandName: "baton",
         abstract: "Baton: a PostgreSQL-backed job queue whose jobs are chains of stages.",
         version: "0.1.0",
-        subcommands: [Dev.self, Worker.self, Migrate.self, Bench.self]
+        subcommands: [Dev.self, Serve.self, Worker.self, Migrate.self, Bench.self]
     )
 }
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import BatonPostgres
+import BatonServer
 import BatonWorker
 import Foundation
 import LocalPostgres
@@ -7,39 +8,66 @@ import Logging
 
 struct Dev: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Start a private PostgreSQL under ./.baton/, migrate it and run a worker, in one process.")
+        abstract: "Start a private PostgreSQL under ./.baton/, migrate it, and run the API and a worker in one process."
+    )
 
     @Option(help: "Where the private cluster lives.")
     var data: String = ".baton/pgdata"
 
     @OptionGroup var options: WorkerOptions
+    @OptionGroup var server: ServerOptions
 
     func run() async throws {
         let logger = makeLogger("baton.dev")
+        // BATON_API_TOKENS or BATON_API_TOKEN when set; else a fresh admin token, printed below.
+        let configured: APITokens?
+        do {
+            configured = try APITokens.fromEnvironment()
+        } catch let error as ConfigurationError {
+            throw ValidationError("BATON_API_TOKENS: \(error)")
+        }
+        let generated = configured == nil ? APITokens.generateToken() : nil
+        let tokens = configured ?? APITokens([(.admin, generated!)])
+        let environment = ProcessInfo.processInfo.environment
+        let token =
+            generated ?? (environment["BATON_API_TOKENS"]?.isEmpty == false ? "$ADMIN_TOKEN" : "$BATON_API_TOKEN")
+        let serverConfiguration = try server.configuration(tokens: tokens)
         let dataDirectory = URL(fileURLWithPath: data, isDirectory: true).standardizedFileURL
         try FileManager.default.createDirectory(
             at: dataDirectory.deletingLastPathComponent(), withIntermediateDirectories: true)
-        let server = try await LocalPostgres.start(LocalPostgres.Options(dataDirectory: dataDirectory), logger: logger)
+        let cluster = try await LocalPostgres.start(LocalPostgres.Options(dataDirectory: dataDirectory), logger: logger)
         do {
-            let database = try DatabaseConfiguration(url: server.url)
+            let database = try DatabaseConfiguration(url: cluster.url)
             let postgres = database.makeClient(logger: logger)
             let worker = BatonWorker.Worker(
                 postgres: postgres, database: database, tasks: TaskRegistry(),
                 configuration: try options.configuration(), logger: logger)
-            try await runServices(postgres: postgres, main: [worker], logger: logger) {
+            let client = BatonClient(postgres: postgres, configuration: database, logger: logger)
+            let postgresURL = cluster.url
+            let api = BatonServer(
+                configuration: serverConfiguration, client: client, registry: Metrics.registry, logger: logger,
+                onListening: { port in
+                    let base = "http://\(serverConfiguration.host):\(port)"
+                    say(
+                        """
+                        Baton dev is up.
+                          api:      \(base)   (\(generated.map { "token: " + $0 } ?? "tokens from the environment"))
+                          database: \(postgresURL)   (data in \(dataDirectory.path))
+                          worker:   \(worker.id) serving \(worker.configuration.queues.keys.sorted().joined(separator: ", "))
+                        Try:
+                          curl -s -H "Authorization: Bearer \(token)" -H 'Content-Type: application/json' \\
+                            -d '{"stages": [{"task": "sleep", "args": {"ms": 100}}, {"task": "noop"}]}' \\
+                            '\(base)/v1/jobs?wait=5s'
+                        Press Ctrl-C to stop.
+                        """)
+                })
+            try await runServices(postgres: postgres, main: [worker, client, api], logger: logger) {
                 try await Migrator(schema: database.schema, logger: logger).migrate(postgres)
-                say(
-                    """
-                    Baton dev is up.
-                      database: \(server.url)   (data in \(dataDirectory.path))
-                      worker:   \(worker.id) serving \(worker.configuration.queues.keys.sorted().joined(separator: ", "))
-                    Press Ctrl-C to stop.
-                    """)
             }
         } catch {
-            server.stop()
+            cluster.stop()
             throw error
         }
-        server.stop()
+        cluster.stop()
     }
 }

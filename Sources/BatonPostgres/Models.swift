@@ -13,10 +13,13 @@ public struct NewJob: Sendable {
     /// Enqueueing the same key again yields the existing job instead of a new one.
     public var idempotencyKey: String?
     public var metadata: JSONValue
+    /// Who enqueued it, opaque to Baton (the control plane stores a fingerprint of the caller's
+    /// token, so that an `enqueue` token can read its own jobs).
+    public var enqueuedBy: String?
 
     public init(
         chain: ChainDefinition, queue: String = "default", priority: Int = 0, runAt: Date? = nil,
-        idempotencyKey: String? = nil, metadata: JSONValue = [:]
+        idempotencyKey: String? = nil, metadata: JSONValue = [:], enqueuedBy: String? = nil
     ) {
         self.chain = chain
         self.queue = queue
@@ -24,6 +27,7 @@ public struct NewJob: Sendable {
         self.runAt = runAt
         self.idempotencyKey = idempotencyKey
         self.metadata = metadata
+        self.enqueuedBy = enqueuedBy
     }
 }
 
@@ -34,6 +38,8 @@ public struct EnqueuedJob: Sendable, Hashable {
     public var state: JobState
     /// False when the idempotency key named an existing job.
     public var inserted: Bool
+    public var runAt: Date
+    public var createdAt: Date
 }
 
 /// A job as stored: everything the control plane shows.
@@ -78,6 +84,7 @@ public struct JobRecord: Sendable {
     public var parentID: Int64?
     public var memberIndex: Int?
     public var idempotencyKey: String?
+    public var enqueuedBy: String?
 
     /// The chain's final output, once completed.
     public var output: JSONValue? {
@@ -175,5 +182,18 @@ enum StoredChain {
             Array(repeating: .task("invalid", retry: .none), count: stage + 1),
             "the chain stored with this job does not decode as Baton stages"
         )
+    }
+}
+
+extension JobRecord {
+    /// The job just as `enqueued` wrote it: what reading it back at once would return, without
+    /// the round trip. Only for a job that was inserted (not one an idempotency key matched).
+    public init(job: NewJob, enqueued: EnqueuedJob) {
+        self.init(
+            id: enqueued.id, queue: enqueued.queue, priority: job.priority, state: enqueued.state,
+            runAt: enqueued.runAt, createdAt: enqueued.createdAt, attemptedAt: nil, finishedAt: nil,
+            chain: job.chain.stages, stage: 0, attempt: 0, input: job.chain.input, results: [], errors: [],
+            metadata: job.metadata, lane: job.chain.stages.first?.lane, workerID: nil, parentID: nil, memberIndex: nil,
+            idempotencyKey: job.idempotencyKey, enqueuedBy: job.enqueuedBy)
     }
 }

@@ -22,7 +22,7 @@ extension Store {
     static let recordColumns = """
         id, queue, priority::int, state::text, run_at, created_at, attempted_at, finished_at, chain::text, stage,
         attempt, input::text, results::text, errors::text, metadata::text, lane, worker_id, parent_id,
-        member_index, idempotency_key
+        member_index, idempotency_key, enqueued_by
         """
 
     private func fetchJob(_ query: PostgresQuery) async throws -> JobRecord? {
@@ -44,7 +44,7 @@ extension Store {
                 metadata: try JSONValue(parsing: try text(14) ?? "{}"),
                 lane: try text(15), workerID: try text(16),
                 parentID: try columns[17].decode(Int64?.self), memberIndex: try columns[18].decode(Int?.self),
-                idempotencyKey: try text(19))
+                idempotencyKey: try text(19), enqueuedBy: try text(20))
         }
         return nil
     }

@@ -58,6 +58,7 @@ extension Store {
         var input: JSONValue
         var metadata: JSONValue
         var key: String?
+        var owner: String?
     }
 
     private static func enqueueQuery(_ jobs: [NewJob], schema: String) throws -> PostgresQuery {
@@ -72,17 +73,23 @@ extension Store {
             return EnqueueRow(
                 queue: job.queue, priority: job.priority,
                 run_at: job.runAt.map { $0.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)) },
-                chain: job.chain.stages, input: job.chain.input, metadata: job.metadata, key: job.idempotencyKey)
+                chain: job.chain.stages, input: job.chain.input, metadata: job.metadata, key: job.idempotencyKey,
+                owner: job.enqueuedBy)
         }
         let batch = try JSONText.encode(rows)
-        return "SELECT id, queue, state::text, inserted FROM \(unescaped: schema).enqueue(\(batch)::jsonb)"
+        return
+            "SELECT id, queue, state::text, inserted, run_at, created_at FROM \(unescaped: schema).enqueue(\(batch)::jsonb)"
     }
 
     private static func decodeEnqueued(_ rows: PostgresRowSequence) async throws -> [EnqueuedJob] {
         var result: [EnqueuedJob] = []
-        for try await (id, queue, state, inserted) in rows.decode((Int64, String, String, Bool).self) {
+        for try await (id, queue, state, inserted, runAt, createdAt) in rows.decode(
+            (Int64, String, String, Bool, Date, Date).self)
+        {
             result.append(
-                EnqueuedJob(id: id, queue: queue, state: JobState(rawValue: state) ?? .available, inserted: inserted))
+                EnqueuedJob(
+                    id: id, queue: queue, state: JobState(rawValue: state) ?? .available, inserted: inserted,
+                    runAt: runAt, createdAt: createdAt))
         }
         return result
     }

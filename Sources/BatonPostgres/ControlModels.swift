@@ -1,0 +1,100 @@
+import Baton
+import Foundation
+
+/// Which jobs to list, newest first.
+public struct JobFilter: Sendable, Hashable {
+    /// Any of these states; empty: all.
+    public var states: [JobState]
+    public var queue: String?
+    /// The lane of the job's current stage.
+    public var lane: String?
+    /// Jobs with a stage (or group member) running this task.
+    public var task: String?
+    /// Keyset cursor: only jobs with a smaller id (older) than this.
+    public var before: Int64?
+    public var limit: Int
+
+    public init(
+        states: [JobState] = [], queue: String? = nil, lane: String? = nil, task: String? = nil, before: Int64? = nil,
+        limit: Int = 50
+    ) {
+        self.states = states
+        self.queue = queue
+        self.lane = lane
+        self.task = task
+        self.before = before
+        self.limit = limit
+    }
+}
+
+/// A job in a listing: where it is, not what it carries.
+public struct JobSummary: Sendable, Hashable {
+    public var id: Int64
+    public var queue: String
+    public var priority: Int
+    public var state: JobState
+    public var stage: Int
+    public var stageCount: Int
+    /// The current stage's task; nil for a group stage.
+    public var task: String?
+    public var lane: String?
+    public var attempt: Int
+    public var runAt: Date
+    public var createdAt: Date
+    public var finishedAt: Date?
+    public var lastError: String?
+}
+
+/// A group member as its parent shows it.
+public struct MemberRecord: Sendable {
+    /// The parent's stage this member belongs to, and its place in the group.
+    public var stage: Int
+    public var index: Int
+    public var id: Int64
+    public var state: JobState
+    public var attempt: Int
+    public var output: JSONValue?
+    public var errors: [JobRecord.AttemptError]
+}
+
+/// One queue as operators see it.
+public struct QueueStatus: Sendable, Hashable {
+    public var name: String
+    /// Jobs per state (absent states: none).
+    public var counts: [JobState: Int]
+    /// The due time of the oldest available job: how long the queue has kept work waiting.
+    public var oldestAvailable: Date?
+    public var paused: Bool
+}
+
+/// A lane: the job holding it, and how many wait behind.
+public struct LaneStatus: Sendable, Hashable {
+    public struct Head: Sendable, Hashable {
+        public var id: Int64
+        public var queue: String
+        public var state: JobState
+        public var stage: Int
+        public var task: String?
+        public var attempt: Int
+        /// When it runs (again): for a retrying head, when the lane may move.
+        public var runAt: Date
+        public var lastError: String?
+    }
+
+    public var lane: String
+    /// Nil only for an instant while the lane changes hands.
+    public var head: Head?
+    public var waiting: Int
+}
+
+/// A worker process that has registered.
+public struct WorkerRecord: Sendable, Hashable {
+    public var id: String
+    public var host: String
+    public var pid: Int
+    public var queues: [String]
+    public var tasks: [String]
+    public var startedAt: Date
+    public var heartbeatAt: Date
+    public var runningJobs: [Int64]
+}

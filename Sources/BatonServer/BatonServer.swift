@@ -1,0 +1,72 @@
+import BatonPostgres
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import Prometheus
+import ServiceLifecycle
+
+/// Baton's HTTP control plane: enqueue, inspect and steer jobs over JSON (see `/openapi.json`).
+///
+/// Run it in a `ServiceGroup` next to the `PostgresClient` and the `BatonClient` it uses (which
+/// wakes workers after enqueues and wakes `?wait=` requests when jobs finish):
+///
+/// ```swift
+/// let server = BatonServer(configuration: .init(tokens: tokens), client: baton, logger: logger)
+/// let group = ServiceGroup(services: [postgres, baton, server], logger: logger)
+/// ```
+public struct BatonServer: Service {
+    let application: Application<RouterResponder<BatonRequestContext>>
+
+    /// - Parameters:
+    ///   - registry: where `/metrics` reads from; bootstrap swift-metrics with a
+    ///     `PrometheusMetricsFactory` on it to see request and enqueue metrics there.
+    ///   - onListening: called with the port once the server accepts connections.
+    public init(
+        configuration: ServerConfiguration, client: BatonClient, registry: PrometheusCollectorRegistry? = nil,
+        logger: Logger, onListening: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) {
+        let api = API(
+            client: client, catalog: TaskCatalog(store: client.store, window: configuration.taskWindow),
+            configuration: configuration, registry: registry)
+        application = Application(
+            router: Self.router(api),
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "baton"),
+            onServerRunning: { channel in await onListening(channel.localAddress?.port ?? configuration.port) },
+            logger: logger)
+    }
+
+    public func run() async throws {
+        try await application.run()
+    }
+
+    /// Every route of `api`, each behind its access rule; every other method on those paths is
+    /// a 405 naming the allowed ones, and any error a problem+json.
+    static func router(_ api: API) -> Router<BatonRequestContext> {
+        let router = Router(context: BatonRequestContext.self)
+        router.add(middleware: RequestLogMiddleware(level: api.configuration.requestLogLevel))
+        router.add(middleware: MetricsMiddleware())
+        router.add(middleware: ProblemMiddleware())
+        let tokens = api.configuration.tokens
+        var methods: [String: [HTTPRequest.Method]] = [:]
+        for route in api.routes {
+            router.on(RouterPath(route.path), method: route.method) { request, context in
+                try await route.handler(request, context, try route.access.authorize(request, tokens: tokens))
+            }
+            methods[route.path, default: []].append(route.method)
+        }
+        let all: [HTTPRequest.Method] = [.get, .head, .post, .put, .patch, .delete, .options]
+        for (path, allowed) in methods {
+            let allow = allowed.map(\.rawValue).joined(separator: ", ")
+            for method in all where !allowed.contains(method) {
+                router.on(RouterPath(path), method: method) { request, _ -> Response in
+                    var problem = Problem(
+                        .methodNotAllowed, detail: "\(request.method) is not allowed on \(path); use \(allow)")
+                    problem.headers[.allow] = allow
+                    throw problem
+                }
+            }
+        }
+        return router
+    }
+}

@@ -1,0 +1,69 @@
+import Baton
+import Foundation
+import HTTPTypes
+import Hummingbird
+
+/// An error answered as `application/problem+json` (RFC 9457).
+///
+/// `type` is `about:blank` for plain HTTP errors (not found, method not allowed) and a
+/// `urn:baton:problem:…` name for Baton's own, which clients can switch on. `path` is the JSON path
+/// of the field at fault in the request body (or the name of the query parameter).
+struct Problem: Error, HTTPResponseError {
+    var status: HTTPResponse.Status
+    var type: String
+    var title: String
+    var detail: String?
+    var path: String?
+    /// More members, e.g. `tasks` for unknown tasks.
+    var extra: [String: JSONValue] = [:]
+    var headers: HTTPFields = [:]
+
+    init(
+        _ status: HTTPResponse.Status, type: String? = nil, title: String? = nil, detail: String? = nil,
+        path: String? = nil
+    ) {
+        self.status = status
+        self.type = type.map { "urn:baton:problem:" + $0 } ?? "about:blank"
+        self.title = title ?? status.reasonPhrase
+        self.detail = detail
+        self.path = path
+    }
+
+    func response(from request: Request, context: some RequestContext) throws -> Response {
+        var body: [String: JSONValue] = [
+            "type": .string(type), "title": .string(title), "status": .number(Double(status.code)),
+        ]
+        if let detail { body["detail"] = .string(detail) }
+        if let path { body["path"] = .string(path) }
+        body.merge(extra) { _, new in new }
+        var response = JSONBody.response(.object(body), status: status, contentType: "application/problem+json")
+        response.headers.append(contentsOf: headers)
+        return response
+    }
+
+    // MARK: the problems Baton answers with
+
+    static func invalid(_ path: String, _ detail: String) -> Problem {
+        Problem(.badRequest, type: "invalid-request", title: "The request is not valid", detail: detail, path: path)
+    }
+
+    static func notFound(_ detail: String) -> Problem { Problem(.notFound, detail: detail) }
+
+    static func conflict(_ detail: String) -> Problem {
+        Problem(.conflict, type: "conflict", title: "The job is not in a state that allows this", detail: detail)
+    }
+
+    static let unauthorized: Problem = {
+        var problem = Problem(
+            .unauthorized, type: "unauthorized", title: "A valid bearer token is required",
+            detail: "send Authorization: Bearer <token>")
+        problem.headers[.wwwAuthenticate] = "Bearer"
+        return problem
+    }()
+
+    static func forbidden(_ role: Role) -> Problem {
+        Problem(
+            .forbidden, type: "forbidden", title: "The token's role does not allow this",
+            detail: "a token with role \(role.rawValue) may not do this")
+    }
+}

@@ -1,0 +1,50 @@
+import Baton
+import BatonPostgres
+import HTTPTypes
+import Hummingbird
+import Logging
+import Prometheus
+
+/// The control plane's routes: one table, which the server registers and the OpenAPI document
+/// describes (a test holds them to each other).
+struct API: Sendable {
+    typealias Handler = @Sendable (Request, BatonRequestContext, Caller?) async throws -> Response
+
+    struct Route: Sendable {
+        var method: HTTPRequest.Method
+        /// OpenAPI's path template (`/v1/jobs/{id}`), which Hummingbird reads too.
+        var path: String
+        var access: Access
+        var handler: Handler
+    }
+
+    let client: BatonClient
+    let catalog: TaskCatalog
+    let configuration: ServerConfiguration
+    let registry: PrometheusCollectorRegistry?
+
+    var store: Store { client.store }
+
+    var routes: [Route] {
+        jobRoutes + queueRoutes + [
+            Route(method: .get, path: "/v1/lanes", access: .readers, handler: lanes),
+            Route(method: .get, path: "/v1/workers", access: .readers, handler: workers),
+        ] + operationRoutes
+    }
+
+    /// The `{id}` of a job route: a path that names no job id is a job that does not exist.
+    static func jobID(_ context: BatonRequestContext) throws -> Int64 {
+        let text = context.parameters.get("id") ?? ""
+        guard let id = Int64(text), id > 0 else { throw Problem.notFound("no job has id \(text)") }
+        return id
+    }
+
+    /// A queue name from the path.
+    static func queueName(_ context: BatonRequestContext) throws -> String {
+        let name = context.parameters.get("name") ?? ""
+        guard !name.isEmpty, name.utf8.count <= ChainDefinition.maxNameLength else {
+            throw Problem.invalid("name", "a queue name is 1 to \(ChainDefinition.maxNameLength) bytes")
+        }
+        return name
+    }
+}

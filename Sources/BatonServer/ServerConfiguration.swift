@@ -1,0 +1,34 @@
+import Logging
+
+/// How the control plane listens and whom it lets in.
+public struct ServerConfiguration: Sendable {
+    public var host: String
+    /// 0: any free port (see `BatonServer`'s `onListening`).
+    public var port: Int
+    public var tokens: APITokens
+    /// Request bodies longer than this are refused with 413.
+    public var maxBodySize: Int
+    /// Whether `/metrics` asks for a token (any role). Open by default, as scrapers expect.
+    public var metricsRequireToken: Bool
+    /// A task is known if a worker that serves it sent a heartbeat this recently.
+    public var taskWindow: Duration
+    /// The longest `?wait=` a request may ask for.
+    public var maxWait: Duration
+    /// The level of the one line logged per request.
+    public var requestLogLevel: Logger.Level
+
+    public init(
+        host: String = "127.0.0.1", port: Int = 8080, tokens: APITokens, maxBodySize: Int = 1 << 20,
+        metricsRequireToken: Bool = false, taskWindow: Duration = .seconds(300), maxWait: Duration = .seconds(300),
+        requestLogLevel: Logger.Level = .info
+    ) {
+        self.host = host
+        self.port = port
+        self.tokens = tokens
+        self.maxBodySize = maxBodySize
+        self.metricsRequireToken = metricsRequireToken
+        self.taskWindow = taskWindow
+        self.maxWait = maxWait
+        self.requestLogLevel = requestLogLevel
+    }
+}

@@ -1,0 +1,96 @@
+import Baton
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+
+/// JSON in and out of HTTP bodies.
+enum JSONBody {
+    static func response(
+        _ value: JSONValue, status: HTTPResponse.Status = .ok, contentType: String = "application/json"
+    )
+        -> Response
+    {
+        let buffer = ByteBuffer(string: value.jsonText)
+        return Response(
+            status: status, headers: [.contentType: contentType, .contentLength: String(buffer.readableBytes)],
+            body: .init(byteBuffer: buffer))
+    }
+
+    /// The request body as JSON: 413 past `limit` bytes, 400 when it is not JSON.
+    static func read(_ request: Request, limit: Int) async throws -> JSONValue {
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.body.collect(upTo: limit)
+        } catch is NIOTooManyBytesError {
+            throw Problem(
+                .contentTooLarge, type: "body-too-large", title: "The request body is too large",
+                detail: "the limit is \(limit) bytes")
+        }
+        do {
+            return try JSONDecoder().decode(JSONValue.self, from: Data(buffer.readableBytesView))
+        } catch {
+            throw Problem.invalid("", "the body is not valid JSON")
+        }
+    }
+}
+
+/// Reading query parameters, each refusal naming the parameter.
+struct Query {
+    let parameters: [String: String]
+
+    init(_ request: Request) {
+        var parameters: [String: String] = [:]
+        for (key, value) in request.uri.queryParameters { parameters[String(key)] = String(value) }
+        self.parameters = parameters
+    }
+
+    func string(_ name: String) -> String? {
+        parameters[name].flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    func bool(_ name: String) throws -> Bool {
+        switch parameters[name] {
+        case nil, "false", "0": return false
+        case "", "true", "1": return true
+        default: throw Problem.invalid(name, "\(name) must be true or false")
+        }
+    }
+
+    func int(_ name: String, default value: Int, range: ClosedRange<Int>) throws -> Int {
+        guard let text = string(name) else { return value }
+        guard let int = Int(text), range.contains(int) else {
+            throw Problem.invalid(name, "\(name) must be an integer within \(range.lowerBound)...\(range.upperBound)")
+        }
+        return int
+    }
+
+    func duration(_ name: String, max: Duration) throws -> Duration? {
+        guard let text = string(name) else { return nil }
+        guard let duration = DurationFormat.parse(text), duration >= .zero else {
+            throw Problem.invalid(name, "\(name) must be a duration such as 30s, 250ms or 5m")
+        }
+        guard duration <= max else {
+            throw Problem.invalid(name, "\(name) may be at most \(DurationFormat.format(max))")
+        }
+        return duration
+    }
+}
+
+/// Opaque keyset cursors: base64url of a key, so clients do not build them.
+enum Cursor {
+    static func encode(_ key: String) -> String {
+        Data(key.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+    }
+
+    static func decode(_ cursor: String?) throws -> String? {
+        guard let cursor else { return nil }
+        var base64 = cursor.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        guard let data = Data(base64Encoded: base64), let key = String(data: data, encoding: .utf8) else {
+            throw Problem.invalid("cursor", "cursor is not one this server handed out")
+        }
+        return key
+    }
+}

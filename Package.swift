@@ -98,6 +98,8 @@ let package = Package(
             dependencies: [
                 "Baton", "BatonPostgres", "BatonServer", "BatonWorker", "BatonTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),

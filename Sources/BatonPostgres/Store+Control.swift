@@ -22,7 +22,7 @@ extension Store {
               AND (\(filter.queue)::text IS NULL OR queue = \(filter.queue))
               AND (\(filter.lane)::text IS NULL OR lane = \(filter.lane))
               AND (\(filter.task)::text IS NULL
-                   OR jsonb_path_exists(chain, 'strict $.**.task ? (@ == $t)', jsonb_build_object('t', \(filter.task))))
+                   OR jsonb_path_exists(chain, 'strict $.**.task ? (@ == $t)', jsonb_build_object('t', \(filter.task)::text)))
             ORDER BY id DESC LIMIT \(filter.limit)
             """, logger: logger)
         var jobs: [JobSummary] = []

@@ -147,9 +147,9 @@ extension API {
     @Sendable func list(_ request: Request, context: BatonRequestContext, caller: Caller?) async throws -> Response {
         let query = Query(request)
         var filter = JobFilter(
-            queue: query.string("queue"), lane: query.string("lane"), task: query.string("task"),
+            queue: try query.string("queue"), lane: try query.string("lane"), task: try query.string("task"),
             limit: try query.int("limit", default: 50, range: 1...1000))
-        if let states = query.string("state") {
+        if let states = try query.string("state") {
             filter.states = try states.split(separator: ",").map { name in
                 guard let state = JobState(rawValue: String(name)) else {
                     throw Problem.invalid(
@@ -160,7 +160,7 @@ extension API {
                 return state
             }
         }
-        if let key = try Cursor.decode(query.string("cursor")) {
+        if let key = try Cursor.decode(try query.string("cursor")) {
             guard key.hasPrefix("job:"), let id = Int64(key.dropFirst(4)) else {
                 throw Problem.invalid("cursor", "cursor is not one this server handed out")
             }

@@ -40,7 +40,7 @@ extension API {
         let query = Query(request)
         let limit = try query.int("limit", default: 100, range: 1...1000)
         var after: String?
-        if let key = try Cursor.decode(query.string("cursor")) {
+        if let key = try Cursor.decode(try query.string("cursor")) {
             guard key.hasPrefix("lane:") else {
                 throw Problem.invalid("cursor", "cursor is not one this server handed out")
             }

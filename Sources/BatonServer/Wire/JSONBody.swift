@@ -45,8 +45,12 @@ struct Query {
         self.parameters = parameters
     }
 
-    func string(_ name: String) -> String? {
-        parameters[name].flatMap { $0.isEmpty ? nil : $0 }
+    func string(_ name: String) throws -> String? {
+        guard let value = parameters[name], !value.isEmpty else { return nil }
+        guard !value.unicodeScalars.contains("\u{0}") else {
+            throw Problem.invalid(name, "\(name) contains a NUL character")
+        }
+        return value
     }
 
     func bool(_ name: String) throws -> Bool {
@@ -58,7 +62,7 @@ struct Query {
     }
 
     func int(_ name: String, default value: Int, range: ClosedRange<Int>) throws -> Int {
-        guard let text = string(name) else { return value }
+        guard let text = try string(name) else { return value }
         guard let int = Int(text), range.contains(int) else {
             throw Problem.invalid(name, "\(name) must be an integer within \(range.lowerBound)...\(range.upperBound)")
         }
@@ -66,7 +70,7 @@ struct Query {
     }
 
     func duration(_ name: String, max: Duration) throws -> Duration? {
-        guard let text = string(name) else { return nil }
+        guard let text = try string(name) else { return nil }
         guard let duration = DurationFormat.parse(text), duration >= .zero else {
             throw Problem.invalid(name, "\(name) must be a duration such as 30s, 250ms or 5m")
         }

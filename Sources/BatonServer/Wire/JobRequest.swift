@@ -21,10 +21,14 @@ struct JobRequest {
     func job(_ value: JSONValue, now: Date = Date()) throws -> NewJob {
         let fields = try object(value, at: "", allowed: Self.jobFields)
         var job = NewJob(chain: ChainDefinition(input: fields["input"] ?? .null, stages: []))
+        try storable(job.chain.input, at: "input")
         if let queue = fields["queue"] {
             job.queue = try string(queue, at: "queue")
-            guard !job.queue.isEmpty, job.queue.utf8.count <= ChainDefinition.maxNameLength else {
-                throw invalid("queue", "queue must be 1 to \(ChainDefinition.maxNameLength) bytes")
+            guard !job.queue.isEmpty, job.queue.utf8.count <= ChainDefinition.maxNameLength,
+                !job.queue.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+            else {
+                throw invalid(
+                    "queue", "queue must be 1 to \(ChainDefinition.maxNameLength) bytes, no control characters")
             }
         }
         if let priority = fields["priority"] {
@@ -49,6 +53,7 @@ struct JobRequest {
         }
         if let metadata = fields["metadata"] {
             guard case .object = metadata else { throw invalid("metadata", "metadata must be an object") }
+            try storable(metadata, at: "metadata")
             job.metadata = metadata
         }
         guard let stages = fields["stages"] else { throw invalid("stages", "stages is required") }
@@ -64,8 +69,8 @@ struct JobRequest {
     }
 
     static func idempotencyKey(_ key: String, path: String) throws -> String {
-        guard !key.isEmpty, key.utf8.count <= 255 else {
-            throw Problem.invalid(path, "an idempotency key must be 1 to 255 bytes")
+        guard !key.isEmpty, key.utf8.count <= 255, !key.unicodeScalars.contains("\u{0}") else {
+            throw Problem.invalid(path, "an idempotency key must be 1 to 255 bytes, without NUL")
         }
         return key
     }
@@ -90,6 +95,7 @@ struct JobRequest {
         }
         try checkFields(fields, at: path, allowed: Self.taskFields, form: "a task stage")
         guard let task = fields["task"] else { throw invalid("\(path).task", "a stage needs task (or group)") }
+        if let args = fields["args"] { try storable(args, at: "\(path).args") }
         var retry = RetryPolicy.default
         if let attempts = fields["max_attempts"] {
             retry.maxAttempts = try integer(attempts, at: "\(path).max_attempts", within: 1...10_000)
@@ -172,6 +178,24 @@ struct JobRequest {
             throw invalid(path, "\(path) must be a duration such as \"250ms\", \"30s\" or \"10m\"")
         }
         return duration
+    }
+
+    /// PostgreSQL's `jsonb` cannot hold a NUL character (`\u0000`) in a string or key.
+    private func storable(_ value: JSONValue, at path: String) throws {
+        switch value {
+        case .string(let string) where string.unicodeScalars.contains("\u{0}"):
+            throw invalid(path, "\(path) contains a NUL character (\\u0000), which cannot be stored")
+        case .array(let items):
+            for (index, item) in items.enumerated() { try storable(item, at: "\(path)[\(index)]") }
+        case .object(let fields):
+            for (key, item) in fields {
+                if key.unicodeScalars.contains("\u{0}") {
+                    throw invalid(path, "\(path) has a key with a NUL character (\\u0000), which cannot be stored")
+                }
+                try storable(item, at: "\(path).\(key)")
+            }
+        default: break
+        }
     }
 
     private func path(_ path: String) -> String { prefix + path }

@@ -1,0 +1,111 @@
+import AsyncHTTPClient
+import Baton
+import NIOHTTP1
+import Testing
+
+@testable import BatonServer
+
+/// Each role against each endpoint, as the issue states them: admin everything; enqueue posts
+/// jobs and reads its own; read every GET; health, readiness, metrics and the document open.
+@Suite(.timeLimit(.minutes(2)))
+struct AuthTests {
+    enum Expect { case open, roles(Set<String>) }
+
+    static let table: [(HTTPMethod, String, Expect)] = [
+        (.POST, "/v1/jobs", .roles(["admin", "enqueue"])),
+        (.POST, "/v1/jobs/batch", .roles(["admin", "enqueue"])),
+        (.GET, "/v1/jobs", .roles(["admin", "read"])),
+        (.GET, "/v1/jobs/{id}", .roles(["admin", "read", "enqueue"])),
+        (.POST, "/v1/jobs/{id}/cancel", .roles(["admin"])),
+        (.POST, "/v1/jobs/{id}/retry", .roles(["admin"])),
+        (.DELETE, "/v1/jobs/{id}", .roles(["admin"])),
+        (.GET, "/v1/queues", .roles(["admin", "read"])),
+        (.POST, "/v1/queues/{name}/pause", .roles(["admin"])),
+        (.POST, "/v1/queues/{name}/resume", .roles(["admin"])),
+        (.GET, "/v1/lanes", .roles(["admin", "read"])),
+        (.GET, "/v1/workers", .roles(["admin", "read"])),
+        (.GET, "/healthz", .open), (.GET, "/readyz", .open), (.GET, "/metrics", .open), (.GET, "/openapi.json", .open),
+    ]
+
+    @Test func eachRoleAgainstEachEndpoint() async throws {
+        #expect(Self.table.count == OpenAPIContract.shared.operations.count)
+        try await withServer { server async throws in
+            let tokens: [(String?, String?)] = [
+                (nil, nil), ("not-a-token", nil), (Token.admin, "admin"), (Token.enqueue, "enqueue"),
+                (Token.read, "read"),
+            ]
+            for (method, template, expect) in Self.table {
+                for (token, role) in tokens {
+                    // A job of the caller's own for the routes on one job, so that the role decides.
+                    let id = try await server.enqueue(["stages": [["task": "noop"]]], token: Token.enqueue)
+                    let path = template.replacingOccurrences(of: "{id}", with: "\(id)")
+                        .replacingOccurrences(of: "{name}", with: "q-auth")
+                    let body: JSONValue? =
+                        template == "/v1/jobs/batch"
+                        ? ["jobs": [["stages": [["task": "noop"]]]]]
+                        : method == .POST && template == "/v1/jobs" ? ["stages": [["task": "noop"]]] : nil
+                    let reply = try await server.call(method, path, token: token, body: body)
+                    let what = "\(method) \(template) as \(role ?? token ?? "nobody")"
+                    switch expect {
+                    case .open:
+                        #expect(reply.status == 200, "\(what): \(reply.text)")
+                    case .roles(let allowed):
+                        if let role {
+                            if allowed.contains(role) {
+                                #expect(![401, 403].contains(reply.status), "\(what): \(reply.text)")
+                                #expect(reply.status < 400 || reply.status == 409, "\(what): \(reply.text)")
+                            } else {
+                                #expect(reply.status == 403, "\(what): \(reply.text)")
+                            }
+                        } else {
+                            #expect(reply.status == 401, "\(what): \(reply.text)")
+                            #expect(reply.headers.first(name: "WWW-Authenticate") == "Bearer")
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// An enqueue token reads the jobs it enqueued, not another's (which look like no job at all).
+    @Test func anEnqueueTokenReadsItsOwnJobsOnly() async throws {
+        try await withServer { server async throws in
+            let mine = try await server.enqueue(["stages": [["task": "noop"]]], token: Token.enqueue)
+            let theirs = try await server.enqueue(["stages": [["task": "noop"]]], token: Token.otherEnqueue)
+            #expect(try await server.call(.GET, "/v1/jobs/\(mine)", token: Token.enqueue).status == 200)
+            #expect(try await server.call(.GET, "/v1/jobs/\(theirs)", token: Token.enqueue).status == 404)
+            #expect(try await server.call(.GET, "/v1/jobs/\(theirs)", token: Token.read).status == 200)
+            // Nor can it learn the other's job through its idempotency key.
+            let key = ["stages": [["task": "noop"]], "idempotency_key": "shared-key"] as JSONValue
+            #expect(try await server.call(.POST, "/v1/jobs", token: Token.otherEnqueue, body: key).status == 201)
+            let clash = try await server.call(.POST, "/v1/jobs", token: Token.enqueue, body: key)
+            #expect(clash.status == 409)
+            #expect(clash["type"] == "urn:baton:problem:idempotency-key-taken")
+        }
+    }
+
+    @Test func metricsCanRequireAToken() async throws {
+        try await withServer(worker: nil, configure: { $0.metricsRequireToken = true }) { server async throws in
+            #expect(try await server.call(.GET, "/metrics", token: nil).status == 401)
+            #expect(try await server.call(.GET, "/metrics", token: Token.read).status == 200)
+        }
+    }
+
+    @Test func tokensParseFromTheEnvironment() throws {
+        let tokens = try #require(
+            try APITokens.fromEnvironment(["BATON_API_TOKENS": "admin:aaaaaaaa1, read:bbbbbbbb2,enqueue:cccccccc3"]))
+        #expect(tokens.caller(token: "aaaaaaaa1")?.role == .admin)
+        #expect(tokens.caller(token: "bbbbbbbb2")?.role == .read)
+        #expect(tokens.caller(token: "cccccccc3")?.role == .enqueue)
+        #expect(tokens.caller(token: "aaaaaaaa") == nil)
+        #expect(tokens.caller(token: "")?.role == nil)
+        #expect(tokens.caller(token: "aaaaaaaa1")?.fingerprint != tokens.caller(token: "cccccccc3")?.fingerprint)
+        #expect(
+            try APITokens.fromEnvironment(["BATON_API_TOKEN": "only-admin-1"])?.caller(token: "only-admin-1")?.role
+                == .admin)
+        #expect(try APITokens.fromEnvironment([:]) == nil)
+        #expect(throws: (any Error).self) { try APITokens.parse("root:aaaaaaaa1") }
+        #expect(throws: (any Error).self) { try APITokens.parse("aaaaaaaa1") }
+        #expect(throws: (any Error).self) { try APITokens.parse("admin:short") }
+    }
+}

@@ -1,0 +1,139 @@
+import AsyncHTTPClient
+import Baton
+import Foundation
+import NIOHTTP1
+import Testing
+
+/// Following and steering jobs over HTTP.
+@Suite(.timeLimit(.minutes(2)))
+struct JobTests {
+    /// Background, ordered and group stages enqueued as JSON, followed to `completed` with every
+    /// stage's output, attempts and members.
+    @Test func aMixedChainRunsToCompletion() async throws {
+        try await withServer { server async throws in
+            let id = try await server.enqueue([
+                "input": 1, "metadata": ["order": "A-1"],
+                "stages": [
+                    ["task": "add", "args": ["n": 1], "name": "first"],
+                    ["task": "add", "args": ["n": 10], "lane": "customer-7", "max_attempts": 3, "timeout": "10s"],
+                    [
+                        "name": "fan",
+                        "group": [
+                            ["task": "add", "args": ["n": 100]],
+                            ["task": "add", "args": ["n": 200], "lane": "customer-7"],
+                        ],
+                    ],
+                    ["task": "sum", "backoff": ["kind": "constant", "initial": "100ms"]],
+                ],
+            ])
+            let job = try await server.job(id) { $0["state"] == "completed" }
+            #expect(job["output"] == 324)  // 112 + 212
+            let stages = job["stages"]?.arrayValue ?? []
+            #expect(stages.map { $0["output"] } == [2, 12, [112, 212], 324])
+            #expect(stages.map { $0["state"] } == ["completed", "completed", "completed", "completed"])
+            #expect(stages.map { $0["attempts"] } == [1, 1, 1, 1])
+            #expect(stages[1]["lane"] == "customer-7")
+            #expect(stages[1]["max_attempts"] == 3)
+            #expect(stages[0]["name"] == "first")
+            let members = stages[2]["members"]?.arrayValue ?? []
+            #expect(members.map { $0["output"] } == [112, 212])
+            #expect(members.map { $0["state"] } == ["completed", "completed"])
+            #expect(job["metadata"] == ["order": "A-1"])
+            #expect(job["finished_at"] != .null)
+        }
+    }
+
+    @Test func cancelStopsARunningJob() async throws {
+        try await withServer { server async throws in
+            let id = try await server.enqueue([
+                "stages": [["task": "sleep", "args": ["ms": 60_000]], ["task": "noop"]]
+            ])
+            _ = try await server.job(id) { $0["state"] == "running" }
+            let cancelled = try await server.call(.POST, "/v1/jobs/\(id)/cancel")
+            #expect(cancelled.status == 200)
+            #expect(cancelled["state"] == "cancelled")
+            let again = try await server.call(.POST, "/v1/jobs/\(id)/cancel")
+            #expect(again.status == 409)
+            // The worker lets go of it: nothing of this job runs any more.
+            try await server.db.eventually("the worker to stop the stage") {
+                try await server.call(.GET, "/v1/workers")["workers"]?.arrayValue.first?["running_jobs"] == []
+            }
+            #expect(try await server.call(.POST, "/v1/jobs/424242/cancel").status == 404)
+        }
+    }
+
+    /// A discarded job starts again at the stage that failed, with fresh attempts, and completes;
+    /// its earlier error stays in the history.
+    @Test func retryRestartsADiscardedJobAtItsFailedStage() async throws {
+        try await withServer { server async throws in
+            let key = UUID().uuidString
+            let id = try await server.enqueue([
+                "input": 5,
+                "stages": [["task": "add", "args": ["n": 1]], ["task": "fail-first", "args": ["key": .string(key)]]],
+            ])
+            let discarded = try await server.job(id) { $0["state"] == "discarded" }
+            #expect(discarded["current_stage"] == 1)
+            #expect(discarded["stages"]?.arrayValue[1]["errors"]?.arrayValue.count == 1)
+            let retried = try await server.call(.POST, "/v1/jobs/\(id)/retry")
+            #expect(retried.status == 200)
+            let done = try await server.job(id) { $0["state"] == "completed" }
+            #expect(done["output"] == 6)
+            #expect(done["stages"]?.arrayValue[1]["errors"]?.arrayValue.count == 1)
+            #expect(done["stages"]?.arrayValue[0]["attempts"] == 1)
+            let again = try await server.call(.POST, "/v1/jobs/\(id)/retry")
+            #expect(again.status == 409)
+        }
+    }
+
+    @Test func deleteRemovesOnlyFinishedJobs() async throws {
+        try await withServer { server async throws in
+            let running = try await server.enqueue(["stages": [["task": "sleep", "args": ["ms": 60_000]]]])
+            #expect(try await server.call(.DELETE, "/v1/jobs/\(running)").status == 409)
+            let done = try await server.enqueue(["stages": [["task": "noop"]]])
+            _ = try await server.job(done) { $0["state"] == "completed" }
+            let deleted = try await server.call(.DELETE, "/v1/jobs/\(done)")
+            #expect(deleted.status == 204)
+            #expect(try await server.call(.GET, "/v1/jobs/\(done)").status == 404)
+            #expect(try await server.call(.DELETE, "/v1/jobs/\(done)").status == 404)
+            #expect(try await server.call(.GET, "/v1/jobs/not-a-number").status == 404)
+            #expect(try await server.call(.POST, "/v1/jobs/\(running)/cancel").status == 200)
+        }
+    }
+
+    /// Newest first, by keyset: paging while other jobs are enqueued neither repeats nor skips
+    /// any job that existed when paging began.
+    @Test func paginationNeitherSkipsNorRepeatsUnderConcurrentInserts() async throws {
+        try await withServer(worker: nil) { server async throws in
+            let jobs = JSONValue.array(Array(repeating: ["stages": [["task": "noop"]], "queue": "idle"], count: 120))
+            let first = try await server.call(.POST, "/v1/jobs/batch?unchecked=true", body: ["jobs": jobs])
+            let existing = Set((first["jobs"]?.arrayValue ?? []).compactMap { $0["id"]?.int64 })
+            #expect(existing.count == 120)
+            let inserting = Task {
+                for _ in 0..<20 {
+                    try await server.call(
+                        .POST, "/v1/jobs/batch?unchecked=true",
+                        body: ["jobs": .array(Array(jobs.arrayValue.prefix(5)))])
+                }
+            }
+            var seen: [Int64] = []
+            var cursor: String?
+            repeat {
+                let page = try await server.call(
+                    .GET, "/v1/jobs?queue=idle&limit=25" + (cursor.map { "&cursor=\($0)" } ?? ""), token: Token.read)
+                seen += (page["jobs"]?.arrayValue ?? []).compactMap { $0["id"]?.int64 }
+                cursor = page["next_cursor"]?.stringValue
+            } while cursor != nil
+            try await inserting.value
+            #expect(seen == seen.sorted(by: >))
+            #expect(Set(seen).count == seen.count)
+            #expect(existing.isSubset(of: Set(seen)))
+
+            let filtered = try await server.call(.GET, "/v1/jobs?state=available,running&task=noop&limit=5")
+            #expect(filtered["jobs"]?.arrayValue.count == 5)
+            #expect(try await server.call(.GET, "/v1/jobs?state=done").status == 400)
+            #expect(try await server.call(.GET, "/v1/jobs?limit=0").status == 400)
+            #expect(try await server.call(.GET, "/v1/jobs?cursor=%%%").status == 400)
+            #expect(try await server.call(.GET, "/v1/jobs?queue=elsewhere")["jobs"] == [])
+        }
+    }
+}

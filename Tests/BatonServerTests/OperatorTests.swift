@@ -1,0 +1,93 @@
+import AsyncHTTPClient
+import Baton
+import Foundation
+import NIOHTTP1
+import Testing
+
+/// Queues, lanes, workers, health, readiness and metrics.
+@Suite(.timeLimit(.minutes(2)))
+struct OperatorTests {
+    /// A paused queue hands out nothing; resumed, its jobs run.
+    @Test func pausedQueuesAreNotClaimedUntilResumed() async throws {
+        try await withServer { server async throws in
+            let paused = try await server.call(.POST, "/v1/queues/default/pause")
+            #expect(paused.json == ["name": "default", "paused": true])
+            let id = try await server.enqueue(["stages": [["task": "noop"]]])
+            // What a worker's fetch would do: nothing is claimable.
+            #expect(try await server.db.store.claim(queue: "default", limit: 10, worker: "probe").isEmpty)
+            let queues = try await server.call(.GET, "/v1/queues", token: Token.read)
+            let queue = try #require(queues["queues"]?.arrayValue.first { $0["name"] == "default" })
+            #expect(queue["paused"] == true)
+            #expect(queue["counts"]?["available"] == 1)
+            #expect(queue["oldest_available_age_seconds"] != .null)
+            #expect(
+                try await server.call(.POST, "/v1/queues/default/resume").json == ["name": "default", "paused": false])
+            let job = try await server.job(id) { $0["state"] == "completed" }
+            #expect(job["state"] == "completed")
+        }
+    }
+
+    /// A lane shows its head (and the head's state, so a stuck lane is visible) and its depth.
+    @Test func lanesShowTheirHeadAndWaitingJobs() async throws {
+        try await withServer(worker: nil) { server async throws in
+            for _ in 0..<3 {
+                try await server.enqueue(
+                    ["stages": [["task": "noop", "lane": "acct-1"]], "queue": "idle"], query: "?unchecked=true")
+            }
+            try await server.enqueue(
+                ["stages": [["task": "noop", "lane": "acct-2"]], "queue": "idle"], query: "?unchecked=true")
+            let lanes = try await server.call(.GET, "/v1/lanes", token: Token.read)
+            let list = lanes["lanes"]?.arrayValue ?? []
+            #expect(list.map { $0["lane"] } == ["acct-1", "acct-2"])
+            #expect(list.map { $0["waiting"] } == [2, 0])
+            #expect(list.map { $0["head_state"] } == ["available", "available"])
+            let page = try await server.call(.GET, "/v1/lanes?limit=1")
+            #expect(page["lanes"]?.arrayValue.count == 1)
+            let cursor = try #require(page["next_cursor"]?.stringValue)
+            let next = try await server.call(.GET, "/v1/lanes?limit=1&cursor=\(cursor)")
+            #expect(next["lanes"]?.arrayValue.map { $0["lane"] } == ["acct-2"])
+            #expect(next["next_cursor"] == .null)
+        }
+    }
+
+    @Test func workersListTheirQueuesTasksAndHeartbeat() async throws {
+        try await withServer { server async throws in
+            let workers = try await server.call(.GET, "/v1/workers", token: Token.read)["workers"]?.arrayValue ?? []
+            #expect(workers.count == 1)
+            #expect(workers.first?["queues"] == ["default"])
+            #expect(workers.first?["tasks"]?.arrayValue.contains("add") == true)
+            #expect(workers.first?["pid"]?.int64 == Int64(ProcessInfo.processInfo.processIdentifier))
+        }
+    }
+
+    @Test func healthReadinessAndMetrics() async throws {
+        try await withServer { server async throws in
+            #expect(try await server.call(.GET, "/healthz", token: nil).json == ["status": "ok"])
+            let ready = try await server.call(.GET, "/readyz", token: nil)
+            #expect(ready["status"] == "ready")
+            try await server.enqueue(["stages": [["task": "noop"]], "queue": "metered"], query: "?unchecked=true")
+            let metrics = try await server.call(.GET, "/metrics", token: nil)
+            #expect(metrics.text.contains("baton_jobs_enqueued_total{queue=\"metered\"} 1"))
+            #expect(metrics.text.contains("hb_requests"))
+        }
+    }
+
+    /// Readiness fails while the schema is not migrated (or the database is away).
+    @Test func notReadyBeforeMigrations() async throws {
+        try await withServer(worker: nil, schema: "never_migrated") { server async throws in
+            let reply = try await server.call(.GET, "/readyz", token: nil)
+            #expect(reply.status == 503)
+            #expect(reply["detail"]?.stringValue?.contains("baton migrate") == true)
+        }
+    }
+
+    /// Every answer carries a request id; a caller's own is kept.
+    @Test func requestIDsAreReturned() async throws {
+        try await withServer(worker: nil) { server async throws in
+            let own = try await server.call(.GET, "/healthz", headers: [("X-Request-Id", "trace-123")])
+            #expect(own.headers.first(name: "X-Request-Id") == "trace-123")
+            let fresh = try await server.call(.GET, "/healthz")
+            #expect(fresh.headers.first(name: "X-Request-Id")?.isEmpty == false)
+        }
+    }
+}

@@ -1,0 +1,168 @@
+import AsyncHTTPClient
+import Baton
+import BatonPostgres
+import BatonTestSupport
+import BatonWorker
+import Foundation
+import Logging
+import Metrics
+import NIOCore
+import NIOHTTP1
+import Prometheus
+import ServiceLifecycle
+import Testing
+
+@testable import BatonServer
+
+/// The tokens every test server accepts.
+enum Token {
+    static let admin = "admin-token-1"
+    static let enqueue = "enqueue-token-1"
+    static let otherEnqueue = "enqueue-token-2"
+    static let read = "read-token-1"
+
+    static let all = APITokens([
+        (.admin, admin), (.enqueue, enqueue), (.enqueue, otherEnqueue), (.read, read),
+    ])
+}
+
+/// One answer from the server, already checked against the OpenAPI document.
+struct Reply: Sendable {
+    var status: Int
+    var headers: HTTPHeaders
+    var text: String
+    var json: JSONValue
+
+    subscript(key: String) -> JSONValue? { json[key] }
+}
+
+/// A control plane on loopback with a real HTTP client, over a fresh schema.
+struct TestServer: Sendable {
+    let base: String
+    let db: TestDatabase
+    let client: BatonClient
+
+    /// Sends a request and checks the exchange against the OpenAPI document (recording an issue
+    /// for each mismatch). `body` is sent as JSON; `raw` as is.
+    @discardableResult
+    func call(
+        _ method: HTTPMethod, _ target: String, token: String? = Token.admin, body: JSONValue? = nil,
+        raw: String? = nil, headers: [(String, String)] = [], sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws -> Reply {
+        var request = HTTPClientRequest(url: base + target)
+        request.method = method
+        if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        if let text = raw ?? body?.jsonText {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(string: text))
+        }
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(60))
+        let buffer = try await response.body.collect(upTo: 64 << 20)
+        let text = String(buffer: buffer)
+        let json = text.isEmpty ? JSONValue.null : (try? JSONValue(parsing: text)) ?? .string(text)
+        let components = URLComponents(string: target)
+        let problems = OpenAPIContract.shared.problems(
+            method: method.rawValue, path: components?.path ?? target,
+            query: components?.queryItems?.map(\.name) ?? [], requestBody: body, status: Int(response.status.code),
+            contentType: response.headers.first(name: "Content-Type"), body: text.isEmpty ? JSONValue?.none : json)
+        for problem in problems { Issue.record(Comment(rawValue: problem), sourceLocation: sourceLocation) }
+        return Reply(status: Int(response.status.code), headers: response.headers, text: text, json: json)
+    }
+
+    /// Enqueues `job` (JSON) and returns its id; fails the test unless it was created.
+    func enqueue(_ job: JSONValue, query: String = "", token: String = Token.admin) async throws -> Int64 {
+        let reply = try await call(.POST, "/v1/jobs" + query, token: token, body: job)
+        try #require(reply.status == 201, "\(reply.text)")
+        return try #require(reply["id"].flatMap(\.int64))
+    }
+
+    /// Reads the job until `condition` holds.
+    func job(_ id: Int64, until condition: @Sendable (JSONValue) -> Bool) async throws -> JSONValue {
+        let reply = try await call(.GET, "/v1/jobs/\(id)?wait=20s")
+        if condition(reply.json) { return reply.json }
+        var last = reply.json
+        try await db.eventually("job \(id) to reach the expected state") {
+            last = try await call(.GET, "/v1/jobs/\(id)").json
+            return condition(last)
+        }
+        return last
+    }
+}
+
+extension JSONValue {
+    var int64: Int64? {
+        if case .number(let number) = self, number == number.rounded() { return Int64(number) }
+        return nil
+    }
+
+    var stringValue: String? {
+        if case .string(let string) = self { return string }
+        return nil
+    }
+
+    var arrayValue: [JSONValue] {
+        if case .array(let array) = self { return array }
+        return []
+    }
+}
+
+/// Metrics go to one registry per test process (swift-metrics is bootstrapped once).
+let testRegistry: PrometheusCollectorRegistry = {
+    let registry = PrometheusCollectorRegistry()
+    MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+    return registry
+}()
+
+/// Runs a server (and, unless `worker` is nil, a worker with `tasks`) over a fresh schema while
+/// `body` runs.
+func withServer<T: Sendable>(
+    worker tasks: TaskRegistry? = serverTestTasks, schema: String? = nil,
+    configure: @Sendable (inout ServerConfiguration) -> Void = { _ in },
+    _ body: @Sendable (TestServer) async throws -> T
+) async throws -> T {
+    try await TestDatabase.with { db async throws in
+        var database = db.configuration
+        if let schema { database = try database.inSchema(schema) }
+        let client = BatonClient(postgres: db.client, configuration: database, logger: db.logger)
+        var configuration = ServerConfiguration(port: 0, tokens: Token.all, requestLogLevel: .debug)
+        configure(&configuration)
+        let (ports, portSink) = AsyncStream.makeStream(of: Int.self)
+        let server = BatonServer(
+            configuration: configuration, client: client, registry: testRegistry, logger: db.logger,
+            onListening: { portSink.yield($0) })
+        var services: [any Service] = [client, server]
+        if let tasks {
+            services.append(
+                Worker(
+                    postgres: db.client, database: database, tasks: tasks,
+                    configuration: WorkerConfiguration(
+                        queues: ["default": 8], lease: .seconds(2), pollInterval: .seconds(1),
+                        drainGrace: .seconds(5), schedulerInterval: .milliseconds(20)),
+                    logger: db.logger))
+        }
+        let group = ServiceGroup(services: services, logger: db.logger)
+        return try await withThrowingTaskGroup(of: T?.self) { running in
+            running.addTask {
+                try await group.run()
+                return nil
+            }
+            let result: Result<T, any Error>
+            do {
+                var iterator = ports.makeAsyncIterator()
+                let port = try #require(await iterator.next())
+                try await db.eventually("the listener to connect") { client.listener.isListening }
+                if tasks != nil {
+                    try await db.eventually("the worker to register") { try await !db.store.workers().isEmpty }
+                }
+                result = .success(
+                    try await body(TestServer(base: "http://127.0.0.1:\(port)", db: db, client: client)))
+            } catch {
+                result = .failure(error)
+            }
+            await group.triggerGracefulShutdown()
+            try await running.waitForAll()
+            return try result.get()
+        }
+    }
+}

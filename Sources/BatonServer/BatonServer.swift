@@ -55,7 +55,7 @@ public struct BatonServer: Service {
             }
             methods[route.path, default: []].append(route.method)
         }
-        let all: [HTTPRequest.Method] = [.get, .head, .post, .put, .patch, .delete, .options]
+        let all: [HTTPRequest.Method] = [.get, .head, .post, .put, .patch, .delete, .options, .trace]
         for (path, allowed) in methods {
             let allow = allowed.map(\.rawValue).joined(separator: ", ")
             for method in all where !allowed.contains(method) {

@@ -12,7 +12,7 @@ public struct ServerConfiguration: Sendable {
     public var metricsRequireToken: Bool
     /// A task is known if a worker that serves it sent a heartbeat this recently.
     public var taskWindow: Duration
-    /// The longest `?wait=` a request may ask for.
+    /// The longest a `?wait=` holds a request; longer waits are cut to this.
     public var maxWait: Duration
     /// The level of the one line logged per request.
     public var requestLogLevel: Logger.Level

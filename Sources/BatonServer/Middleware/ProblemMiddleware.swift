@@ -1,3 +1,4 @@
+import Baton
 import HTTPTypes
 import Hummingbird
 import Logging
@@ -13,6 +14,8 @@ struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
             return try await next(request, context)
         } catch let problem as Problem {
             return try problem.response(from: request, context: context)
+        } catch BatonError.jobNotFound(let id) {
+            return try Problem.notFound("no job has id \(id)").response(from: request, context: context)
         } catch let error as any HTTPResponseError {
             let detail = error.status == .notFound ? "no route \(request.method) \(request.uri.path)" : nil
             return try Problem(error.status, detail: detail).response(from: request, context: context)

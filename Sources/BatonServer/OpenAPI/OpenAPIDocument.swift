@@ -45,6 +45,32 @@ enum OpenAPIDocument {
                           "type": "string"
                         }
                       }
+                    },
+                    "links": {
+                      "GetJob": {
+                        "operationId": "getJob",
+                        "parameters": {
+                          "id": "$response.body#/id"
+                        }
+                      },
+                      "CancelJob": {
+                        "operationId": "cancelJob",
+                        "parameters": {
+                          "id": "$response.body#/id"
+                        }
+                      },
+                      "RetryJob": {
+                        "operationId": "retryJob",
+                        "parameters": {
+                          "id": "$response.body#/id"
+                        }
+                      },
+                      "DeleteJob": {
+                        "operationId": "deleteJob",
+                        "parameters": {
+                          "id": "$response.body#/id"
+                        }
+                      }
                     }
                   },
                   "200": {
@@ -61,6 +87,32 @@ enum OpenAPIDocument {
                         "description": "The job's URL.",
                         "schema": {
                           "type": "string"
+                        }
+                      }
+                    },
+                    "links": {
+                      "GetJob": {
+                        "operationId": "getJob",
+                        "parameters": {
+                          "id": "$response.body#/id"
+                        }
+                      },
+                      "CancelJob": {
+                        "operationId": "cancelJob",
+                        "parameters": {
+                          "id": "$response.body#/id"
+                        }
+                      },
+                      "RetryJob": {
+                        "operationId": "retryJob",
+                        "parameters": {
+                          "id": "$response.body#/id"
+                        }
+                      },
+                      "DeleteJob": {
+                        "operationId": "deleteJob",
+                        "parameters": {
+                          "id": "$response.body#/id"
                         }
                       }
                     }
@@ -148,7 +200,8 @@ enum OpenAPIDocument {
                     "required": false,
                     "description": "One state or several, comma-separated.",
                     "schema": {
-                      "type": "string"
+                      "type": "string",
+                      "pattern": "^(scheduled|available|running|retryable|waiting|completed|discarded|cancelled)(,(scheduled|available|running|retryable|waiting|completed|discarded|cancelled))*$"
                     }
                   },
                   {
@@ -885,7 +938,13 @@ enum OpenAPIDocument {
                 "required": [
                   "stages"
                 ],
-                "additionalProperties": false
+                "additionalProperties": false,
+                "not": {
+                  "required": [
+                    "run_at",
+                    "delay"
+                  ]
+                }
               },
               "BatchRequest": {
                 "type": "object",
@@ -1677,7 +1736,7 @@ enum OpenAPIDocument {
                 "name": "wait",
                 "in": "query",
                 "required": false,
-                "description": "Hold the request until the job has finished or this time is up (at most 5m); woken by NOTIFY.",
+                "description": "Hold the request until the job has finished or this time is up (waits longer than 5m are cut to 5m); woken by NOTIFY.",
                 "schema": {
                   "$ref": "#/components/schemas/Duration"
                 }

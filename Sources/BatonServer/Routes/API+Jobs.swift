@@ -179,13 +179,9 @@ extension API {
     /// `POST /v1/jobs/{id}/cancel`: 200 with the cancelled job; 409 if it had already finished.
     @Sendable func cancel(_ request: Request, context: BatonRequestContext, caller: Caller?) async throws -> Response {
         let id = try Self.jobID(context)
-        do {
-            guard try await !store.cancel(id).isEmpty else {
-                let state = try await store.job(id)?.state.rawValue ?? "finished"
-                throw Problem.conflict("job \(id) is \(state): only a job that has not finished can be cancelled")
-            }
-        } catch BatonError.jobNotFound {
-            throw Problem.notFound("no job has id \(id)")
+        guard try await !store.cancel(id).isEmpty else {
+            let state = try await store.job(id)?.state.rawValue ?? "finished"
+            throw Problem.conflict("job \(id) is \(state): only a job that has not finished can be cancelled")
         }
         return try await showJob(id)
     }
@@ -193,19 +189,15 @@ extension API {
     /// `POST /v1/jobs/{id}/retry`: a discarded or cancelled job starts again at its failed stage.
     @Sendable func retry(_ request: Request, context: BatonRequestContext, caller: Caller?) async throws -> Response {
         let id = try Self.jobID(context)
-        do {
-            guard try await store.retry(id) != nil else {
-                guard let job = try await store.job(id) else { throw Problem.notFound("no job has id \(id)") }
-                let reason =
-                    job.parentID != nil
-                    ? "job \(id) is a group member: retry its parent \(job.parentID!)"
-                    : job.state.isFinished && job.state != .completed
-                        ? "members of job \(id)'s failed group are still running: cancel them or wait"
-                        : "job \(id) is \(job.state.rawValue): only a discarded or cancelled job can be retried"
-                throw Problem.conflict(reason)
-            }
-        } catch BatonError.jobNotFound {
-            throw Problem.notFound("no job has id \(id)")
+        guard try await store.retry(id) != nil else {
+            guard let job = try await store.job(id) else { throw Problem.notFound("no job has id \(id)") }
+            let reason =
+                job.parentID != nil
+                ? "job \(id) is a group member: retry its parent \(job.parentID!)"
+                : job.state.isFinished && job.state != .completed
+                    ? "members of job \(id)'s failed group are still running: cancel them or wait"
+                    : "job \(id) is \(job.state.rawValue): only a discarded or cancelled job can be retried"
+            throw Problem.conflict(reason)
         }
         return try await showJob(id)
     }
@@ -213,16 +205,12 @@ extension API {
     /// `DELETE /v1/jobs/{id}`: 204; a job that has not finished is refused (409).
     @Sendable func delete(_ request: Request, context: BatonRequestContext, caller: Caller?) async throws -> Response {
         let id = try Self.jobID(context)
-        do {
-            guard try await store.delete(id) else {
-                let job = try await store.job(id)
-                throw Problem.conflict(
-                    job?.parentID != nil
-                        ? "job \(id) is a group member: delete its parent"
-                        : "job \(id) is \(job?.state.rawValue ?? "gone"): only a finished job can be deleted")
-            }
-        } catch BatonError.jobNotFound {
-            throw Problem.notFound("no job has id \(id)")
+        guard try await store.delete(id) else {
+            let job = try await store.job(id)
+            throw Problem.conflict(
+                job?.parentID != nil
+                    ? "job \(id) is a group member: delete its parent"
+                    : "job \(id) is \(job?.state.rawValue ?? "gone"): only a finished job can be deleted")
         }
         return Response(status: .noContent)
     }

@@ -69,15 +69,13 @@ struct Query {
         return int
     }
 
+    /// A duration, cut to `max`.
     func duration(_ name: String, max: Duration) throws -> Duration? {
         guard let text = try string(name) else { return nil }
         guard let duration = DurationFormat.parse(text), duration >= .zero else {
             throw Problem.invalid(name, "\(name) must be a duration such as 30s, 250ms or 5m")
         }
-        guard duration <= max else {
-            throw Problem.invalid(name, "\(name) may be at most \(DurationFormat.format(max))")
-        }
-        return duration
+        return min(duration, max)
     }
 }
 

@@ -1,0 +1,54 @@
+#!/bin/sh
+# Enqueue throughput of the HTTP API, next to what the same PostgreSQL does with plain inserts.
+#
+#   swift build -c release && bench/http-enqueue.sh
+#
+# Starts a private PostgreSQL (default durability) and `baton serve` on loopback, then measures,
+# in this order and on the same cluster:
+#   1. pgbench: one-row INSERTs into a plain table, 16 clients (the ceiling for one job per commit);
+#   2. wrk: POST /v1/jobs, keep-alive, 16 connections, a one-stage job per request;
+#   3. wrk: POST /v1/jobs/batch with 1,000 jobs per request, 4 connections.
+# No worker runs: jobs pile up, as under a burst. Needs wrk and pgbench (Debian: wrk, postgresql).
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+baton=${BATON:-$here/../.build/release/baton}
+duration=${DURATION:-20s}
+connections=${CONNECTIONS:-16}
+bindir=$(pg_config --bindir 2>/dev/null || ls -d /usr/lib/postgresql/*/bin | tail -1)
+work=$(mktemp -d)
+as_postgres=""
+if [ "$(id -u)" = 0 ]; then chown postgres "$work"; as_postgres="runuser -u postgres --"; fi
+port=$((20000 + $$ % 10000))
+api_port=$((port + 1))
+cleanup() {
+    [ -n "${serve_pid:-}" ] && kill "$serve_pid" 2>/dev/null && wait "$serve_pid" 2>/dev/null
+    $as_postgres "$bindir/pg_ctl" -D "$work/data" -m fast stop >/dev/null 2>&1 || true
+    rm -rf "$work"
+}
+trap cleanup EXIT INT TERM
+$as_postgres "$bindir/initdb" -D "$work/data" -U postgres -A trust >/dev/null
+$as_postgres "$bindir/pg_ctl" -D "$work/data" -l "$work/log" -w \
+    -o "-p $port -k $work -c listen_addresses=127.0.0.1 -c max_connections=200" start >/dev/null
+url="postgres://postgres@127.0.0.1:$port/postgres"
+psql -q "$url" -c "CREATE TABLE bench_insert (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, body jsonb NOT NULL)"
+echo "INSERT INTO bench_insert (body) VALUES ('{\"stages\": [{\"task\": \"noop\"}]}');" >"$work/insert.sql"
+
+export BATON_DATABASE_URL="$url" BATON_API_TOKEN=bench-token-0123456789 BATON_LOG_LEVEL=warning
+"$baton" migrate >/dev/null
+# A worker row serving noop, so that the task check passes as in production (no worker runs).
+psql -q "$url" -c "INSERT INTO baton.workers (id, host, pid, queues, tasks) VALUES ('bench', 'bench', 0, '{default}', '{noop}')"
+"$baton" serve --port "$api_port" >"$work/serve.log" 2>&1 &
+serve_pid=$!
+until curl -sf "http://127.0.0.1:$api_port/readyz" >/dev/null; do sleep 0.1; done
+
+echo "== pgbench: one-row INSERT per transaction, $connections clients, $duration"
+pgbench -n -f "$work/insert.sql" -c "$connections" -j 2 -T "${duration%s}" "$url" 2>/dev/null | grep -E '^tps'
+
+echo "== wrk: POST /v1/jobs, $connections connections, $duration"
+wrk -t 2 -c "$connections" -d "$duration" -s "$here/post-job.lua" "http://127.0.0.1:$api_port/v1/jobs" \
+    | grep -E 'Requests/sec|Latency|requests in|Non-2xx'
+
+echo "== wrk: POST /v1/jobs/batch, 1000 jobs per request, 4 connections, $duration"
+wrk -t 2 -c 4 -d "$duration" -s "$here/post-batch.lua" "http://127.0.0.1:$api_port/v1/jobs/batch" \
+    | grep -E 'Requests/sec|Latency|requests in|Non-2xx'
+psql -qtA "$url" -c "SELECT 'jobs stored: ' || count(*) FROM baton.jobs"

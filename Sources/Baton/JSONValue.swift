@@ -9,24 +9,12 @@ public enum JSONValue: Sendable, Hashable {
     case array([JSONValue])
     case object([String: JSONValue])
 
-    /// Parses JSON text; fragments (a bare number, string, …) are allowed.
-    public init(parsing text: String) throws {
-        self = try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))
-    }
-
-    /// Encodes any `Encodable` value as JSON.
+    /// The JSON form of an `Encodable` value.
     public init(encoding value: some Encodable) throws {
         self = try JSONValue(parsing: try JSONText.encode(value))
     }
 
-    /// The value as compact JSON text with sorted keys.
-    public var jsonText: String {
-        // Encoding a JSONValue cannot fail: every case maps to valid JSON (non-finite numbers
-        // become null in `encode(to:)`).
-        (try? JSONText.encode(self)) ?? "null"
-    }
-
-    /// Decodes this value as `T`.
+    /// Decodes the value as `T`.
     public func decode<T: Decodable>(as type: T.Type = T.self) throws -> T {
         try JSONText.decode(T.self, from: jsonText)
     }

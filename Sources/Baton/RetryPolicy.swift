@@ -35,6 +35,15 @@ public struct RetryPolicy: Sendable, Hashable, Codable {
         case maxAttempts = "max_attempts"
         case backoff
     }
+
+    public func encode(to encoder: any Encoder) throws {
+        try json.encode(to: encoder)
+    }
+
+    /// The stored form: `{"max_attempts", "backoff"}`.
+    public var json: JSONValue {
+        ["max_attempts": .number(Double(maxAttempts)), "backoff": backoff.json]
+    }
 }
 
 /// The wait before the next attempt.
@@ -113,11 +122,15 @@ public struct Backoff: Sendable, Hashable, Codable {
     }
 
     public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(kind, forKey: .kind)
-        try container.encode(initial.milliseconds, forKey: .initial)
-        try container.encode(max.milliseconds, forKey: .max)
-        try container.encode(jitter, forKey: .jitter)
+        try json.encode(to: encoder)
+    }
+
+    /// The stored form: `{"kind", "initial_ms", "max_ms", "jitter"}`.
+    public var json: JSONValue {
+        [
+            "kind": .string(kind.rawValue), "initial_ms": .number(Double(initial.milliseconds)),
+            "max_ms": .number(Double(max.milliseconds)), "jitter": .number(jitter),
+        ]
     }
 }
 

@@ -64,18 +64,25 @@ public struct StageSpec: Sendable, Hashable, Codable {
     }
 
     public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encodeIfPresent(name, forKey: .name)
+        try json.encode(to: encoder)
+    }
+
+    /// The stored form: `{"task", "name"?, "args", "lane"?, "retry", "timeout_ms"}` or
+    /// `{"name"?, "group": [...]}`. `Codable` encoding writes exactly this.
+    public var json: JSONValue {
+        var fields: [String: JSONValue] = [:]
+        if let name { fields["name"] = .string(name) }
         switch body {
         case .group(let members):
-            try container.encode(members, forKey: .group)
+            fields["group"] = .array(members.map(\.json))
         case .task(let task):
-            try container.encode(task.task, forKey: .task)
-            try container.encode(task.args, forKey: .args)
-            try container.encodeIfPresent(task.lane, forKey: .lane)
-            try container.encode(task.retry, forKey: .retry)
-            try container.encode(task.timeout.milliseconds, forKey: .timeout)
+            fields["task"] = .string(task.task)
+            fields["args"] = task.args
+            if let lane = task.lane { fields["lane"] = .string(lane) }
+            fields["retry"] = task.retry.json
+            fields["timeout_ms"] = .number(Double(task.timeout.milliseconds))
         }
+        return .object(fields)
     }
 }
 

@@ -18,12 +18,14 @@ public final class BatonClient: Service, Sendable {
     public let store: Store
     public let listener: Listener
     let waker: Waker
+    let batcher: EnqueueBatcher
     let logger: Logger
 
     public init(postgres: PostgresClient, configuration: DatabaseConfiguration, logger: Logger) {
         self.store = Store(client: postgres, schema: configuration.schema, logger: logger)
         self.listener = Listener(configuration: configuration, logger: logger)
         self.waker = Waker(store: store, logger: logger)
+        self.batcher = EnqueueBatcher(write: { [store] in try await store.enqueue($0) })
         self.logger = logger
     }
 
@@ -65,9 +67,10 @@ public final class BatonClient: Service, Sendable {
         return JobHandle(id: enqueued.id, inserted: enqueued.inserted, client: self)
     }
 
-    /// Enqueues jobs in one transaction: all or none.
+    /// Enqueues jobs in one transaction: all or none. Concurrent calls share transactions (see
+    /// `EnqueueBatcher`): a call returns once its jobs are committed.
     public func enqueue(_ jobs: [NewJob]) async throws -> [EnqueuedJob] {
-        let enqueued = try await store.enqueue(jobs)
+        let enqueued = try await batcher.enqueue(jobs)
         waker.wake(enqueued.lazy.filter { $0.state == .available }.map(\.queue))
         return enqueued
     }

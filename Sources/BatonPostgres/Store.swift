@@ -50,19 +50,13 @@ extension Store {
         return try await Self.decodeEnqueued(rows)
     }
 
-    private struct EnqueueRow: Encodable {
-        var queue: String
-        var priority: Int
-        var run_at: String?
-        var chain: [StageSpec]
-        var input: JSONValue
-        var metadata: JSONValue
-        var key: String?
-        var owner: String?
-    }
-
+    /// The batch as `enqueue` reads it: `[{"queue", "priority", "run_at"?, "chain", "input", "metadata",
+    /// "key"?, "owner"?}, …]`, validated, written straight to JSON text (no `Codable` on this path).
     private static func enqueueQuery(_ jobs: [NewJob], schema: String) throws -> PostgresQuery {
-        let rows = try jobs.enumerated().map { index, job in
+        var batch: [UInt8] = []
+        batch.reserveCapacity(jobs.count * 300)
+        batch.append(UInt8(ascii: "["))
+        for (index, job) in jobs.enumerated() {
             try job.chain.validate()
             guard !job.queue.isEmpty, job.queue.utf8.count <= ChainDefinition.maxNameLength else {
                 throw BatonError.invalidChain(path: "queue", reason: "queue name must be 1 to 200 bytes")
@@ -70,15 +64,22 @@ extension Store {
             guard (Int(Int16.min)...Int(Int16.max)).contains(job.priority) else {
                 throw BatonError.invalidChain(path: "priority", reason: "must be within -32768...32767")
             }
-            return EnqueueRow(
-                queue: job.queue, priority: job.priority,
-                run_at: job.runAt.map { $0.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)) },
-                chain: job.chain.stages, input: job.chain.input, metadata: job.metadata, key: job.idempotencyKey,
-                owner: job.enqueuedBy)
+            var row: [String: JSONValue] = [
+                "queue": .string(job.queue), "priority": .number(Double(job.priority)),
+                "chain": .array(job.chain.stages.map(\.json)), "input": job.chain.input, "metadata": job.metadata,
+            ]
+            if let runAt = job.runAt {
+                row["run_at"] = .string(runAt.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)))
+            }
+            if let key = job.idempotencyKey { row["key"] = .string(key) }
+            if let owner = job.enqueuedBy { row["owner"] = .string(owner) }
+            if index > 0 { batch.append(UInt8(ascii: ",")) }
+            JSONValue.object(row).write(into: &batch)
         }
-        let batch = try JSONText.encode(rows)
+        batch.append(UInt8(ascii: "]"))
+        let text = String(decoding: batch, as: UTF8.self)
         return
-            "SELECT id, queue, state::text, inserted, run_at, created_at FROM \(unescaped: schema).enqueue(\(batch)::jsonb)"
+            "SELECT id, queue, state::text, inserted, run_at, created_at FROM \(unescaped: schema).enqueue(\(text)::jsonb)"
     }
 
     private static func decodeEnqueued(_ rows: PostgresRowSequence) async throws -> [EnqueuedJob] {

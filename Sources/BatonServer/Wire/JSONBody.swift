@@ -11,7 +11,9 @@ enum JSONBody {
     )
         -> Response
     {
-        let buffer = ByteBuffer(string: value.jsonText)
+        var bytes: [UInt8] = []
+        value.write(into: &bytes)
+        let buffer = ByteBuffer(bytes: bytes)
         return Response(
             status: status, headers: [.contentType: contentType, .contentLength: String(buffer.readableBytes)],
             body: .init(byteBuffer: buffer))
@@ -28,9 +30,9 @@ enum JSONBody {
                 detail: "the limit is \(limit) bytes")
         }
         do {
-            return try JSONDecoder().decode(JSONValue.self, from: Data(buffer.readableBytesView))
+            return try JSONValue(parsing: buffer.readableBytesView)
         } catch {
-            throw Problem.invalid("", "the body is not valid JSON")
+            throw Problem.invalid("", "the body is not valid JSON: \(error)")
         }
     }
 }

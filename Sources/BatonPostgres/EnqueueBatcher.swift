@@ -1,0 +1,111 @@
+import Baton
+import PostgresNIO
+import Synchronization
+
+/// Group commit for enqueues: callers that arrive while a batch is being written go together in
+/// the next one, one `enqueue` call and one commit for all of them.
+///
+/// A caller alone goes at once (there is no timer to wait for). Under load, a commit's cost (the
+/// WAL flush, the function call, the round trip) is shared by every caller that arrived during the
+/// previous one, which is what lets one-job-per-request HTTP traffic approach batch throughput.
+/// Each batch is written by the task of one of its callers (the first to arrive); no task of its
+/// own runs. Jobs keep the order their callers arrived in. If the database refuses a shared batch
+/// (nothing was written), each caller's jobs are written alone, so that one caller's bad job fails
+/// only that caller; any other error (a lost connection: the batch may have committed) fails them
+/// all, as it would have failed each alone.
+final class EnqueueBatcher: Sendable {
+    /// A batch stops taking callers once it holds this many jobs.
+    static let maxJobs = 1000
+
+    private enum Turn {
+        case done(Result<[EnqueuedJob], any Error>)
+        case write
+    }
+
+    private struct Waiter {
+        var jobs: [NewJob]
+        var turn: CheckedContinuation<Turn, Never>
+    }
+
+    private struct State {
+        var writing = false
+        var waiting: [Waiter] = []
+    }
+
+    private let state = Mutex(State())
+    private let write: @Sendable ([NewJob]) async throws -> [EnqueuedJob]
+
+    init(write: @escaping @Sendable ([NewJob]) async throws -> [EnqueuedJob]) {
+        self.write = write
+    }
+
+    func enqueue(_ jobs: [NewJob]) async throws -> [EnqueuedJob] {
+        let turn = await withCheckedContinuation { (turn: CheckedContinuation<Turn, Never>) in
+            let first = state.withLock { state in
+                if state.writing {
+                    state.waiting.append(Waiter(jobs: jobs, turn: turn))
+                    return false
+                }
+                state.writing = true
+                return true
+            }
+            if first { turn.resume(returning: .write) }
+        }
+        switch turn {
+        case .done(let result):
+            return try result.get()
+        case .write:
+            let others = state.withLock { state in
+                var count = jobs.count
+                let taken = state.waiting.prefix { waiter in
+                    defer { count += waiter.jobs.count }
+                    return count < Self.maxJobs
+                }
+                state.waiting.removeFirst(taken.count)
+                return Array(taken)
+            }
+            let results = await writeBatch([jobs] + others.map(\.jobs))
+            for (waiter, result) in zip(others, results.dropFirst()) { waiter.turn.resume(returning: .done(result)) }
+            // The next batch is written by the first caller that arrived during this one.
+            let next = state.withLock { state -> Waiter? in
+                guard !state.waiting.isEmpty else {
+                    state.writing = false
+                    return nil
+                }
+                return state.waiting.removeFirst()
+            }
+            next?.turn.resume(returning: .write)
+            return try results[0].get()
+        }
+    }
+
+    /// One write for every caller's jobs; alone each, if that fails and there were several.
+    private func writeBatch(_ parts: [[NewJob]]) async -> [Result<[EnqueuedJob], any Error>] {
+        if parts.count == 1 {
+            return [await Result { try await write(parts[0]) }]
+        }
+        do {
+            var enqueued = try await write(parts.flatMap { $0 })[...]
+            return parts.map { part in
+                defer { enqueued = enqueued.dropFirst(part.count) }
+                return .success(Array(enqueued.prefix(part.count)))
+            }
+        } catch let error where !(error is BatonError) && (error as? PSQLError)?.serverInfo == nil {
+            return parts.map { _ in .failure(error) }
+        } catch {
+            var results: [Result<[EnqueuedJob], any Error>] = []
+            for part in parts { results.append(await Result { try await write(part) }) }
+            return results
+        }
+    }
+}
+
+extension Result where Failure == any Error {
+    init(catching body: () async throws -> Success) async {
+        do {
+            self = .success(try await body())
+        } catch {
+            self = .failure(error)
+        }
+    }
+}

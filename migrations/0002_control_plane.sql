@@ -38,7 +38,8 @@ BEGIN
 END $$;
 
 -- 0002: also takes "owner" per job and returns run_at and created_at, so that the control plane
--- can answer with the job without reading it back.
+-- can answer with the job without reading it back; new jobs outside lanes are answered from the
+-- insert's RETURNING instead of a second look-up per job.
 --   p_jobs: [{"queue", "priority", "run_at"?, "chain", "input", "metadata", "key"?, "owner"?}, …]
 DROP FUNCTION enqueue(jsonb);
 CREATE FUNCTION enqueue(p_jobs jsonb) RETURNS TABLE (id bigint, queue text, state job_state, inserted boolean, run_at timestamptz,
@@ -48,6 +49,10 @@ DECLARE
     v_ids bigint[];
     v_new boolean[];
     v_lanes text[];
+    v_queues text[];
+    v_states job_state[];
+    v_run_at timestamptz[];
+    v_created_at timestamptz[];
 BEGIN
     -- Lock the lanes entered before inserting, so that their entry time (taken after the lock)
     -- orders them the way the lane lock serialises them.
@@ -79,11 +84,19 @@ BEGIN
                i.key, i.chain -> 0 ->> 'lane', clock_timestamp(), i.owner
         FROM input i ORDER BY i.ord
         ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-        RETURNING jobs.id, jobs.lane, jobs.state
+        RETURNING jobs.id, jobs.queue, jobs.state, jobs.run_at, jobs.created_at
     )
-    SELECT array_agg(ins.id ORDER BY i.ord), array_agg(ins.id IS NOT NULL ORDER BY i.ord)
-    INTO v_ids, v_new
+    SELECT array_agg(ins.id ORDER BY i.ord), array_agg(ins.id IS NOT NULL ORDER BY i.ord),
+           array_agg(ins.queue ORDER BY i.ord), array_agg(ins.state ORDER BY i.ord),
+           array_agg(ins.run_at ORDER BY i.ord), array_agg(ins.created_at ORDER BY i.ord)
+    INTO v_ids, v_new, v_queues, v_states, v_run_at, v_created_at
     FROM input i LEFT JOIN ins ON ins.id = i.new_id;
+
+    -- 0002: the common case (new jobs, no lanes) answers from what the insert returned.
+    IF array_position(v_new, false) IS NULL AND v_lanes IS NULL THEN
+        RETURN QUERY SELECT * FROM unnest(v_ids, v_queues, v_states, v_new, v_run_at, v_created_at);
+        RETURN;
+    END IF;
 
     IF array_position(v_new, false) IS NOT NULL THEN
         -- A new statement, a new snapshot: it sees the job that won the key, even if another

@@ -52,11 +52,11 @@ extension JSONValue {
             bytes.append(UInt8(ascii: "]"))
         case .object(let fields):
             bytes.append(UInt8(ascii: "{"))
-            for (index, key) in fields.keys.sorted().enumerated() {
+            for (index, field) in fields.sorted(by: { $0.key < $1.key }).enumerated() {
                 if index > 0 { bytes.append(UInt8(ascii: ",")) }
-                Self.write(string: key, into: &bytes)
+                Self.write(string: field.key, into: &bytes)
                 bytes.append(UInt8(ascii: ":"))
-                fields[key]!.write(into: &bytes)
+                field.value.write(into: &bytes)
             }
             bytes.append(UInt8(ascii: "}"))
         }

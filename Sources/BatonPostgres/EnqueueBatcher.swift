@@ -2,14 +2,14 @@ import Baton
 import PostgresNIO
 import Synchronization
 
-/// Group commit for enqueues: callers that arrive while a batch is being written go together in
-/// the next one, one `enqueue` call and one commit for all of them.
+/// Group commit for enqueues: callers that arrive while `writers` batches are being written go
+/// together in the next one, one `enqueue` call and one commit for all of them.
 ///
-/// A caller alone goes at once (there is no timer to wait for). Under load, a commit's cost (the
-/// WAL flush, the function call, the round trip) is shared by every caller that arrived during the
-/// previous one, which is what lets one-job-per-request HTTP traffic approach batch throughput.
-/// Each batch is written by the task of one of its callers (the first to arrive); no task of its
-/// own runs. Jobs keep the order their callers arrived in. If the database refuses a shared batch
+/// A caller goes at once while fewer than `writers` batches are in flight (there is no timer to
+/// wait for). Under load, a commit's cost (the WAL flush, the function call, the round trip) is
+/// shared by every caller that arrived meanwhile, which is what lets one-job-per-request HTTP
+/// traffic approach batch throughput; several writers keep more than one backend busy. Each batch
+/// is written by the task of one of its callers (the first to arrive); no task of its own runs. Jobs keep the order their callers arrived in. If the database refuses a shared batch
 /// (nothing was written), each caller's jobs are written alone, so that one caller's bad job fails
 /// only that caller; any other error (a lost connection: the batch may have committed) fails them
 /// all, as it would have failed each alone.
@@ -28,25 +28,27 @@ final class EnqueueBatcher: Sendable {
     }
 
     private struct State {
-        var writing = false
+        var writing = 0
         var waiting: [Waiter] = []
     }
 
     private let state = Mutex(State())
+    private let writers: Int
     private let write: @Sendable ([NewJob]) async throws -> [EnqueuedJob]
 
-    init(write: @escaping @Sendable ([NewJob]) async throws -> [EnqueuedJob]) {
+    init(writers: Int = 4, write: @escaping @Sendable ([NewJob]) async throws -> [EnqueuedJob]) {
+        self.writers = writers
         self.write = write
     }
 
     func enqueue(_ jobs: [NewJob]) async throws -> [EnqueuedJob] {
         let turn = await withCheckedContinuation { (turn: CheckedContinuation<Turn, Never>) in
             let first = state.withLock { state in
-                if state.writing {
+                if state.writing >= writers {
                     state.waiting.append(Waiter(jobs: jobs, turn: turn))
                     return false
                 }
-                state.writing = true
+                state.writing += 1
                 return true
             }
             if first { turn.resume(returning: .write) }
@@ -69,7 +71,7 @@ final class EnqueueBatcher: Sendable {
             // The next batch is written by the first caller that arrived during this one.
             let next = state.withLock { state -> Waiter? in
                 guard !state.waiting.isEmpty else {
-                    state.writing = false
+                    state.writing -= 1
                     return nil
                 }
                 return state.waiting.removeFirst()

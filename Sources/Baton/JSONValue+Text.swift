@@ -36,8 +36,9 @@ extension JSONValue {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    /// Appends this value's JSON text to `bytes`.
-    public func write(into bytes: inout [UInt8]) {
+    /// Appends this value's JSON text to `bytes`; object keys sorted unless `sortingKeys` is false
+    /// (for text only a machine reads, such as a `jsonb` parameter, where order is moot).
+    public func write(into bytes: inout [UInt8], sortingKeys: Bool = true) {
         switch self {
         case .null: bytes.append(contentsOf: "null".utf8)
         case .bool(let value): bytes.append(contentsOf: (value ? "true" : "false").utf8)
@@ -47,16 +48,23 @@ extension JSONValue {
             bytes.append(UInt8(ascii: "["))
             for (index, item) in items.enumerated() {
                 if index > 0 { bytes.append(UInt8(ascii: ",")) }
-                item.write(into: &bytes)
+                item.write(into: &bytes, sortingKeys: sortingKeys)
             }
             bytes.append(UInt8(ascii: "]"))
         case .object(let fields):
             bytes.append(UInt8(ascii: "{"))
-            for (index, field) in fields.sorted(by: { $0.key < $1.key }).enumerated() {
-                if index > 0 { bytes.append(UInt8(ascii: ",")) }
-                Self.write(string: field.key, into: &bytes)
+            var first = true
+            func member(_ key: String, _ value: JSONValue) {
+                if !first { bytes.append(UInt8(ascii: ",")) }
+                first = false
+                Self.write(string: key, into: &bytes)
                 bytes.append(UInt8(ascii: ":"))
-                field.value.write(into: &bytes)
+                value.write(into: &bytes, sortingKeys: sortingKeys)
+            }
+            if sortingKeys {
+                for (key, value) in fields.sorted(by: { $0.key < $1.key }) { member(key, value) }
+            } else {
+                for (key, value) in fields { member(key, value) }
             }
             bytes.append(UInt8(ascii: "}"))
         }

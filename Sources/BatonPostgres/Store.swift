@@ -74,7 +74,7 @@ extension Store {
             if let key = job.idempotencyKey { row["key"] = .string(key) }
             if let owner = job.enqueuedBy { row["owner"] = .string(owner) }
             if index > 0 { batch.append(UInt8(ascii: ",")) }
-            JSONValue.object(row).write(into: &batch)
+            JSONValue.object(row).write(into: &batch, sortingKeys: false)
         }
         batch.append(UInt8(ascii: "]"))
         let text = String(decoding: batch, as: UTF8.self)

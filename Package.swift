@@ -96,7 +96,7 @@ let package = Package(
         .testTarget(
             name: "BatonServerTests",
             dependencies: [
-                "Baton", "BatonPostgres", "BatonServer", "BatonWorker", "BatonTestSupport",
+                "Baton", "BatonPostgres", "BatonServer", "BatonWorker", "BatonTestSupport", "BatonCLI",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

@@ -15,7 +15,23 @@ public final class ChildProcess: @unchecked Sendable {
     public let errors: URL
     private var status: Int32?
 
-    public init(_ executable: URL, _ arguments: [String]) throws {
+    /// A binary of this package, built beside the running test bundle.
+    public static func builtBinary(_ name: String) throws -> URL {
+        var candidates = [URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()]
+        if let bundle = Bundle.main.executableURL?.deletingLastPathComponent() { candidates.append(bundle) }
+        var directory = URL(fileURLWithPath: #filePath)
+        for _ in 0..<3 { directory.deleteLastPathComponent() }
+        candidates.append(directory.appending(path: ".build/debug"))
+        for candidate in candidates {
+            let binary = candidate.appending(path: name)
+            if FileManager.default.isExecutableFile(atPath: binary.path) { return binary }
+        }
+        throw TestFailure("\(name) not found near \(candidates.map(\.path)); run `swift build` first")
+    }
+
+    /// Starts `executable` with this process's environment, changed by `environment` (a nil
+    /// value removes the variable).
+    public init(_ executable: URL, _ arguments: [String], environment: [String: String?] = [:]) throws {
         let directory = FileManager.default.temporaryDirectory
         let name = UUID().uuidString
         output = directory.appending(path: "baton-child-\(name).out")
@@ -29,7 +45,11 @@ public final class ChildProcess: @unchecked Sendable {
         let argv = ([executable.path] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var pid = pid_t()
-        let result = posix_spawn(&pid, executable.path, &actions, nil, argv, environ)
+        var variables = ProcessInfo.processInfo.environment
+        for (name, value) in environment { variables[name] = value }
+        let envp = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { envp.forEach { free($0) } }
+        let result = posix_spawn(&pid, executable.path, &actions, nil, argv, envp)
         guard result == 0 else {
             throw TestFailure("cannot start \(executable.path): \(String(cString: strerror(result)))")
         }

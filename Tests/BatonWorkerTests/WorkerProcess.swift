@@ -26,19 +26,5 @@ final class WorkerProcess: Sendable {
     }
 
     /// The test worker binary beside this test bundle.
-    static func binary() throws -> URL { try builtBinary("BatonTestWorker") }
-
-    /// A binary of this package, built beside this test bundle.
-    static func builtBinary(_ name: String) throws -> URL {
-        var candidates = [URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()]
-        if let bundle = Bundle.main.executableURL?.deletingLastPathComponent() { candidates.append(bundle) }
-        var directory = URL(fileURLWithPath: #filePath)
-        for _ in 0..<3 { directory.deleteLastPathComponent() }
-        candidates.append(directory.appending(path: ".build/debug"))
-        for candidate in candidates {
-            let binary = candidate.appending(path: name)
-            if FileManager.default.isExecutableFile(atPath: binary.path) { return binary }
-        }
-        throw TestFailure("\(name) not found near \(candidates.map(\.path)); run `swift build` first")
-    }
+    static func binary() throws -> URL { try ChildProcess.builtBinary("BatonTestWorker") }
 }

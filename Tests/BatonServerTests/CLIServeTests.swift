@@ -1,0 +1,67 @@
+import AsyncHTTPClient
+import Baton
+import BatonTestSupport
+import Foundation
+import NIOCore
+import NIOHTTP1
+import Testing
+
+/// `baton serve` and `baton dev` as an operator runs them: real processes, real HTTP.
+@Suite(.timeLimit(.minutes(3)))
+struct CLIServeTests {
+    static let noTokens: [String: String?] = ["BATON_API_TOKENS": nil, "BATON_API_TOKEN": nil]
+
+    @Test func serveRefusesToStartWithoutTokens() async throws {
+        try await TestDatabase.with { db async throws in
+            let child = try ChildProcess(
+                try ChildProcess.builtBinary("baton"), ["serve", "--database-url", db.url, "--port", "0"],
+                environment: Self.noTokens)
+            #expect(try await child.waitForExit(timeout: .seconds(60)) != 0)
+            #expect(child.standardError.contains("BATON_API_TOKENS"))
+            let bad = try ChildProcess(
+                try ChildProcess.builtBinary("baton"), ["serve", "--database-url", db.url, "--port", "0"],
+                environment: ["BATON_API_TOKENS": "root:abcdefgh123"])
+            #expect(try await bad.waitForExit(timeout: .seconds(60)) != 0)
+            #expect(bad.standardError.contains("roles are admin, enqueue, read"))
+        }
+    }
+
+    /// `baton dev` starts its own PostgreSQL, the API and a worker, and prints a token and a curl
+    /// line that work; Ctrl-C (SIGINT) stops it all.
+    @Test func devPrintsATokenThatEnqueuesAJobThatRuns() async throws {
+        let data = FileManager.default.temporaryDirectory.appending(path: "baton-dev-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: data) }
+        let dev = try ChildProcess(
+            try ChildProcess.builtBinary("baton"),
+            ["dev", "--data", data.appending(path: "pgdata").path, "--port", "0"],
+            environment: Self.noTokens)
+        defer { if dev.isRunning { dev.signal(SIGKILL) } }
+        let deadline = ContinuousClock.now + .seconds(90)
+        while !dev.standardOutput.contains("Press Ctrl-C"), dev.isRunning, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let output = dev.standardOutput
+        let api = try #require(
+            output.firstMatch(of: /api: +(http:\/\/[0-9.:]+) +\(token: ([0-9a-f]+)\)/),
+            "\(output)\n\(dev.standardError)")
+        #expect(output.contains("curl -s -H \"Authorization: Bearer \(api.2)\""))
+
+        var request = HTTPClientRequest(url: "\(api.1)/v1/jobs?wait=30s")
+        request.method = .POST
+        request.headers.add(name: "Authorization", value: "Bearer \(api.2)")
+        request.body = .bytes(
+            ByteBuffer(string: #"{"input": 7, "stages": [{"task": "sleep", "args": {"ms": 10}}, {"task": "noop"}]}"#))
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(60))
+        let job = try JSONValue(parsing: try await response.body.collect(upTo: 1 << 20).readableBytesView)
+        #expect(response.status == .created)
+        #expect(job["state"] == "completed")
+        #expect(job["output"] == 7)
+
+        var unauthorized = HTTPClientRequest(url: "\(api.1)/v1/jobs")
+        unauthorized.headers.add(name: "Authorization", value: "Bearer wrong-token")
+        #expect(try await HTTPClient.shared.execute(unauthorized, timeout: .seconds(10)).status == .unauthorized)
+
+        dev.signal(SIGINT)
+        #expect(try await dev.waitForExit(timeout: .seconds(60)) == 0)
+    }
+}

@@ -324,18 +324,16 @@ public final class LocalPostgres: Sendable {
         return (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
     }
 
+    /// What `command` prints, through a temporary file: no Foundation `Process` or `Pipe` in
+    /// this process (concurrent uses of them were seen to close a descriptor twice and take
+    /// Dispatch's timers with it, stalling every `Task.sleep` in a test run).
     static func output(of command: String, _ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [command] + arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw LocalPostgresError("\(command) failed") }
-        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let file = FileManager.default.temporaryDirectory.appending(path: "baton-output-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: file) }
+        guard try spawnAndWait(command, arguments, output: file.path, what: command) == 0 else {
+            throw LocalPostgresError("\(command) failed")
+        }
+        return try String(contentsOf: file, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 }
 

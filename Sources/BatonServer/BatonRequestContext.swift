@@ -3,10 +3,10 @@ import Logging
 
 /// The request context of the control plane: Hummingbird's core storage and nothing else; the
 /// caller is resolved per route (see `Access`).
-public struct BatonRequestContext: RequestContext {
-    public var coreContext: CoreRequestContextStorage
+struct BatonRequestContext: RequestContext {
+    var coreContext: CoreRequestContextStorage
 
-    public init(source: ApplicationRequestContextSource) {
+    init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
     }
 }

@@ -38,7 +38,9 @@ extension API {
         job.enqueuedBy = caller?.fingerprint
         try await checkTasks([job], query: query)
         let enqueued = try await client.enqueue([job])[0]
-        Counter(label: "baton_jobs_enqueued_total", dimensions: [("queue", job.queue)]).increment()
+        if enqueued.inserted {
+            Counter(label: "baton_jobs_enqueued_total", dimensions: [("queue", job.queue)]).increment()
+        }
         var record: JobRecord
         if enqueued.inserted {
             record = JobRecord(job: job, enqueued: enqueued)
@@ -80,7 +82,9 @@ extension API {
         for index in jobs.indices { jobs[index].enqueuedBy = caller?.fingerprint }
         try await checkTasks(jobs, query: Query(request))
         let enqueued = try await client.enqueue(jobs)
-        Counter(label: "baton_jobs_enqueued_total", dimensions: [("queue", "batch")]).increment(by: enqueued.count)
+        for (queue, jobs) in Dictionary(grouping: enqueued.filter(\.inserted), by: \.queue) {
+            Counter(label: "baton_jobs_enqueued_total", dimensions: [("queue", queue)]).increment(by: jobs.count)
+        }
         return JSONBody.response(
             ["jobs": .array(enqueued.map(Views.enqueued))],
             status: enqueued.contains(where: \.inserted) ? .created : .ok)

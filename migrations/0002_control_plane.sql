@@ -278,6 +278,19 @@ BEGIN
 END $$;
 
 
+-- Whether any group member of the job, at any depth, has not finished. A job with such members
+-- is neither retried nor deleted: deleting them (by cascade) would skip their lanes' hand-off.
+-- Walks `jobs_parent`.
+CREATE FUNCTION unfinished_members(p_id bigint) RETURNS boolean
+LANGUAGE sql STABLE SET search_path FROM CURRENT AS $$
+    WITH RECURSIVE tree AS (
+        SELECT m.id, m.state FROM jobs m WHERE m.parent_id = p_id
+        UNION ALL
+        SELECT c.id, c.state FROM jobs c JOIN tree t ON c.parent_id = t.id
+    )
+    SELECT EXISTS (SELECT 1 FROM tree WHERE tree.state NOT IN ('completed', 'discarded', 'cancelled'))
+$$;
+
 -- Start a discarded or cancelled job again at the stage it stopped on, with fresh attempts; its
 -- history (results, errors) stays. A laned stage rejoins the back of its lane. A group stage fans
 -- out anew: members left from the failed run are deleted, so the job must not have members still
@@ -295,8 +308,7 @@ BEGIN
         RAISE EXCEPTION 'job % not found', p_id USING ERRCODE = 'no_data_found';
     END IF;
     IF v_job.state NOT IN ('discarded', 'cancelled') OR v_job.parent_id IS NOT NULL
-       OR EXISTS (SELECT 1 FROM jobs m WHERE m.parent_id = p_id
-                  AND m.state NOT IN ('completed', 'discarded', 'cancelled')) THEN
+       OR unfinished_members(p_id) THEN
         RETURN;
     END IF;
     DELETE FROM jobs m WHERE m.parent_id = p_id AND m.parent_stage = v_job.stage;

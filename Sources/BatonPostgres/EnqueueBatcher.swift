@@ -9,9 +9,10 @@ import Synchronization
 /// wait for). Under load, a commit's cost (the WAL flush, the function call, the round trip) is
 /// shared by every caller that arrived meanwhile, which is what lets one-job-per-request HTTP
 /// traffic approach batch throughput; several writers keep more than one backend busy. Each batch
-/// is written by the task of one of its callers (the first to arrive); no task of its own runs. Jobs keep the order their callers arrived in. If the database refuses a shared batch
-/// (nothing was written), each caller's jobs are written alone, so that one caller's bad job fails
-/// only that caller; any other error (a lost connection: the batch may have committed) fails them
+/// is written by the task of one of its callers (the first to arrive). Jobs keep the order their
+/// callers arrived in. If the database refuses a shared batch for its data (nothing was written),
+/// each caller's jobs are written alone, so that one caller's bad job fails only that caller; any
+/// other error (a lost connection, after which the batch may have committed; a timeout) fails them
 /// all, as it would have failed each alone.
 final class EnqueueBatcher: Sendable {
     /// A batch stops taking callers once it holds this many jobs.
@@ -84,30 +85,30 @@ final class EnqueueBatcher: Sendable {
     /// One write for every caller's jobs; alone each, if that fails and there were several.
     private func writeBatch(_ parts: [[NewJob]]) async -> [Result<[EnqueuedJob], any Error>] {
         if parts.count == 1 {
-            return [await Result { try await write(parts[0]) }]
+            return [await Result(catching: { try await write(parts[0]) })]
         }
         do {
-            var enqueued = try await write(parts.flatMap { $0 })[...]
+            // In a task of its own: the writing caller's cancellation must not fail the others.
+            let all = parts.flatMap { $0 }
+            var enqueued = try await Task { try await write(all) }.value[...]
             return parts.map { part in
                 defer { enqueued = enqueued.dropFirst(part.count) }
                 return .success(Array(enqueued.prefix(part.count)))
             }
-        } catch let error where !(error is BatonError) && (error as? PSQLError)?.serverInfo == nil {
-            return parts.map { _ in .failure(error) }
-        } catch {
+        } catch let error where Self.refusesData(error) {
             var results: [Result<[EnqueuedJob], any Error>] = []
-            for part in parts { results.append(await Result { try await write(part) }) }
+            for part in parts { results.append(await Result(catching: { try await write(part) })) }
             return results
+        } catch {
+            return parts.map { _ in .failure(error) }
         }
     }
-}
 
-extension Result where Failure == any Error {
-    init(catching body: () async throws -> Success) async {
-        do {
-            self = .success(try await body())
-        } catch {
-            self = .failure(error)
-        }
+    /// A refusal of what was sent, which writing each part alone pins on one caller: Baton's own
+    /// validation, or PostgreSQL's data exceptions (class 22) and constraint violations (class 23).
+    private static func refusesData(_ error: any Error) -> Bool {
+        if error is BatonError { return true }
+        guard let state = (error as? PSQLError)?.serverInfo?[.sqlState] else { return false }
+        return state.hasPrefix("22") || state.hasPrefix("23")
     }
 }

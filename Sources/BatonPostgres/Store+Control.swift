@@ -18,7 +18,7 @@ extension Store {
             FROM \(unescaped: schema).jobs
             WHERE parent_id IS NULL
               AND (\(filter.before)::bigint IS NULL OR id < \(filter.before))
-              AND (\(states)::text[] IS NULL OR state::text = ANY(\(states)))
+              AND (\(states)::text[] IS NULL OR state = ANY(\(states)::\(unescaped: schema).job_state[]))
               AND (\(filter.queue)::text IS NULL OR queue = \(filter.queue))
               AND (\(filter.lane)::text IS NULL OR lane = \(filter.lane))
               AND (\(filter.task)::text IS NULL
@@ -81,14 +81,16 @@ extension Store {
         }
     }
 
-    /// Deletes a finished job with its group members. Returns false when the job has not finished
-    /// or is a group member (delete its parent); throws `BatonError.jobNotFound` for an unknown id.
+    /// Deletes a finished job with its group members. Returns false when the job has not finished,
+    /// is a group member (delete its parent) or has members still running (a failed group's
+    /// siblings); throws `BatonError.jobNotFound` for an unknown id.
     public func delete(_ id: Int64) async throws -> Bool {
         let rows = try await client.query(
             """
             WITH d AS (
                 DELETE FROM \(unescaped: schema).jobs
                 WHERE id = \(id) AND state IN ('completed', 'discarded', 'cancelled') AND parent_id IS NULL
+                  AND NOT \(unescaped: schema).unfinished_members(id)
                 RETURNING id
             ) SELECT (SELECT count(*) FROM d)::int,
                      EXISTS (SELECT 1 FROM \(unescaped: schema).jobs WHERE id = \(id))
@@ -98,6 +100,19 @@ extension Store {
             if !exists { throw BatonError.jobNotFound(id) }
         }
         return false
+    }
+
+    /// Which of `keys` name jobs that `owner` did not enqueue (`jobs_idempotency_key` index).
+    public func idempotencyKeys(_ keys: [String], notEnqueuedBy owner: String?) async throws -> [String] {
+        guard !keys.isEmpty else { return [] }
+        let rows = try await client.query(
+            """
+            SELECT idempotency_key FROM \(unescaped: schema).jobs
+            WHERE idempotency_key = ANY(\(keys)) AND enqueued_by IS DISTINCT FROM \(owner)
+            """, logger: logger)
+        var taken: [String] = []
+        for try await key in rows.decode(String.self) { taken.append(key) }
+        return taken
     }
 
     // MARK: queues
@@ -193,10 +208,5 @@ extension Store {
                     heartbeatAt: heartbeat, runningJobs: running))
         }
         return workers
-    }
-
-    /// Whether the database answers.
-    public func ping() async throws {
-        try await client.perform("SELECT 1", logger: logger)
     }
 }

@@ -44,6 +44,7 @@ extension Store {
                     SELECT id FROM \(unescaped: schema).jobs
                     WHERE state IN ('completed', 'discarded', 'cancelled') AND parent_id IS NULL
                       AND finished_at < now() - \(retention.milliseconds) * interval '1 millisecond'
+                      AND NOT \(unescaped: schema).unfinished_members(id)
                     LIMIT \(limit))
                 RETURNING 1)
             SELECT count(*)::int FROM gone

@@ -39,7 +39,7 @@ extension Store {
     public func enqueue(_ jobs: [NewJob]) async throws -> [EnqueuedJob] {
         guard !jobs.isEmpty else { return [] }
         let rows = try await client.query(try Self.enqueueQuery(jobs, schema: schema), logger: logger)
-        return try await Self.decodeEnqueued(rows)
+        return try await Self.decodeEnqueued(rows, expected: jobs.count)
     }
 
     /// Enqueues `jobs` on `connection`, inside whatever transaction the caller has open there: the
@@ -47,7 +47,7 @@ extension Store {
     public func enqueue(_ jobs: [NewJob], on connection: PostgresConnection) async throws -> [EnqueuedJob] {
         guard !jobs.isEmpty else { return [] }
         let rows = try await connection.query(try Self.enqueueQuery(jobs, schema: schema), logger: logger)
-        return try await Self.decodeEnqueued(rows)
+        return try await Self.decodeEnqueued(rows, expected: jobs.count)
     }
 
     /// The batch as `enqueue` reads it: `[{"queue", "priority", "run_at"?, "chain", "input", "metadata",
@@ -63,6 +63,9 @@ extension Store {
             }
             guard (Int(Int16.min)...Int(Int16.max)).contains(job.priority) else {
                 throw BatonError.invalidChain(path: "priority", reason: "must be within -32768...32767")
+            }
+            guard case .object = job.metadata else {
+                throw BatonError.invalidChain(path: "metadata", reason: "metadata must be a JSON object")
             }
             var row: [String: JSONValue] = [
                 "queue": .string(job.queue), "priority": .number(Double(job.priority)),
@@ -82,7 +85,9 @@ extension Store {
             "SELECT id, queue, state::text, inserted, run_at, created_at FROM \(unescaped: schema).enqueue(\(text)::jsonb)"
     }
 
-    private static func decodeEnqueued(_ rows: PostgresRowSequence) async throws -> [EnqueuedJob] {
+    /// One entry per job sent, or an error: fewer rows mean a job that an idempotency key matched
+    /// was deleted in the instant between the insert and its look-up (the caller may try again).
+    private static func decodeEnqueued(_ rows: PostgresRowSequence, expected: Int) async throws -> [EnqueuedJob] {
         var result: [EnqueuedJob] = []
         for try await (id, queue, state, inserted, runAt, createdAt) in rows.decode(
             (Int64, String, String, Bool, Date, Date).self)
@@ -91,6 +96,9 @@ extension Store {
                 EnqueuedJob(
                     id: id, queue: queue, state: JobState(rawValue: state) ?? .available, inserted: inserted,
                     runAt: runAt, createdAt: createdAt))
+        }
+        guard result.count == expected else {
+            throw ConfigurationError("a job named by an idempotency key was deleted while enqueueing; try again")
         }
         return result
     }

@@ -1,4 +1,5 @@
 import Foundation
+import LocalPostgres
 
 #if canImport(Glibc)
     import Glibc
@@ -42,6 +43,9 @@ public final class ChildProcess: @unchecked Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, output.path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_addopen(&actions, 2, errors.path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        // Only the three above: an inherited socket of the test process (a server's listener, a
+        // client connection) would stay open in the child and hide its closing from the peer.
+        try closeInheritedDescriptors(&actions)
         let argv = ([executable.path] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var pid = pid_t()

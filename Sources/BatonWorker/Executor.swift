@@ -95,9 +95,3 @@ struct Executor: Sendable {
         }
     }
 }
-
-extension Swift.Result where Failure == any Error {
-    init(catching body: () async throws -> Success) async {
-        do { self = .success(try await body()) } catch { self = .failure(error) }
-    }
-}

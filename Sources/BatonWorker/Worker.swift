@@ -201,7 +201,12 @@ public final class Worker: Service, Sendable {
         var job = claimed
         let control = RunControl()
         state.withLock { $0.running[job.id] = control }
-        defer { _ = state.withLock { $0.running.removeValue(forKey: job.id) } }
+        // Only this run's entry: a retried job may already run again here under the same id.
+        defer {
+            state.withLock { state in
+                if state.running[job.id] === control { state.running.removeValue(forKey: job.id) }
+            }
+        }
         if let invalid = job.invalid {
             logger.error("job cannot run", metadata: ["job": "\(job.id)", "reason": "\(invalid)"])
             await completer.submit(

@@ -308,6 +308,10 @@ public final class LocalPostgres: Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        // Nothing else of this process goes along: the server outlives this call, and a socket it
+        // inherited (an HTTP listener, a client connection) would stay open in it, so the peers
+        // of this process would never see those closed.
+        try closeInheritedDescriptors(&actions)
         // `env -C /`: run from /, which the server user can always enter (unlike, say, /root).
         let argv = (["/usr/bin/env", "-C", "/", command] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
@@ -334,6 +338,20 @@ public final class LocalPostgres: Sendable {
             throw LocalPostgresError("\(command) failed")
         }
         return try String(contentsOf: file, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}
+
+/// Makes a `posix_spawn` close every descriptor from 3 up in the child (glibc's
+/// `posix_spawn_file_actions_addclosefrom_np`, looked up at run time: Swift's Glibc module does
+/// not declare it). Without it a child inherits this process's sockets that lack close-on-exec.
+package func closeInheritedDescriptors(_ actions: inout posix_spawn_file_actions_t) throws {
+    typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+    guard let symbol = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") else {
+        throw LocalPostgresError("this C library has no posix_spawn_file_actions_addclosefrom_np (glibc 2.34 or later)")
+    }
+    let closeFrom = unsafeBitCast(symbol, to: CloseFrom.self)
+    guard closeFrom(&actions, 3) == 0 else {
+        throw LocalPostgresError("posix_spawn_file_actions_addclosefrom_np failed")
     }
 }
 

@@ -23,7 +23,7 @@ struct EnqueueBatcherTests {
                                     input: .number(Double(caller * 10 + index)), stages: [.task("noop")]),
                                 queue: queue, idempotencyKey: "caller-\(caller)-\(index)")
                         }
-                        return (caller, await Result { try await client.enqueue(jobs) })
+                        return (caller, await Result(catching: { try await client.enqueue(jobs) }))
                     }
                 }
                 var results: [Int: Result<[EnqueuedJob], any Error>] = [:]
@@ -49,16 +49,6 @@ struct EnqueueBatcherTests {
             let stored = try await db.values(
                 "SELECT count(*)::int FROM \(unescaped: db.configuration.schema).jobs", as: Int.self)
             #expect(stored == [ids.count])
-        }
-    }
-}
-
-extension Result where Failure == any Error {
-    init(_ body: () async throws -> Success) async {
-        do {
-            self = .success(try await body())
-        } catch {
-            self = .failure(error)
         }
     }
 }

@@ -20,7 +20,7 @@ struct CLIServeTests {
             #expect(child.standardError.contains("BATON_API_TOKENS"))
             let bad = try ChildProcess(
                 try ChildProcess.builtBinary("baton"), ["serve", "--database-url", db.url, "--port", "0"],
-                environment: ["BATON_API_TOKENS": "root:abcdefgh123"])
+                environment: ["BATON_API_TOKENS": "root:abcdefgh12345678"])
             #expect(try await bad.waitForExit(timeout: .seconds(60)) != 0)
             #expect(bad.standardError.contains("roles are admin, enqueue, read"))
         }

@@ -42,7 +42,9 @@ public struct APITokens: Sendable {
 
     public var isEmpty: Bool { entries.isEmpty }
 
-    /// Parses `role:token,role:token` (roles: admin, enqueue, read).
+    /// Parses `role:token,role:token` (roles: admin, enqueue, read). Tokens are at least 16
+    /// characters: a fingerprint of each is stored with the jobs it enqueues, and a short token
+    /// could be found from it by brute force.
     public static func parse(_ text: String) throws -> APITokens {
         var tokens: [(role: Role, token: String)] = []
         for (index, item) in text.split(separator: ",", omittingEmptySubsequences: true).enumerated() {
@@ -56,9 +58,12 @@ public struct APITokens: Sendable {
                     "token \(index + 1) has role \"\(roleName)\"; roles are admin, enqueue, read")
             }
             let token = String(item[item.index(after: colon)...])
-            guard token.count >= 8 else { throw ConfigurationError("token \(index + 1) is shorter than 8 characters") }
+            guard token.count >= 16 else {
+                throw ConfigurationError("token \(index + 1) is shorter than 16 characters")
+            }
             tokens.append((role, token))
         }
+        guard !tokens.isEmpty else { throw ConfigurationError("no tokens in the list") }
         return APITokens(tokens)
     }
 
@@ -67,7 +72,10 @@ public struct APITokens: Sendable {
         throws -> APITokens?
     {
         if let list = environment["BATON_API_TOKENS"], !list.isEmpty { return try parse(list) }
-        if let token = environment["BATON_API_TOKEN"], !token.isEmpty { return APITokens([(.admin, token)]) }
+        if let token = environment["BATON_API_TOKEN"], !token.isEmpty {
+            guard token.count >= 16 else { throw ConfigurationError("BATON_API_TOKEN is shorter than 16 characters") }
+            return APITokens([(.admin, token)])
+        }
         return nil
     }
 

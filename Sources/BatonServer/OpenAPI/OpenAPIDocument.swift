@@ -126,6 +126,16 @@ enum OpenAPIDocument {
                   "403": {
                     "$ref": "#/components/responses/Forbidden"
                   },
+                  "404": {
+                    "description": "The job an idempotency key named was deleted meanwhile: send again.",
+                    "content": {
+                      "application/problem+json": {
+                        "schema": {
+                          "$ref": "#/components/schemas/Problem"
+                        }
+                      }
+                    }
+                  },
                   "409": {
                     "description": "The idempotency key names another caller's job.",
                     "content": {
@@ -276,6 +286,16 @@ enum OpenAPIDocument {
                   },
                   "403": {
                     "$ref": "#/components/responses/Forbidden"
+                  },
+                  "409": {
+                    "description": "An idempotency key names another caller's job; nothing was enqueued.",
+                    "content": {
+                      "application/problem+json": {
+                        "schema": {
+                          "$ref": "#/components/schemas/Problem"
+                        }
+                      }
+                    }
                   },
                   "413": {
                     "$ref": "#/components/responses/TooLarge"
@@ -815,7 +835,7 @@ enum OpenAPIDocument {
                 },
                 "required": [],
                 "additionalProperties": false,
-                "description": "Wait between attempts. Default: exponential from 1s doubling to 10m, jitter 0.1."
+                "description": "Wait between attempts, with initial ≤ max. Default: exponential from 1s doubling to 10m, jitter 0.1."
               },
               "TaskStageRequest": {
                 "type": "object",
@@ -823,12 +843,14 @@ enum OpenAPIDocument {
                   "task": {
                     "type": "string",
                     "minLength": 1,
-                    "description": "A task some worker serves (else 422, unless `?unchecked=true`)."
+                    "maxLength": 200,
+                    "description": "A task some worker serves (else 422, unless `?unchecked=true`). At most 200 UTF-8 bytes, no control characters."
                   },
                   "name": {
                     "type": "string",
                     "minLength": 1,
-                    "description": "Unique within the chain; later stages read this stage's output by it."
+                    "maxLength": 200,
+                    "description": "Unique within the chain; later stages read this stage's output by it. At most 200 UTF-8 bytes, no control characters."
                   },
                   "args": {
                     "description": "The task's arguments (any JSON; default `{}`)."
@@ -839,7 +861,8 @@ enum OpenAPIDocument {
                       "null"
                     ],
                     "minLength": 1,
-                    "description": "Run this stage in this lane: one at a time, in order, across all workers."
+                    "maxLength": 200,
+                    "description": "Run this stage in this lane: one at a time, in order, across all workers. At most 200 UTF-8 bytes, no control characters."
                   },
                   "max_attempts": {
                     "type": "integer",
@@ -851,7 +874,8 @@ enum OpenAPIDocument {
                     "$ref": "#/components/schemas/Backoff"
                   },
                   "timeout": {
-                    "$ref": "#/components/schemas/Duration"
+                    "$ref": "#/components/schemas/Duration",
+                    "description": "Longer than zero; default 5m."
                   }
                 },
                 "required": [
@@ -864,7 +888,8 @@ enum OpenAPIDocument {
                 "properties": {
                   "name": {
                     "type": "string",
-                    "minLength": 1
+                    "minLength": 1,
+                    "maxLength": 200
                   },
                   "group": {
                     "type": "array",
@@ -897,7 +922,9 @@ enum OpenAPIDocument {
                   "queue": {
                     "type": "string",
                     "minLength": 1,
-                    "default": "default"
+                    "maxLength": 200,
+                    "default": "default",
+                    "description": "At most 200 UTF-8 bytes, no control characters."
                   },
                   "priority": {
                     "type": "integer",
@@ -909,14 +936,16 @@ enum OpenAPIDocument {
                   "run_at": {
                     "type": "string",
                     "format": "date-time",
-                    "description": "Not before this time (RFC 3339). Not with delay."
+                    "description": "Not before this time (RFC 3339, years 1 to 9999). Not with delay."
                   },
                   "delay": {
-                    "$ref": "#/components/schemas/Duration"
+                    "$ref": "#/components/schemas/Duration",
+                    "description": "Not before this long from now (at most 100 years). Not with run_at."
                   },
                   "idempotency_key": {
                     "type": "string",
                     "minLength": 1,
+                    "maxLength": 255,
                     "description": "A repeated key answers 200 with the existing job. The Idempotency-Key header works the same."
                   },
                   "metadata": {
@@ -932,7 +961,8 @@ enum OpenAPIDocument {
                       "$ref": "#/components/schemas/StageRequest"
                     },
                     "minItems": 1,
-                    "maxItems": 100
+                    "maxItems": 100,
+                    "description": "Stage names are unique within the chain. No string or key anywhere in a job (input, metadata, args) may hold a NUL character (\\u0000), which PostgreSQL cannot store."
                   }
                 },
                 "required": [
@@ -1729,7 +1759,8 @@ enum OpenAPIDocument {
                 "required": true,
                 "schema": {
                   "type": "string",
-                  "minLength": 1
+                  "minLength": 1,
+                  "maxLength": 200
                 }
               },
               "Wait": {
@@ -1775,7 +1806,9 @@ enum OpenAPIDocument {
                 "required": false,
                 "description": "Same as `idempotency_key`; both given must agree.",
                 "schema": {
-                  "type": "string"
+                  "type": "string",
+                  "minLength": 1,
+                  "maxLength": 255
                 }
               }
             }

@@ -4,6 +4,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Metrics
+import ServiceLifecycle
 
 extension API {
     var jobRoutes: [Route] {
@@ -38,9 +39,7 @@ extension API {
         job.enqueuedBy = caller?.fingerprint
         try await checkTasks([job], query: query)
         let enqueued = try await client.enqueue([job])[0]
-        if enqueued.inserted {
-            Counter(label: "baton_jobs_enqueued_total", dimensions: [("queue", job.queue)]).increment()
-        }
+        if enqueued.inserted { countEnqueued(1, queue: job.queue) }
         var record: JobRecord
         if enqueued.inserted {
             record = JobRecord(job: job, enqueued: enqueued)
@@ -52,10 +51,10 @@ extension API {
                     path: "idempotency_key")
             }
         }
-        if let wait, !record.state.isFinished {
-            record = try await client.waitUntilFinished(enqueued.id, timeout: wait)
-        }
-        let members = wait != nil || !enqueued.inserted ? try await members(of: record) : []
+        // The job is committed: from here on, trouble answers with what is known rather than a 500
+        // that would make the caller enqueue it again.
+        if let wait, !record.state.isFinished { record = await waited(record, for: wait) }
+        let members = wait != nil || !enqueued.inserted ? (try? await members(of: record)) ?? [] : []
         var response = JSONBody.response(
             Views.job(record, members: members), status: enqueued.inserted ? .created : .ok)
         response.headers[.location] = "/v1/jobs/\(enqueued.id)"
@@ -81,9 +80,20 @@ extension API {
         }
         for index in jobs.indices { jobs[index].enqueuedBy = caller?.fingerprint }
         try await checkTasks(jobs, query: Query(request))
+        if caller?.role == .enqueue {
+            // A key naming another caller's job would answer with that job's id and state.
+            let keys = jobs.compactMap(\.idempotencyKey)
+            if let taken = try await store.idempotencyKeys(keys, notEnqueuedBy: caller?.fingerprint).first,
+                let index = jobs.firstIndex(where: { $0.idempotencyKey == taken })
+            {
+                throw Problem(
+                    .conflict, type: "idempotency-key-taken", title: "The idempotency key names another caller's job",
+                    path: "jobs[\(index)].idempotency_key")
+            }
+        }
         let enqueued = try await client.enqueue(jobs)
         for (queue, jobs) in Dictionary(grouping: enqueued.filter(\.inserted), by: \.queue) {
-            Counter(label: "baton_jobs_enqueued_total", dimensions: [("queue", queue)]).increment(by: jobs.count)
+            countEnqueued(jobs.count, queue: queue)
         }
         return JSONBody.response(
             ["jobs": .array(enqueued.map(Views.enqueued))],
@@ -128,10 +138,20 @@ extension API {
         let id = try Self.jobID(context)
         let wait = try Query(request).duration("wait", max: configuration.maxWait)
         var job = try await readableJob(id, caller: caller)
-        if let wait, !job.state.isFinished {
-            job = try await client.waitUntilFinished(id, timeout: wait)
-        }
+        if let wait, !job.state.isFinished { job = await waited(job, for: wait) }
         return JSONBody.response(Views.job(job, members: try await members(of: job)))
+    }
+
+    /// The job once it has finished, or as it is when `wait` runs out, the server begins to shut
+    /// down (a long poll must not hold up a drain) or the job cannot be read.
+    private func waited(_ job: JobRecord, for wait: Duration) async -> JobRecord {
+        do {
+            return try await cancelWhenGracefulShutdown {
+                try await client.waitUntilFinished(job.id, timeout: wait)
+            }
+        } catch {
+            return (try? await store.job(job.id)) ?? job
+        }
     }
 
     /// The job, if the caller may see it: an `enqueue` token sees only its own (others are 404,

@@ -3,7 +3,9 @@ import BatonPostgres
 import HTTPTypes
 import Hummingbird
 import Logging
+import Metrics
 import Prometheus
+import Synchronization
 
 /// The control plane's routes: one table, which the server registers and the OpenAPI document
 /// describes (a test holds them to each other).
@@ -22,6 +24,7 @@ struct API: Sendable {
     let catalog: TaskCatalog
     let configuration: ServerConfiguration
     let registry: PrometheusCollectorRegistry?
+    let queueLabels = QueueLabels()
 
     var store: Store { client.store }
 
@@ -30,6 +33,12 @@ struct API: Sendable {
             Route(method: .get, path: "/v1/lanes", access: .readers, handler: lanes),
             Route(method: .get, path: "/v1/workers", access: .readers, handler: workers),
         ] + operationRoutes
+    }
+
+    /// Counts enqueued jobs in `baton_jobs_enqueued_total{queue}`.
+    func countEnqueued(_ count: Int, queue: String) {
+        Counter(label: "baton_jobs_enqueued_total", dimensions: [("queue", queueLabels.label(queue))])
+            .increment(by: count)
     }
 
     /// The `{id}` of a job route: a path that names no job id is a job that does not exist.
@@ -48,5 +57,21 @@ struct API: Sendable {
             throw Problem.invalid("name", "a queue name is 1 to \(ChainDefinition.maxNameLength) bytes")
         }
         return name
+    }
+}
+
+/// Queue names as metric labels: callers choose queue names, so past the first hundred seen they
+/// are counted together as `other` rather than growing `/metrics` without bound.
+final class QueueLabels: Sendable {
+    static let limit = 100
+    private let seen = Mutex(Set<String>())
+
+    func label(_ queue: String) -> String {
+        seen.withLock { seen in
+            if seen.contains(queue) { return queue }
+            guard seen.count < Self.limit else { return "other" }
+            seen.insert(queue)
+            return queue
+        }
     }
 }

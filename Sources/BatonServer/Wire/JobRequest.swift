@@ -38,12 +38,14 @@ struct JobRequest {
         case (.some, .some): throw invalid("delay", "give run_at or delay, not both")
         case (let runAt?, nil):
             let text = try string(runAt, at: "run_at")
-            guard let date = Self.parseTimestamp(text) else {
-                throw invalid("run_at", "run_at must be an RFC 3339 time such as 2026-01-31T09:30:00Z")
+            guard let date = Self.parseTimestamp(text), Self.storableTimes.contains(date) else {
+                throw invalid(
+                    "run_at", "run_at must be an RFC 3339 time in the years 1 to 9999, such as 2026-01-31T09:30:00Z")
             }
             job.runAt = date
         case (nil, let delay?):
             let duration = try duration(delay, at: "delay")
+            guard duration <= Self.longestDelay else { throw invalid("delay", "delay may be at most 100 years") }
             job.runAt = now.addingTimeInterval(Double(duration.milliseconds) / 1000)
         case (nil, nil): break
         }
@@ -203,6 +205,11 @@ struct JobRequest {
     private func invalid(_ path: String, _ detail: String) -> Problem {
         Problem.invalid(self.path(path), detail)
     }
+
+    /// What `timestamptz` stores without complaint (PostgreSQL has no year 0).
+    static let storableTimes =
+        Date(timeIntervalSince1970: -62_135_596_800)...Date(timeIntervalSince1970: 253_402_300_799)
+    static let longestDelay = Duration.seconds(100 * 365 * 86_400)
 
     static func parseTimestamp(_ text: String) -> Date? {
         (try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text))

@@ -18,14 +18,12 @@ public final class BatonClient: Service, Sendable {
     public let store: Store
     public let listener: Listener
     let waker: Waker
-    let batcher: EnqueueBatcher
     let logger: Logger
 
     public init(postgres: PostgresClient, configuration: DatabaseConfiguration, logger: Logger) {
         self.store = Store(client: postgres, schema: configuration.schema, logger: logger)
         self.listener = Listener(configuration: configuration, logger: logger)
         self.waker = Waker(store: store, logger: logger)
-        self.batcher = EnqueueBatcher(write: { [store] in try await store.enqueue($0) })
         self.logger = logger
     }
 
@@ -67,10 +65,9 @@ public final class BatonClient: Service, Sendable {
         return JobHandle(id: enqueued.id, inserted: enqueued.inserted, client: self)
     }
 
-    /// Enqueues jobs in one transaction: all or none. Concurrent calls share transactions (see
-    /// `EnqueueBatcher`): a call returns once its jobs are committed.
+    /// Enqueues jobs in one transaction: all or none.
     public func enqueue(_ jobs: [NewJob]) async throws -> [EnqueuedJob] {
-        let enqueued = try await batcher.enqueue(jobs)
+        let enqueued = try await store.enqueue(jobs)
         waker.wake(enqueued.lazy.filter { $0.state == .available }.map(\.queue))
         return enqueued
     }

@@ -58,7 +58,9 @@ public struct ChainDefinition: Sendable, Hashable {
         }
     }
 
-    private static func checkName(_ name: String, path: String, what: String) throws(BatonError) {
+    /// The rule for every name Baton stores (stages, tasks, lanes, queues): 1 to `maxNameLength`
+    /// UTF-8 bytes, no control characters.
+    public static func checkName(_ name: String, path: String, what: String) throws(BatonError) {
         guard !name.isEmpty else { throw .invalidChain(path: path, reason: "\(what) is empty") }
         guard name.utf8.count <= maxNameLength else {
             throw .invalidChain(path: path, reason: "\(what) is longer than \(maxNameLength) bytes")

@@ -23,6 +23,14 @@ struct DatabaseOptions: ParsableArguments {
         if let schema { configuration = try configuration.inSchema(schema) }
         return configuration
     }
+
+    /// The configuration and a pool for it, once the database has answered (an unreachable one
+    /// is reported at once with PostgreSQL's own message).
+    func connect(logger: Logger) async throws -> (DatabaseConfiguration, PostgresClient) {
+        let configuration = try configuration()
+        try await configuration.checkConnection(logger: logger)
+        return (configuration, configuration.makeClient(logger: logger))
+    }
 }
 
 /// Runs `body` with a pool connected to `database` (its `run()` going alongside); reports an

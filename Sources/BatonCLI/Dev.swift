@@ -20,12 +20,7 @@ struct Dev: AsyncParsableCommand {
     func run() async throws {
         let logger = makeLogger("baton.dev")
         // BATON_API_TOKENS or BATON_API_TOKEN when set; else a fresh admin token, printed below.
-        let configured: APITokens?
-        do {
-            configured = try APITokens.fromEnvironment()
-        } catch let error as ConfigurationError {
-            throw ValidationError("BATON_API_TOKENS: \(error)")
-        }
+        let configured = try environmentTokens()
         let generated = configured == nil ? APITokens.generateToken() : nil
         let tokens = configured ?? APITokens([(.admin, generated!)])
         let environment = ProcessInfo.processInfo.environment

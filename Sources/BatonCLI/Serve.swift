@@ -36,20 +36,12 @@ struct Serve: AsyncParsableCommand {
 
     func run() async throws {
         let logger = makeLogger("baton.serve")
-        let tokens: APITokens
-        do {
-            guard let configured = try APITokens.fromEnvironment() else {
-                throw ValidationError(
-                    "no API tokens: set BATON_API_TOKENS=role:token,… (roles admin, enqueue, read) or BATON_API_TOKEN")
-            }
-            tokens = configured
-        } catch let error as ConfigurationError {
-            throw ValidationError("BATON_API_TOKENS: \(error)")
+        guard let tokens = try environmentTokens() else {
+            throw ValidationError(
+                "no API tokens: set BATON_API_TOKENS=role:token,… (roles admin, enqueue, read) or BATON_API_TOKEN")
         }
         let serverConfiguration = try options.configuration(tokens: tokens)
-        let databaseConfiguration = try database.configuration()
-        try await databaseConfiguration.checkConnection(logger: logger)
-        let postgres = databaseConfiguration.makeClient(logger: logger)
+        let (databaseConfiguration, postgres) = try await database.connect(logger: logger)
         let client = BatonClient(postgres: postgres, configuration: databaseConfiguration, logger: logger)
         let server = BatonServer(
             configuration: serverConfiguration, client: client, registry: Metrics.registry, logger: logger,
@@ -57,6 +49,15 @@ struct Serve: AsyncParsableCommand {
         try await runServices(postgres: postgres, main: [client, server], logger: logger) {
             try await requireMigrated(postgres, database: databaseConfiguration, logger: logger)
         }
+    }
+}
+
+/// `BATON_API_TOKENS` or `BATON_API_TOKEN`, nil if neither is set; a malformed list is a usage error.
+func environmentTokens() throws -> APITokens? {
+    do {
+        return try APITokens.fromEnvironment()
+    } catch let error as ConfigurationError {
+        throw ValidationError("BATON_API_TOKENS: \(error)")
     }
 }
 

@@ -48,10 +48,8 @@ struct Worker: AsyncParsableCommand {
 
     func run() async throws {
         let logger = makeLogger("baton.worker")
-        let databaseConfiguration = try database.configuration()
         let workerConfiguration = try options.configuration()
-        try await databaseConfiguration.checkConnection(logger: logger)
-        let postgres = databaseConfiguration.makeClient(logger: logger)
+        let (databaseConfiguration, postgres) = try await database.connect(logger: logger)
         let worker = BatonWorker.Worker(
             postgres: postgres, database: databaseConfiguration, tasks: TaskRegistry(),
             configuration: workerConfiguration, logger: logger)

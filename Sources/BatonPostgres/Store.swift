@@ -58,9 +58,7 @@ extension Store {
         batch.append(UInt8(ascii: "["))
         for (index, job) in jobs.enumerated() {
             try job.chain.validate()
-            guard !job.queue.isEmpty, job.queue.utf8.count <= ChainDefinition.maxNameLength else {
-                throw BatonError.invalidChain(path: "queue", reason: "queue name must be 1 to 200 bytes")
-            }
+            try ChainDefinition.checkName(job.queue, path: "queue", what: "queue name")
             guard (Int(Int16.min)...Int(Int16.max)).contains(job.priority) else {
                 throw BatonError.invalidChain(path: "priority", reason: "must be within -32768...32767")
             }

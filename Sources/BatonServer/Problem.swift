@@ -47,6 +47,18 @@ struct Problem: Error, HTTPResponseError {
         Problem(.badRequest, type: "invalid-request", title: "The request is not valid", detail: detail, path: path)
     }
 
+    /// Baton's own refusal of a chain or a name, its path under `prefix` (`jobs[3].` in a batch).
+    static func invalid(_ error: BatonError, prefix: String = "") -> Problem {
+        guard case .invalidChain(let path, let reason) = error else { return invalid(prefix, "\(error)") }
+        return invalid(prefix + path, reason)
+    }
+
+    static func idempotencyKeyTaken(path: String) -> Problem {
+        Problem(
+            .conflict, type: "idempotency-key-taken", title: "The idempotency key names another caller's job",
+            path: path)
+    }
+
     static func notFound(_ detail: String) -> Problem { Problem(.notFound, detail: detail) }
 
     static func conflict(_ detail: String) -> Problem {

@@ -40,8 +40,6 @@ public struct APITokens: Sendable {
         }
     }
 
-    public var isEmpty: Bool { entries.isEmpty }
-
     /// Parses `role:token,role:token` (roles: admin, enqueue, read). Tokens are at least 16
     /// characters: a fingerprint of each is stored with the jobs it enqueues, and a short token
     /// could be found from it by brute force.

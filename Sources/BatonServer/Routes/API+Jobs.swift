@@ -46,9 +46,7 @@ extension API {
         } else {
             record = try await client.job(enqueued.id)
             if caller?.role == .enqueue, record.enqueuedBy != caller?.fingerprint {
-                throw Problem(
-                    .conflict, type: "idempotency-key-taken", title: "The idempotency key names another caller's job",
-                    path: "idempotency_key")
+                throw Problem.idempotencyKeyTaken(path: "idempotency_key")
             }
         }
         // The job is committed: from here on, trouble answers with what is known rather than a 500
@@ -75,10 +73,11 @@ extension API {
             throw Problem.invalid("jobs", "a batch holds 1 to 10000 jobs, got \(items.count)")
         }
         let now = Date()
-        var jobs = try items.enumerated().map { index, item in
-            try JobRequest(prefix: "jobs[\(index)].").job(item, now: now)
+        let jobs = try items.enumerated().map { index, item in
+            var job = try JobRequest(prefix: "jobs[\(index)].").job(item, now: now)
+            job.enqueuedBy = caller?.fingerprint
+            return job
         }
-        for index in jobs.indices { jobs[index].enqueuedBy = caller?.fingerprint }
         try await checkTasks(jobs, query: Query(request))
         if caller?.role == .enqueue {
             // A key naming another caller's job would answer with that job's id and state.
@@ -86,9 +85,7 @@ extension API {
             if let taken = try await store.idempotencyKeys(keys, notEnqueuedBy: caller?.fingerprint).first,
                 let index = jobs.firstIndex(where: { $0.idempotencyKey == taken })
             {
-                throw Problem(
-                    .conflict, type: "idempotency-key-taken", title: "The idempotency key names another caller's job",
-                    path: "jobs[\(index)].idempotency_key")
+                throw Problem.idempotencyKeyTaken(path: "jobs[\(index)].idempotency_key")
             }
         }
         let enqueued = try await client.enqueue(jobs)

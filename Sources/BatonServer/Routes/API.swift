@@ -51,10 +51,10 @@ struct API: Sendable {
     /// A queue name from the path.
     static func queueName(_ context: BatonRequestContext) throws -> String {
         let name = context.parameters.get("name") ?? ""
-        guard !name.isEmpty, name.utf8.count <= ChainDefinition.maxNameLength,
-            !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
-        else {
-            throw Problem.invalid("name", "a queue name is 1 to \(ChainDefinition.maxNameLength) bytes")
+        do {
+            try ChainDefinition.checkName(name, path: "name", what: "queue name")
+        } catch {
+            throw Problem.invalid(error)
         }
         return name
     }

@@ -22,15 +22,7 @@ struct JobRequest {
         let fields = try object(value, at: "", allowed: Self.jobFields)
         var job = NewJob(chain: ChainDefinition(input: fields["input"] ?? .null, stages: []))
         try storable(job.chain.input, at: "input")
-        if let queue = fields["queue"] {
-            job.queue = try string(queue, at: "queue")
-            guard !job.queue.isEmpty, job.queue.utf8.count <= ChainDefinition.maxNameLength,
-                !job.queue.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
-            else {
-                throw invalid(
-                    "queue", "queue must be 1 to \(ChainDefinition.maxNameLength) bytes, no control characters")
-            }
-        }
+        if let queue = fields["queue"] { job.queue = try string(queue, at: "queue") }
         if let priority = fields["priority"] {
             job.priority = try integer(priority, at: "priority", within: Int(Int16.min)...Int(Int16.max))
         }
@@ -61,11 +53,10 @@ struct JobRequest {
         guard let stages = fields["stages"] else { throw invalid("stages", "stages is required") }
         job.chain.stages = try stageList(stages, at: "stages")
         do {
+            try ChainDefinition.checkName(job.queue, path: "queue", what: "queue name")
             try job.chain.validate()
-        } catch .invalidChain(let at, let reason) {
-            throw invalid(at, reason)
         } catch {
-            throw invalid("stages", "\(error)")
+            throw Problem.invalid(error, prefix: prefix)
         }
         return job
     }

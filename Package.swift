@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "Baton", targets: ["Baton"]),
         .library(name: "BatonPostgres", targets: ["BatonPostgres"]),
         .library(name: "BatonWorker", targets: ["BatonWorker"]),
+        .library(name: "BatonAPI", targets: ["BatonAPI"]),
         .library(name: "BatonServer", targets: ["BatonServer"]),
         .executable(name: "baton", targets: ["BatonCLI"]),
     ],
@@ -46,10 +47,12 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // The control plane's request and response types, shared by the server and its clients.
+        .target(name: "BatonAPI", dependencies: ["Baton"]),
         .target(
             name: "BatonServer",
             dependencies: [
-                "Baton", "BatonPostgres",
+                "Baton", "BatonAPI", "BatonPostgres",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -62,8 +65,9 @@ let package = Package(
         .executableTarget(
             name: "BatonCLI",
             dependencies: [
-                "Baton", "BatonPostgres", "BatonWorker", "BatonServer", "LocalPostgres",
+                "Baton", "BatonAPI", "BatonPostgres", "BatonWorker", "BatonServer", "LocalPostgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ]
@@ -80,6 +84,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "BatonTests", dependencies: ["Baton"]),
+        .testTarget(name: "BatonAPITests", dependencies: ["Baton", "BatonAPI"]),
         .testTarget(
             name: "BatonPostgresTests",
             dependencies: [
@@ -97,7 +102,7 @@ let package = Package(
         .testTarget(
             name: "BatonServerTests",
             dependencies: [
-                "Baton", "BatonPostgres", "BatonServer", "BatonWorker", "BatonTestSupport", "BatonCLI",
+                "Baton", "BatonAPI", "BatonPostgres", "BatonServer", "BatonWorker", "BatonTestSupport", "BatonCLI",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

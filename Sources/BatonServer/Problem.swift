@@ -1,4 +1,5 @@
 import Baton
+import BatonAPI
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -14,8 +15,8 @@ struct Problem: Error, HTTPResponseError {
     var title: String
     var detail: String?
     var path: String?
-    /// More members, e.g. `tasks` for unknown tasks.
-    var extra: [String: JSONValue] = [:]
+    /// For `unknown-task`: the tasks no live worker serves.
+    var tasks: [String]?
     var headers: HTTPFields = [:]
 
     init(
@@ -23,20 +24,16 @@ struct Problem: Error, HTTPResponseError {
         path: String? = nil
     ) {
         self.status = status
-        self.type = type.map { "urn:baton:problem:" + $0 } ?? "about:blank"
+        self.type = type.map { ProblemDetails.typePrefix + $0 } ?? "about:blank"
         self.title = title ?? status.reasonPhrase
         self.detail = detail
         self.path = path
     }
 
     func response(from request: Request, context: some RequestContext) throws -> Response {
-        var body: [String: JSONValue] = [
-            "type": .string(type), "title": .string(title), "status": .number(Double(status.code)),
-        ]
-        if let detail { body["detail"] = .string(detail) }
-        if let path { body["path"] = .string(path) }
-        body.merge(extra) { _, new in new }
-        var response = JSONBody.response(.object(body), status: status, contentType: "application/problem+json")
+        let body = ProblemDetails(
+            type: type, title: title, status: Int(status.code), detail: detail, path: path, tasks: tasks)
+        var response = JSONBody.response(body, status: status, contentType: "application/problem+json")
         response.headers.append(contentsOf: headers)
         return response
     }

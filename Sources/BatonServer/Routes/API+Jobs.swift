@@ -1,4 +1,5 @@
 import Baton
+import BatonAPI
 import BatonPostgres
 import Foundation
 import HTTPTypes
@@ -54,7 +55,7 @@ extension API {
         if let wait, !record.state.isFinished { record = await waited(record, for: wait) }
         let members = wait != nil || !enqueued.inserted ? (try? await members(of: record)) ?? [] : []
         var response = JSONBody.response(
-            Views.job(record, members: members), status: enqueued.inserted ? .created : .ok)
+            JobView(record, members: members), status: enqueued.inserted ? .created : .ok)
         response.headers[.location] = "/v1/jobs/\(enqueued.id)"
         return response
     }
@@ -65,7 +66,7 @@ extension API {
     {
         let body = try await JSONBody.read(request, limit: configuration.maxBodySize)
         guard case .object(let fields) = body else { throw Problem.invalid("", "the body must be a JSON object") }
-        if let unknown = fields.keys.first(where: { $0 != "jobs" }) {
+        if let unknown = fields.keys.first(where: { BatchSubmission.CodingKeys(stringValue: $0) == nil }) {
             throw Problem.invalid(unknown, "unknown field \"\(unknown)\"; a batch is {\"jobs\": [job, …]}")
         }
         guard case .array(let items)? = fields["jobs"] else { throw Problem.invalid("jobs", "jobs must be an array") }
@@ -93,7 +94,7 @@ extension API {
             countEnqueued(jobs.count, queue: queue)
         }
         return JSONBody.response(
-            ["jobs": .array(enqueued.map(Views.enqueued))],
+            BatchResponse(jobs: enqueued.map(EnqueuedJobView.init)),
             status: enqueued.contains(where: \.inserted) ? .created : .ok)
     }
 
@@ -124,7 +125,7 @@ extension API {
                 + unknown.map { "\"\($0)\"" }.joined(separator: ", ")
                 + " (enqueue anyway with ?unchecked=true)",
             path: paths[first])
-        problem.extra["tasks"] = .array(unknown.map(JSONValue.string))
+        problem.tasks = unknown
         throw problem
     }
 
@@ -136,7 +137,7 @@ extension API {
         let wait = try Query(request).duration("wait", max: configuration.maxWait)
         var job = try await readableJob(id, caller: caller)
         if let wait, !job.state.isFinished { job = await waited(job, for: wait) }
-        return JSONBody.response(Views.job(job, members: try await members(of: job)))
+        return JSONBody.response(JobView(job, members: try await members(of: job)))
     }
 
     /// The job once it has finished, or as it is when `wait` runs out, the server begins to shut
@@ -191,8 +192,8 @@ extension API {
         filter.limit += 1
         let jobs = try await store.jobs(filter)
         let page = jobs.prefix(limit)
-        let next: JSONValue = jobs.count > limit ? .string(Cursor.encode("job:\(page.last!.id)")) : .null
-        return JSONBody.response(["jobs": .array(page.map(Views.summary)), "next_cursor": next])
+        let next = jobs.count > limit ? Cursor.encode("job:\(page.last!.id)") : nil
+        return JSONBody.response(JobPage(jobs: page.map(JobSummaryView.init), nextCursor: next))
     }
 
     // MARK: steer
@@ -238,7 +239,7 @@ extension API {
 
     private func showJob(_ id: Int64) async throws -> Response {
         guard let job = try await store.job(id) else { throw Problem.notFound("no job has id \(id)") }
-        return JSONBody.response(Views.job(job, members: try await members(of: job)))
+        return JSONBody.response(JobView(job, members: try await members(of: job)))
     }
 }
 

@@ -17,7 +17,7 @@ extension API {
 
     /// `GET /healthz`: the process answers.
     @Sendable func health(_ request: Request, context: BatonRequestContext, caller: Caller?) async throws -> Response {
-        JSONBody.response(["status": "ok"])
+        JSONBody.response(["status": "ok"] as JSONValue)
     }
 
     /// `GET /readyz`: the database answers and its schema is the one this binary needs; else 503.
@@ -36,7 +36,7 @@ extension API {
                     "the schema is at version \(version), this binary needs \(Migrator.latestVersion): run `baton migrate`"
             )
         }
-        return JSONBody.response(["status": "ready", "schema_version": .number(Double(version))])
+        return JSONBody.response(["status": "ready", "schema_version": .number(Double(version))] as JSONValue)
     }
 
     /// `GET /metrics`: Prometheus text.

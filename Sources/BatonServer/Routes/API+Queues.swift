@@ -1,4 +1,5 @@
 import Baton
+import BatonAPI
 import BatonPostgres
 import Foundation
 import Hummingbird
@@ -15,7 +16,7 @@ extension API {
     /// `GET /v1/queues`: counts per state, the oldest available job's age, paused or not.
     @Sendable func queues(_ request: Request, context: BatonRequestContext, caller: Caller?) async throws -> Response {
         let now = Date()
-        return JSONBody.response(["queues": .array(try await store.queues().map { Views.queue($0, now: now) })])
+        return JSONBody.response(QueueList(queues: try await store.queues().map { QueueView($0, now: now) }))
     }
 
     /// `POST /v1/queues/{name}/pause`: workers stop claiming from the queue; running stages finish.
@@ -23,7 +24,7 @@ extension API {
         let name = try Self.queueName(context)
         try await store.setPaused(true, queue: name)
         context.logger.notice("queue paused", metadata: ["queue": .string(name)])
-        return JSONBody.response(["name": .string(name), "paused": true])
+        return JSONBody.response(QueuePauseState(name: name, paused: true))
     }
 
     /// `POST /v1/queues/{name}/resume`: workers claim from the queue again, woken at once.
@@ -31,7 +32,7 @@ extension API {
         let name = try Self.queueName(context)
         try await store.setPaused(false, queue: name)
         context.logger.notice("queue resumed", metadata: ["queue": .string(name)])
-        return JSONBody.response(["name": .string(name), "paused": false])
+        return JSONBody.response(QueuePauseState(name: name, paused: false))
     }
 
     /// `GET /v1/lanes`: each lane's head (the job holding it, and why it is stuck if it is retrying)
@@ -48,12 +49,12 @@ extension API {
         }
         let lanes = try await store.lanes(after: after, limit: limit + 1)
         let page = lanes.prefix(limit)
-        let next: JSONValue = lanes.count > limit ? .string(Cursor.encode("lane:" + page.last!.lane)) : .null
-        return JSONBody.response(["lanes": .array(page.map(Views.lane)), "next_cursor": next])
+        let next = lanes.count > limit ? Cursor.encode("lane:" + page.last!.lane) : nil
+        return JSONBody.response(LanePage(lanes: page.map(LaneView.init), nextCursor: next))
     }
 
     /// `GET /v1/workers`: registered workers with their heartbeats and the jobs they run.
     @Sendable func workers(_ request: Request, context: BatonRequestContext, caller: Caller?) async throws -> Response {
-        JSONBody.response(["workers": .array(try await store.workers().map(Views.worker))])
+        JSONBody.response(WorkerList(workers: try await store.workers().map(WorkerView.init)))
     }
 }

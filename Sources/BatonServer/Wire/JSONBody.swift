@@ -1,4 +1,5 @@
 import Baton
+import BatonAPI
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -6,14 +7,20 @@ import NIOCore
 
 /// JSON in and out of HTTP bodies.
 enum JSONBody {
+    /// Shared: `JSONEncoder` is safe to use from many requests at once.
+    static let encoder = WireCoding.encoder()
+
+    /// `value` as the body, written as the wire types say (explicit nulls, RFC 3339 times).
     static func response(
-        _ value: JSONValue, status: HTTPResponse.Status = .ok, contentType: String = "application/json"
-    )
-        -> Response
-    {
-        var bytes: [UInt8] = []
-        value.write(into: &bytes)
-        let buffer = ByteBuffer(bytes: bytes)
+        _ value: some Encodable, status: HTTPResponse.Status = .ok, contentType: String = "application/json"
+    ) -> Response {
+        let buffer: ByteBuffer
+        do {
+            buffer = ByteBuffer(bytes: try encoder.encode(value))
+        } catch {
+            // Only a non-finite number could fail, and JSONValue writes those as null.
+            preconditionFailure("a response did not encode: \(error)")
+        }
         return Response(
             status: status, headers: [.contentType: contentType, .contentLength: String(buffer.readableBytes)],
             body: .init(byteBuffer: buffer))

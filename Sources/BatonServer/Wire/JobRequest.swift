@@ -1,4 +1,5 @@
 import Baton
+import BatonAPI
 import BatonPostgres
 import Foundation
 
@@ -9,14 +10,11 @@ struct JobRequest {
     /// Paths are prefixed with this (`jobs[3].` inside a batch).
     var prefix = ""
 
-    static let jobFields: Set<String> = [
-        "queue", "priority", "run_at", "delay", "idempotency_key", "metadata", "input", "stages",
-    ]
-    static let taskFields: Set<String> = [
-        "task", "name", "args", "lane", "max_attempts", "backoff", "timeout",
-    ]
-    static let groupFields: Set<String> = ["name", "group"]
-    static let backoffFields: Set<String> = ["kind", "initial", "max", "jitter"]
+    // The fields each object may have are the shared request types' keys.
+    static let jobFields = Set(JobSubmission.CodingKeys.allCases.map(\.stringValue))
+    static let taskFields = Set(TaskStageSubmission.CodingKeys.allCases.map(\.stringValue))
+    static let groupFields = Set(GroupStageSubmission.CodingKeys.allCases.map(\.stringValue))
+    static let backoffFields = Set(BackoffSubmission.CodingKeys.allCases.map(\.stringValue))
 
     func job(_ value: JSONValue, now: Date = Date()) throws -> NewJob {
         let fields = try object(value, at: "", allowed: Self.jobFields)

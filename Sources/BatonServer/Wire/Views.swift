@@ -1,131 +1,112 @@
 import Baton
+import BatonAPI
 import BatonPostgres
 import Foundation
 
-/// How the control plane shows what the store returns. Field names are the API's contract (see
-/// the OpenAPI document); times are RFC 3339 in UTC.
-enum Views {
-    static func time(_ date: Date?) -> JSONValue {
-        guard let date else { return .null }
-        return .string(date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)))
-    }
+// How the control plane shows what the store returns: the shared wire types (`BatonAPI`), which
+// the CLI decodes, made from the store's records.
 
-    static func string(_ string: String?) -> JSONValue { string.map(JSONValue.string) ?? .null }
-
-    static func int<I: BinaryInteger>(_ value: I?) -> JSONValue { value.map { .number(Double($0)) } ?? .null }
-
+extension JobView {
     /// A job with every stage: state, attempts, output and errors.
-    static func job(_ job: JobRecord, members: [MemberRecord] = []) -> JSONValue {
-        let stages = job.chain.enumerated().map { index, spec in
-            stage(index, spec, of: job, members: members.filter { $0.stage == index })
-        }
-        return [
-            "id": int(job.id), "queue": .string(job.queue), "priority": int(job.priority),
-            "state": .string(job.state.rawValue), "run_at": time(job.runAt), "created_at": time(job.createdAt),
-            "finished_at": time(job.finishedAt), "metadata": job.metadata, "input": job.input,
-            "output": job.output ?? .null, "current_stage": int(job.stage), "stages": .array(stages),
-            "idempotency_key": string(job.idempotencyKey), "parent_id": int(job.parentID),
-        ]
+    init(_ job: JobRecord, members: [MemberRecord] = []) {
+        self.init(
+            id: job.id, queue: job.queue, priority: job.priority, state: job.state, runAt: job.runAt,
+            createdAt: job.createdAt, finishedAt: job.finishedAt, metadata: job.metadata, input: job.input,
+            output: job.output ?? .null, currentStage: job.stage,
+            stages: job.chain.indices.map { index in
+                StageView(index, of: job, members: members.filter { $0.stage == index })
+            },
+            idempotencyKey: job.idempotencyKey, parentID: job.parentID)
     }
+}
 
-    private static func stage(_ index: Int, _ spec: StageSpec, of job: JobRecord, members: [MemberRecord]) -> JSONValue
-    {
+extension StageView {
+    fileprivate init(_ index: Int, of job: JobRecord, members: [MemberRecord]) {
+        let spec = job.chain[index]
         let finished = index < job.stage || (index == job.stage && job.state == .completed)
         let result = finished && job.results.indices.contains(index) ? job.results[index] : nil
-        let state: String
+        let state: StageState
         let attempts: Int
-        var startedAt: JSONValue = .null
+        var startedAt: Date?
         if finished {
-            state = JobState.completed.rawValue
+            state = .completed
             attempts = result?.attempts ?? 0
-            startedAt = string(result?.startedAt)
+            startedAt = result?.startedAt.flatMap(WireCoding.parseTime)
         } else if index == job.stage {
-            state = job.state.rawValue
+            state = StageState(job.state)
             attempts = job.attempt
-            if job.attempt > 0 { startedAt = time(job.attemptedAt) }
+            if job.attempt > 0 { startedAt = job.attemptedAt }
         } else {
-            state = "pending"
+            state = .pending
             attempts = 0
         }
-        var view: JSONValue = [
-            "index": int(index), "name": string(spec.name), "task": string(spec.task?.task),
-            "lane": string(spec.lane), "state": .string(state), "attempts": int(attempts),
-            "max_attempts": int(spec.task?.retry.maxAttempts), "started_at": startedAt,
-            "finished_at": string(result?.finishedAt), "output": result?.output ?? .null,
-            "errors": .array(job.errors.filter { $0.stage == index }.map(error)),
-        ]
-        if case .group = spec.body, case .object(var fields) = view {
-            fields["members"] = .array(members.map(member))
-            view = .object(fields)
-        }
-        return view
+        var isGroup: Bool { if case .group = spec.body { true } else { false } }
+        self.init(
+            index: index, name: spec.name, task: spec.task?.task, lane: spec.lane, state: state, attempts: attempts,
+            maxAttempts: spec.task?.retry.maxAttempts, startedAt: startedAt,
+            finishedAt: result?.finishedAt.flatMap(WireCoding.parseTime), output: result?.output ?? .null,
+            errors: job.errors.filter { $0.stage == index }.map(AttemptErrorView.init),
+            members: isGroup ? members.map(MemberView.init) : nil)
     }
+}
 
-    private static func error(_ error: JobRecord.AttemptError) -> JSONValue {
-        [
-            "attempt": int(error.attempt), "at": .string(error.at), "worker": string(error.worker),
-            "error": .string(error.error),
-        ]
+extension AttemptErrorView {
+    fileprivate init(_ error: JobRecord.AttemptError) {
+        self.init(
+            attempt: error.attempt, at: WireCoding.parseTime(error.at) ?? .distantPast, worker: error.worker,
+            error: error.error)
     }
+}
 
-    private static func member(_ member: MemberRecord) -> JSONValue {
-        [
-            "index": int(member.index), "id": int(member.id), "state": .string(member.state.rawValue),
-            "attempts": int(member.attempt), "output": member.output ?? .null,
-            "errors": .array(member.errors.map(error)),
-        ]
+extension MemberView {
+    fileprivate init(_ member: MemberRecord) {
+        self.init(
+            index: member.index, id: member.id, state: member.state, attempts: member.attempt,
+            output: member.output ?? .null, errors: member.errors.map(AttemptErrorView.init))
     }
+}
 
-    /// A job in a listing.
-    static func summary(_ job: JobSummary) -> JSONValue {
-        [
-            "id": int(job.id), "queue": .string(job.queue), "priority": int(job.priority),
-            "state": .string(job.state.rawValue), "current_stage": int(job.stage), "stage_count": int(job.stageCount),
-            "task": string(job.task), "lane": string(job.lane), "attempts": int(job.attempt),
-            "run_at": time(job.runAt), "created_at": time(job.createdAt), "finished_at": time(job.finishedAt),
-            "last_error": string(job.lastError),
-        ]
+extension JobSummaryView {
+    init(_ job: JobSummary) {
+        self.init(
+            id: job.id, queue: job.queue, priority: job.priority, state: job.state, currentStage: job.stage,
+            stageCount: job.stageCount, task: job.task, lane: job.lane, attempts: job.attempt, runAt: job.runAt,
+            createdAt: job.createdAt, finishedAt: job.finishedAt, lastError: job.lastError)
     }
+}
 
-    static func enqueued(_ job: EnqueuedJob) -> JSONValue {
-        [
-            "id": int(job.id), "queue": .string(job.queue), "state": .string(job.state.rawValue),
-            "inserted": .bool(job.inserted),
-        ]
+extension EnqueuedJobView {
+    init(_ job: EnqueuedJob) {
+        self.init(id: job.id, queue: job.queue, state: job.state, inserted: job.inserted)
     }
+}
 
-    static func queue(_ queue: QueueStatus, now: Date) -> JSONValue {
-        let counts = Dictionary(
-            uniqueKeysWithValues: JobState.allCases.map { ($0.rawValue, int(queue.counts[$0] ?? 0)) })
-        return [
-            "name": .string(queue.name), "paused": .bool(queue.paused), "counts": .object(counts),
-            "oldest_available_at": time(queue.oldestAvailable),
-            "oldest_available_age_seconds": queue.oldestAvailable.map { .number(max(0, now.timeIntervalSince($0))) }
-                ?? .null,
-        ]
+extension QueueView {
+    init(_ queue: QueueStatus, now: Date) {
+        var counts = Counts()
+        for (state, count) in queue.counts { counts[state] = count }
+        self.init(
+            name: queue.name, paused: queue.paused, counts: counts, oldestAvailableAt: queue.oldestAvailable,
+            oldestAvailableAgeSeconds: queue.oldestAvailable.map { max(0, now.timeIntervalSince($0)) })
     }
+}
 
-    static func lane(_ lane: LaneStatus) -> JSONValue {
-        let head: JSONValue =
-            lane.head.map { head in
-                [
-                    "id": int(head.id), "queue": .string(head.queue), "state": .string(head.state.rawValue),
-                    "stage": int(head.stage), "task": string(head.task), "attempts": int(head.attempt),
-                    "run_at": time(head.runAt), "last_error": string(head.lastError),
-                ]
-            } ?? .null
-        return [
-            "lane": .string(lane.lane), "head": head, "head_state": string(lane.head?.state.rawValue),
-            "waiting": int(lane.waiting),
-        ]
+extension LaneView {
+    init(_ lane: LaneStatus) {
+        self.init(
+            lane: lane.lane,
+            head: lane.head.map { head in
+                Head(
+                    id: head.id, queue: head.queue, state: head.state, stage: head.stage, task: head.task,
+                    attempts: head.attempt, runAt: head.runAt, lastError: head.lastError)
+            }, waiting: lane.waiting)
     }
+}
 
-    static func worker(_ worker: WorkerRecord) -> JSONValue {
-        [
-            "id": .string(worker.id), "host": .string(worker.host), "pid": int(worker.pid),
-            "queues": .array(worker.queues.map(JSONValue.string)), "tasks": .array(worker.tasks.map(JSONValue.string)),
-            "started_at": time(worker.startedAt), "last_heartbeat_at": time(worker.heartbeatAt),
-            "running_jobs": .array(worker.runningJobs.map { int($0) }),
-        ]
+extension WorkerView {
+    init(_ worker: WorkerRecord) {
+        self.init(
+            id: worker.id, host: worker.host, pid: worker.pid, queues: worker.queues, tasks: worker.tasks,
+            startedAt: worker.startedAt, lastHeartbeatAt: worker.heartbeatAt, runningJobs: worker.runningJobs)
     }
 }

@@ -8,9 +8,38 @@ struct BatonCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "baton",
         abstract: "Baton: a PostgreSQL-backed job queue whose jobs are chains of stages.",
-        version: "0.1.0",
-        subcommands: [Dev.self, Serve.self, Worker.self, Migrate.self, Bench.self]
+        discussion: """
+            Commands that talk to the control plane take --url (BATON_URL, default
+            http://127.0.0.1:8080), --token (BATON_TOKEN), --json and --no-color. They exit with
+            0 on success, 1 when the operation failed, 2 on a usage error, 3 when the server cannot
+            be reached, 4 when it refuses the token, 5 when the job is not found.
+            """,
+        version: BatonVersion.current,
+        subcommands: [
+            Dev.self, Serve.self, Worker.self, Migrate.self, Enqueue.self, Jobs.self, Queues.self, Lanes.self,
+            Workers.self, Bench.self,
+        ]
     )
+
+    /// Runs the command; failures exit with the statuses documented above (ArgumentParser's own
+    /// usage errors included, which it would otherwise exit with as 64).
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var command = command as? any AsyncParsableCommand {
+                try await command.run()
+            } else {
+                try command.run()
+            }
+        } catch let failure as AdminFailure {
+            FileHandle.standardError.write(Data("baton: \(failure.message)\n".utf8))
+            Foundation.exit(failure.status.rawValue)
+        } catch {
+            guard exitCode(for: error) == .validationFailure else { exit(withError: error) }
+            FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
+            Foundation.exit(AdminFailure.Status.usage.rawValue)
+        }
+    }
 }
 
 /// Logs to standard error; `BATON_LOG_LEVEL` (trace…critical) sets the level, info by default.

@@ -14,6 +14,7 @@ public final class ChildProcess: @unchecked Sendable {
     public let pid: pid_t
     public let output: URL
     public let errors: URL
+    private let inputFile: URL?
     private var status: Int32?
 
     /// A binary of this package, built beside the running test bundle.
@@ -31,16 +32,23 @@ public final class ChildProcess: @unchecked Sendable {
     }
 
     /// Starts `executable` with this process's environment, changed by `environment` (a nil
-    /// value removes the variable).
-    public init(_ executable: URL, _ arguments: [String], environment: [String: String?] = [:]) throws {
+    /// value removes the variable), reading `input` (else nothing) on its standard input.
+    public init(
+        _ executable: URL, _ arguments: [String], environment: [String: String?] = [:], input: String? = nil
+    ) throws {
         let directory = FileManager.default.temporaryDirectory
         let name = UUID().uuidString
         output = directory.appending(path: "baton-child-\(name).out")
         errors = directory.appending(path: "baton-child-\(name).err")
+        inputFile = try input.map { text in
+            let file = directory.appending(path: "baton-child-\(name).in")
+            try Data(text.utf8).write(to: file)
+            return file
+        }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 0, inputFile?.path ?? "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, output.path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_addopen(&actions, 2, errors.path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         // Only the three above: an inherited socket of the test process (a server's listener, a
@@ -100,5 +108,6 @@ public final class ChildProcess: @unchecked Sendable {
         }
         try? FileManager.default.removeItem(at: output)
         try? FileManager.default.removeItem(at: errors)
+        if let inputFile { try? FileManager.default.removeItem(at: inputFile) }
     }
 }

@@ -1,5 +1,6 @@
 import Baton
 import BatonPostgres
+import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
@@ -48,9 +49,12 @@ struct API: Sendable {
         return id
     }
 
-    /// A queue name from the path.
+    /// A queue name from the path, percent-decoded (Hummingbird leaves path parameters as sent).
     static func queueName(_ context: BatonRequestContext) throws -> String {
-        let name = context.parameters.get("name") ?? ""
+        let raw = context.parameters.get("name") ?? ""
+        guard let name = raw.removingPercentEncoding else {
+            throw Problem.invalid("name", "the queue name in the path is not valid percent-encoding")
+        }
         do {
             try ChainDefinition.checkName(name, path: "name", what: "queue name")
         } catch {

@@ -1,0 +1,72 @@
+import Baton
+import BatonAPI
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Where an admin command writes: its width, whether it may colour, and the two streams.
+struct Console: Sendable {
+    /// Lines are cut to this many columns: the terminal's width on a terminal, else 80.
+    var width: Int
+    /// Colours only on a terminal, and never with `--no-color`, `NO_COLOR` or `TERM=dumb`.
+    var color: Bool
+    /// Standard error is a terminal: live progress may redraw there.
+    var interactiveErrors: Bool
+
+    init(noColor: Bool) {
+        let environment = ProcessInfo.processInfo.environment
+        let terminal = isatty(STDOUT_FILENO) == 1
+        width = terminal ? Self.terminalWidth(STDOUT_FILENO) ?? 80 : 80
+        color =
+            terminal && !noColor && environment["NO_COLOR"].map(\.isEmpty) ?? true && environment["TERM"] != "dumb"
+        interactiveErrors = isatty(STDERR_FILENO) == 1
+    }
+
+    private static func terminalWidth(_ descriptor: Int32) -> Int? {
+        var size = winsize()
+        guard ioctl(descriptor, UInt(TIOCGWINSZ), &size) == 0, size.ws_col >= 40 else { return nil }
+        return Int(size.ws_col)
+    }
+
+    /// Writes `text` and a newline to standard output.
+    func out(_ text: String) { FileHandle.standardOutput.write(Data((text + "\n").utf8)) }
+
+    /// Writes `text` and a newline to standard error.
+    func err(_ text: String) { FileHandle.standardError.write(Data((text + "\n").utf8)) }
+
+    /// `value` as the API's JSON, on one line: what `--json` prints.
+    func json(_ value: some Encodable) throws {
+        out(String(decoding: try WireCoding.encoder().encode(value), as: UTF8.self))
+    }
+
+    // MARK: colours
+
+    enum Color: String {
+        case red = "31", green = "32", yellow = "33", blue = "34", magenta = "35", cyan = "36", gray = "90"
+        case bold = "1"
+    }
+
+    func paint(_ text: String, _ color: Color?) -> String {
+        guard self.color, let color else { return text }
+        return "\u{1B}[\(color.rawValue)m\(text)\u{1B}[0m"
+    }
+
+    /// The colour of a job's or a stage's state.
+    static func color(ofState state: String) -> Color? {
+        switch state {
+        case "completed": .green
+        case "running": .cyan
+        case "retryable": .yellow
+        case "waiting": .magenta
+        case "discarded": .red
+        case "cancelled", "pending", "scheduled": .gray
+        default: nil
+        }
+    }
+
+    func state(_ state: String) -> String { paint(state, Self.color(ofState: state)) }
+}

@@ -1,0 +1,164 @@
+import Baton
+import BatonAPI
+import Foundation
+
+/// A job drawn for a terminal: a header, then each stage as a branch with its attempts, timings,
+/// errors (in full, wrapped) and an output preview; group members under their stage.
+struct JobTree {
+    let job: JobView
+    let console: Console
+    let now: Date
+
+    init(_ job: JobView, console: Console, now: Date) {
+        self.job = job
+        self.console = console
+        self.now = now
+    }
+
+    func lines() -> [String] {
+        var lines = header()
+        for stage in job.stages {
+            let last = stage.index == job.stages.count - 1
+            lines.append(fit((last ? "└─ " : "├─ ") + stageLine(stage)))
+            let indent = last ? "     " : "│    "
+            lines += details(of: stage).map { fit(indent + $0) }
+        }
+        if job.state == .completed { lines.append(fit("output: " + Text.preview(job.output, limit: console.width))) }
+        return lines
+    }
+
+    /// The job's state and the stages as one line each: what `baton jobs wait` redraws.
+    func progressLines() -> [String] {
+        ["job \(job.id) " + console.state(job.state.rawValue)]
+            + job.stages.map { fit("  " + stageLine($0)) }
+    }
+
+    private func header() -> [String] {
+        var lines = [
+            fit(
+                "job \(job.id)  " + console.state(job.state.rawValue) + "  queue \(Text.printable(job.queue))"
+                    + "  priority \(job.priority)" + (job.parentID.map { "  member of job \($0)" } ?? ""))
+        ]
+        var times = "created \(Text.time(job.createdAt)) (\(Text.age(job.createdAt, now: now)) ago)"
+        if let finished = job.finishedAt {
+            times += "  finished after \(Text.duration(finished.timeIntervalSince(job.createdAt)))"
+        } else if job.runAt > now {
+            times += "  runs \(Text.time(job.runAt)) (\(Text.age(job.runAt, now: now)))"
+        }
+        lines.append(fit(times))
+        if let key = job.idempotencyKey { lines.append(fit("idempotency key: " + Text.printable(key))) }
+        if job.metadata != [:] { lines.append(fit("metadata: " + Text.preview(job.metadata, limit: console.width))) }
+        lines.append(fit("input: " + Text.preview(job.input, limit: console.width)))
+        return lines
+    }
+
+    private func stageLine(_ stage: StageView) -> String {
+        var parts = ["\(stage.index + 1)/\(job.stages.count) " + label(stage), console.state(stage.state.rawValue)]
+        switch stage.state {
+        case .pending: break
+        case .completed: parts.append(Text.count(stage.attempts, "attempt"))
+        default:
+            if stage.attempts > 0 || stage.maxAttempts != nil {
+                parts.append("attempt \(stage.attempts)" + (stage.maxAttempts.map { " of \($0)" } ?? ""))
+            }
+        }
+        if let started = stage.startedAt {
+            if let finished = stage.finishedAt {
+                parts.append(Text.duration(finished.timeIntervalSince(started)))
+            } else if stage.state == .running {
+                parts.append("for " + Text.span(now.timeIntervalSince(started)))
+            }
+        }
+        if stage.state == .retryable || stage.state == .scheduled, job.runAt > now {
+            parts.append("next " + Text.age(job.runAt, now: now))
+        }
+        if let lane = stage.lane { parts.append("lane " + Text.printable(lane)) }
+        return parts.joined(separator: "  ")
+    }
+
+    private func label(_ stage: StageView) -> String {
+        switch (stage.name, stage.task) {
+        case (let name?, let task?) where name != task: Text.printable("\(name) (\(task))")
+        case (_, let task?): Text.printable(task)
+        case (let name, nil): Text.printable(name ?? "group") + " [\(Text.count(stage.members?.count ?? 0, "member"))]"
+        }
+    }
+
+    private func details(of stage: StageView) -> [String] {
+        var lines = stage.errors.flatMap(errorLines)
+        if let members = stage.members {
+            for member in members {
+                let last = member.index == members.count - 1
+                var line = (last ? "└─ " : "├─ ") + "member \(member.index + 1)  job \(member.id)  "
+                line += console.state(member.state.rawValue) + "  " + Text.count(member.attempts, "attempt")
+                if member.state == .completed { line += "  → " + Text.preview(member.output, limit: console.width) }
+                lines.append(line)
+                lines += member.errors.flatMap(errorLines).map { (last ? "     " : "│    ") + $0 }
+            }
+        }
+        if stage.state == .completed, stage.members == nil {
+            lines.append("→ " + Text.preview(stage.output, limit: console.width))
+        }
+        return lines
+    }
+
+    /// An attempt's error in full: wrapped, never cut.
+    private func errorLines(_ error: AttemptErrorView) -> [String] {
+        let head =
+            "✗ attempt \(error.attempt)  \(Text.time(error.at))"
+            + (error.worker.map { "  " + Text.printable($0) } ?? "")
+        let width = max(20, console.width - 12)
+        return [console.paint(head, .red)] + wrap(Text.printable(error.error), width: width).map { "  " + $0 }
+    }
+
+    private func wrap(_ text: String, width: Int) -> [String] {
+        var lines: [String] = []
+        var line = ""
+        for word in text.split(separator: " ", omittingEmptySubsequences: true) {
+            var word = Substring(word)
+            while word.count > width {
+                if !line.isEmpty {
+                    lines.append(line)
+                    line = ""
+                }
+                lines.append(String(word.prefix(width)))
+                word = word.dropFirst(width)
+            }
+            if line.isEmpty {
+                line = String(word)
+            } else if line.count + 1 + word.count <= width {
+                line += " " + word
+            } else {
+                lines.append(line)
+                line = String(word)
+            }
+        }
+        if !line.isEmpty || lines.isEmpty { lines.append(line) }
+        return lines
+    }
+
+    /// Cut to the console's width, counting only visible characters (colour codes take none).
+    private func fit(_ line: String) -> String {
+        func isVisible(_ characters: some Sequence<Character>) -> [Bool] {
+            var inEscape = false
+            return characters.map { character in
+                if character == "\u{1B}" { inEscape = true }
+                defer { if inEscape, character == "m" { inEscape = false } }
+                return !inEscape
+            }
+        }
+        let characters = Array(line)
+        let visible = isVisible(characters)
+        guard visible.filter({ $0 }).count > console.width else { return line }
+        var result = ""
+        var shown = 0
+        for (character, isShown) in zip(characters, visible) {
+            if isShown {
+                guard shown < console.width - 1 else { break }
+                shown += 1
+            }
+            result.append(character)
+        }
+        return result + "…" + (console.color ? "\u{1B}[0m" : "")
+    }
+}

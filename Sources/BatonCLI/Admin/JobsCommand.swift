@@ -1,0 +1,117 @@
+import ArgumentParser
+import Baton
+import BatonAPI
+import Foundation
+
+struct Jobs: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List, show, cancel, retry, delete and wait for jobs.",
+        subcommands: [List.self, Show.self, Cancel.self, Retry.self, Delete.self, Wait.self],
+        defaultSubcommand: List.self)
+}
+
+/// A job id argument: a positive integer.
+struct JobID: ExpressibleByArgument, Sendable {
+    var value: Int64
+
+    init?(argument: String) {
+        guard let value = Int64(argument), value > 0 else { return nil }
+        self.value = value
+    }
+
+    static var defaultCompletionKind: CompletionKind { .default }
+}
+
+extension Jobs {
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Jobs, newest first (group members show under their parent: baton jobs show).")
+
+        @Option(help: "Only jobs in these states, comma-separated (e.g. running,retryable).")
+        var state: String?
+
+        @Option(help: "Only jobs of this queue.")
+        var queue: String?
+
+        @Option(help: "Only jobs whose current stage is in this lane.")
+        var lane: String?
+
+        @Option(help: "Only jobs with a stage running this task.")
+        var task: String?
+
+        @Option(help: "At most this many jobs.")
+        var limit: Int = 50
+
+        @Flag(help: "Every job that matches, page after page.")
+        var all = false
+
+        @OptionGroup var admin: AdminOptions
+
+        func validate() throws {
+            guard limit >= 1 else { throw ValidationError("--limit must be at least 1") }
+            for name in state?.split(separator: ",") ?? [] where JobState(rawValue: String(name)) == nil {
+                throw ValidationError(
+                    "unknown state \"\(name)\"; states are \(JobState.allCases.map(\.rawValue).joined(separator: ", "))"
+                )
+            }
+        }
+
+        func run() async throws {
+            let client = try admin.client()
+            var jobs: [JobSummaryView] = []
+            var cursor: String?
+            repeat {
+                let size = all ? 1000 : min(1000, limit - jobs.count)
+                let page = try await client.call(
+                    .GET,
+                    "/v1/jobs"
+                        + query([
+                            ("state", state), ("queue", queue), ("lane", lane), ("task", task), ("limit", "\(size)"),
+                            ("cursor", cursor),
+                        ]), as: JobPage.self)
+                jobs += page.jobs
+                cursor = page.nextCursor
+            } while cursor != nil && (all || jobs.count < limit)
+            let console = admin.console
+            if admin.json { return try console.json(JobPage(jobs: jobs, nextCursor: cursor)) }
+            guard !jobs.isEmpty else { return console.err("no jobs match") }
+            console.out(Self.table(jobs, now: Date()).render(on: console))
+            if cursor != nil { console.err("more jobs match: --limit N or --all to see them") }
+        }
+
+        static func table(_ jobs: [JobSummaryView], now: Date) -> Table {
+            var table = Table(
+                [
+                    .init(title: "ID", alignRight: true), .init(title: "QUEUE", minimumWidth: 7),
+                    .init(title: "STATE", color: Console.color(ofState:)), .init(title: "STAGE", minimumWidth: 5),
+                    .init(title: "LANE", minimumWidth: 6), .init(title: "ATT", alignRight: true),
+                    .init(title: "AGE", alignRight: true), .init(title: "LAST ERROR", minimumWidth: 10),
+                ], shrinkOrder: [7, 3, 4, 1])
+            for job in jobs {
+                let stage = "\(min(job.currentStage + 1, job.stageCount))/\(job.stageCount)"
+                table.append([
+                    "\(job.id)", job.queue, job.state.rawValue, job.task.map { "\(stage) \($0)" } ?? stage,
+                    job.lane ?? "", "\(job.attempts)", Text.age(job.createdAt, now: now), job.lastError ?? "",
+                ])
+            }
+            return table
+        }
+    }
+
+    struct Show: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "A job's chain as a tree: each stage's state, attempts, timings, errors and output.")
+
+        @Argument(help: "The job's id.")
+        var id: JobID
+
+        @OptionGroup var admin: AdminOptions
+
+        func run() async throws {
+            let job = try await admin.client().call(.GET, "/v1/jobs/\(id.value)", as: JobView.self)
+            let console = admin.console
+            if admin.json { return try console.json(job) }
+            console.out(JobTree(job, console: console, now: Date()).lines().joined(separator: "\n"))
+        }
+    }
+}

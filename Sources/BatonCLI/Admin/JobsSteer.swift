@@ -1,0 +1,85 @@
+import ArgumentParser
+import Baton
+import BatonAPI
+import Foundation
+
+extension Jobs {
+    struct Cancel: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Cancel jobs, running ones included (their worker stops the stage).")
+
+        @Argument(help: "The jobs' ids.")
+        var ids: [JobID]
+
+        @OptionGroup var admin: AdminOptions
+
+        func run() async throws {
+            try await steer(ids, admin) { client, id in
+                let job = try await client.call(.POST, "/v1/jobs/\(id)/cancel", as: JobView.self)
+                return (job, "cancelled job \(id)")
+            }
+        }
+    }
+
+    struct Retry: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Start discarded or cancelled jobs again at the stage that failed.")
+
+        @Argument(help: "The jobs' ids.")
+        var ids: [JobID]
+
+        @OptionGroup var admin: AdminOptions
+
+        func run() async throws {
+            try await steer(ids, admin) { client, id in
+                let job = try await client.call(.POST, "/v1/jobs/\(id)/retry", as: JobView.self)
+                return (job, "retrying job \(id) at stage \(job.currentStage + 1)/\(job.stages.count)")
+            }
+        }
+    }
+
+    struct Delete: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Delete finished jobs.")
+
+        @Argument(help: "The jobs' ids.")
+        var ids: [JobID]
+
+        @OptionGroup var admin: AdminOptions
+
+        func run() async throws {
+            try await steer(ids, admin) { client, id in
+                _ = try await client.send(.DELETE, "/v1/jobs/\(id)")
+                return (Deleted(id: id), "deleted job \(id)")
+            }
+        }
+    }
+}
+
+/// Does `action` to each job in turn, going on past failures: each success is a line (with
+/// `--json`, the API's answer as one JSON line), each failure a message on standard error; the
+/// command fails with the first failure's status.
+private func steer(
+    _ ids: [JobID], _ admin: AdminOptions,
+    _ action: (AdminClient, Int64) async throws -> (json: any Encodable, text: String)
+) async throws {
+    let client = try admin.client()
+    let console = admin.console
+    var first: AdminFailure?
+    for id in ids.map(\.value) {
+        do {
+            let (json, text) = try await action(client, id)
+            if admin.json { try console.json(json) } else { console.out(text) }
+        } catch let failure as AdminFailure where failure.status != .unreachable && failure.status != .unauthorized {
+            console.err("baton: job \(id): \(failure.message)")
+            first = first ?? failure
+        }
+    }
+    // Each failure has been told; only the status is left to give.
+    if let first { throw ExitCode(first.status.rawValue) }
+}
+
+/// What `baton jobs delete --json` prints for a deleted job (the API answers 204, no body).
+private struct Deleted: Encodable {
+    var id: Int64
+    var deleted = true
+}

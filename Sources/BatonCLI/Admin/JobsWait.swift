@@ -1,0 +1,92 @@
+import ArgumentParser
+import Baton
+import BatonAPI
+import Foundation
+
+extension Jobs {
+    struct Wait: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Wait for a job to finish; print its output.",
+            discussion: """
+                On a terminal, each stage's progress is shown live on standard error. Exits 0 when the
+                job completed (its output on standard output), 1 when it was discarded or cancelled or
+                --timeout ran out first.
+                """)
+
+        @Argument(help: "The job's id.")
+        var id: JobID
+
+        @Option(help: "Give up after this long (e.g. 30s, 10m); default: wait as long as it takes.")
+        var timeout: Duration?
+
+        @OptionGroup var admin: AdminOptions
+
+        func run() async throws {
+            let client = try admin.client()
+            let console = admin.console
+            let deadline = timeout.map { ContinuousClock.now + $0 }
+            var progress = WaitProgress(console: console)
+            var job: JobView
+            while true {
+                // On a terminal a short long-poll, to redraw; else as long as the server holds one.
+                var wait: Duration = console.interactiveErrors ? .milliseconds(500) : .seconds(60)
+                if let deadline { wait = max(.zero, min(wait, deadline - ContinuousClock.now)) }
+                job = try await client.call(
+                    .GET, "/v1/jobs/\(id.value)?wait=\(wait.milliseconds)ms", as: JobView.self,
+                    timeout: wait + .seconds(30))
+                progress.show(job)
+                if job.state.isFinished { break }
+                if let deadline, ContinuousClock.now >= deadline {
+                    progress.end()
+                    if admin.json { try console.json(job) }
+                    throw AdminFailure(
+                        .failed,
+                        "job \(id.value) has not finished after \(DurationFormat.format(timeout!)): it is \(job.state.rawValue)"
+                            + " at stage \(job.currentStage + 1)/\(job.stages.count)")
+                }
+            }
+            progress.end()
+            if admin.json { try console.json(job) }
+            switch job.state {
+            case .completed:
+                if !admin.json { console.out(try Self.pretty(job.output)) }
+            default:
+                let stage = job.stages[job.currentStage]
+                let cause = stage.errors.last?.error ?? stage.members?.lazy.compactMap(\.errors.last?.error).first
+                throw AdminFailure(
+                    .failed,
+                    "job \(id.value) was \(job.state.rawValue) at stage \(job.currentStage + 1)/\(job.stages.count)"
+                        + (stage.task.map { " (\($0))" } ?? "")
+                        + (cause.map { ": " + Text.printable($0) } ?? ""))
+            }
+        }
+
+        static func pretty(_ value: JSONValue) throws -> String {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            return String(decoding: try encoder.encode(value), as: UTF8.self)
+        }
+    }
+}
+
+/// Live per-stage progress on standard error, redrawn in place; only on a terminal.
+private struct WaitProgress {
+    let console: Console
+    var drawn = 0
+    var last: [String] = []
+
+    init(console: Console) { self.console = console }
+
+    mutating func show(_ job: JobView) {
+        guard console.interactiveErrors else { return }
+        let lines = JobTree(job, console: console, now: Date()).progressLines()
+        guard lines != last else { return }
+        // Up over what was drawn, clear to the end of the screen, draw anew.
+        let erase = drawn > 0 ? "\u{1B}[\(drawn)F\u{1B}[J" : ""
+        FileHandle.standardError.write(Data((erase + lines.joined(separator: "\n") + "\n").utf8))
+        drawn = lines.count
+        last = lines
+    }
+
+    mutating func end() { drawn = 0 }
+}

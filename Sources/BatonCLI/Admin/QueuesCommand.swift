@@ -1,0 +1,74 @@
+import ArgumentParser
+import Baton
+import BatonAPI
+import Foundation
+
+struct Queues: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Queues with their jobs per state; pause and resume them.",
+        subcommands: [List.self, Pause.self, Resume.self], defaultSubcommand: List.self)
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Each queue: jobs per state and how long its oldest available job has waited.")
+
+        @OptionGroup var admin: AdminOptions
+
+        func run() async throws {
+            let list = try await admin.client().call(.GET, "/v1/queues", as: QueueList.self)
+            let console = admin.console
+            if admin.json { return try console.json(list) }
+            guard !list.queues.isEmpty else { return console.err("no queues: no jobs yet") }
+            var table = Table(
+                [
+                    .init(title: "QUEUE", minimumWidth: 8),
+                    .init(title: "STATUS", color: { $0 == "paused" ? .yellow : nil }),
+                ]
+                    + Self.columns.map { Table.Column(title: $0.title, alignRight: true) }
+                    + [.init(title: "WAITED", alignRight: true)],
+                shrinkOrder: [0])
+            for queue in list.queues {
+                table.append(
+                    [queue.name, queue.paused ? "paused" : "active"] + Self.columns.map { "\(queue.counts[$0.state])" }
+                        + [queue.oldestAvailableAgeSeconds.map(Text.span) ?? "-"])
+            }
+            console.out(table.render(on: console))
+        }
+
+        static let columns: [(title: String, state: JobState)] = [
+            ("AVAIL", .available), ("RUN", .running), ("SCHED", .scheduled), ("RETRY", .retryable),
+            ("WAIT", .waiting), ("DONE", .completed), ("DISC", .discarded), ("CANC", .cancelled),
+        ]
+    }
+
+    struct Pause: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Stop workers claiming from a queue (running stages finish).")
+
+        @Argument(help: "The queue's name.")
+        var name: String
+
+        @OptionGroup var admin: AdminOptions
+
+        func run() async throws { try await setPaused(true, name, admin) }
+    }
+
+    struct Resume: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Let workers claim from a paused queue again.")
+
+        @Argument(help: "The queue's name.")
+        var name: String
+
+        @OptionGroup var admin: AdminOptions
+
+        func run() async throws { try await setPaused(false, name, admin) }
+    }
+}
+
+private func setPaused(_ paused: Bool, _ name: String, _ admin: AdminOptions) async throws {
+    let state = try await admin.client().call(
+        .POST, "/v1/queues/\(escaped(name))/\(paused ? "pause" : "resume")", as: QueuePauseState.self)
+    let console = admin.console
+    if admin.json { return try console.json(state) }
+    console.out("\(state.paused ? "paused" : "resumed") queue \(Text.printable(state.name))")
+}

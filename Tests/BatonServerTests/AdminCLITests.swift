@@ -1,0 +1,386 @@
+import Baton
+import BatonAPI
+import BatonTestSupport
+import Foundation
+import Testing
+
+/// The admin commands as an operator runs them: the built `baton` binary, as a subprocess, against
+/// a control plane and a worker on loopback, on real jobs.
+@Suite(.timeLimit(.minutes(3)))
+struct AdminCLITests {
+    struct Run {
+        var status: Int32
+        var out: String
+        var err: String
+
+        /// Standard output decoded as the API's JSON.
+        func json<T: Decodable>(_ type: T.Type) throws -> T {
+            try WireCoding.decoder().decode(T.self, from: Data(out.utf8))
+        }
+
+        var lines: [Substring] { out.split(separator: "\n") }
+    }
+
+    /// Runs `baton` with `arguments` against `server`, as `token`.
+    static func baton(
+        _ arguments: [String], _ server: TestServer, token: String? = Token.admin, input: String? = nil
+    ) async throws -> Run {
+        let child = try ChildProcess(
+            try ChildProcess.builtBinary("baton"), arguments,
+            environment: [
+                "BATON_URL": server.base, "BATON_TOKEN": token, "BATON_API_TOKEN": nil, "NO_COLOR": nil,
+                "COLUMNS": nil,
+            ], input: input)
+        let status = try await child.waitForExit(timeout: .seconds(90))
+        return Run(status: status, out: child.standardOutput, err: child.standardError)
+    }
+
+    /// Runs `baton` under `script`, so that its output goes to a terminal (standard output and
+    /// error together).
+    static func onTerminal(_ arguments: [String], _ server: TestServer) async throws -> Run {
+        let command = ([try ChildProcess.builtBinary("baton").path] + arguments).map { "'\($0)'" }.joined(
+            separator: " ")
+        let child = try ChildProcess(
+            URL(fileURLWithPath: "/usr/bin/script"), ["-qec", "stty cols 80 2>/dev/null; " + command, "/dev/null"],
+            environment: ["BATON_URL": server.base, "BATON_TOKEN": Token.admin, "NO_COLOR": nil, "TERM": "xterm"])
+        let status = try await child.waitForExit(timeout: .seconds(90))
+        return Run(status: status, out: child.standardOutput, err: child.standardError)
+    }
+
+    static func expectFits(_ text: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        for line in text.split(separator: "\n") {
+            #expect(line.count <= 80, "wider than 80 columns: \(line)", sourceLocation: sourceLocation)
+        }
+        #expect(!text.contains("\u{1B}"), "colours off a terminal", sourceLocation: sourceLocation)
+    }
+
+    // MARK: enqueue
+
+    @Test func enqueueTakesAFileStandardInputOrOneStageFromOptions() async throws {
+        try await withServer { server async throws in
+            let file = FileManager.default.temporaryDirectory.appending(path: "baton-job-\(UUID().uuidString).json")
+            defer { try? FileManager.default.removeItem(at: file) }
+            try Data(#"{"input": 1, "stages": [{"task": "add", "args": {"n": 2}}]}"#.utf8).write(to: file)
+            let fromFile = try await Self.baton(["enqueue", file.path], server)
+            #expect(fromFile.status == 0, "\(fromFile.err)")
+            let id = try #require(Int64(fromFile.out.trimmingCharacters(in: .whitespacesAndNewlines)))
+            #expect(try await server.job(id) { $0["state"] == "completed" }["output"] == 3)
+
+            let fromInput = try await Self.baton(
+                ["enqueue", "-", "--json"], server,
+                input: #"{"idempotency_key": "k-1", "stages": [{"task": "noop"}], "queue": "idle"}"#)
+            #expect(fromInput.status == 0, "\(fromInput.err)")
+            let job = try fromInput.json(JobView.self)
+            #expect(job.queue == "idle" && job.idempotencyKey == "k-1")
+            let again = try await Self.baton(
+                ["enqueue", "-"], server, input: #"{"idempotency_key": "k-1", "stages": [{"task": "noop"}]}"#)
+            #expect(again.out == "\(job.id)\n")
+            #expect(again.err.contains("already existed"))
+
+            let quick = try await Self.baton(
+                [
+                    "enqueue", "--task", "noop", "--args", "{}", "--input", #"{"x": [1, 2]}"#, "--lane", "acct-9",
+                    "--queue", "idle",
+                ], server)
+            #expect(quick.status == 0, "\(quick.err)")
+            let quickID = try #require(Int64(quick.out.trimmingCharacters(in: .whitespacesAndNewlines)))
+            let stored = try await server.call(.GET, "/v1/jobs/\(quickID)").json
+            #expect(stored["queue"] == "idle")
+            #expect(stored["input"] == ["x": [1, 2]])
+            #expect(stored["stages"]?.arrayValue.count == 1)
+            #expect(stored["stages"]?.arrayValue.first?["lane"] == "acct-9")
+            #expect(stored["stages"]?.arrayValue.first?["task"] == "noop")
+
+            let batch = try await Self.baton(
+                ["enqueue", "-"], server,
+                input: #"{"jobs": [{"stages": [{"task": "noop"}]}, {"stages": [{"task": "noop"}]}]}"#)
+            #expect(batch.status == 0 && batch.lines.count == 2 && batch.lines.allSatisfy { Int64($0) != nil })
+        }
+    }
+
+    @Test func enqueueRefusesBadInputWithAUsageErrorAndTheServersRefusalWithItsReason() async throws {
+        try await withServer { server async throws in
+            let before = try await server.call(.GET, "/v1/jobs?limit=1000")["jobs"]?.arrayValue.count
+            let notJSON = try await Self.baton(["enqueue", "-"], server, input: "{stages: oops")
+            #expect(notJSON.status == 2)
+            #expect(notJSON.err.contains("standard input is not JSON"))
+            let missing = try await Self.baton(["enqueue", "/nonexistent/job.json"], server)
+            #expect(missing.status == 2)
+            #expect(missing.err.contains("cannot read /nonexistent/job.json"))
+            #expect(try await Self.baton(["enqueue"], server).status == 2)
+            #expect(try await Self.baton(["enqueue", "--task", "noop", "--args", "[1]"], server).status == 2)
+            #expect(try await Self.baton(["enqueue", "-", "--task", "noop"], server).status == 2)
+
+            let invalid = try await Self.baton(
+                ["enqueue", "-"], server, input: #"{"stages": [{"task": "noop", "timeout": 5}]}"#)
+            #expect(invalid.status == 1)
+            #expect(invalid.err.contains("stages[0].timeout"))
+            let unknown = try await Self.baton(["enqueue", "--task", "no-such-task"], server)
+            #expect(unknown.status == 1)
+            #expect(unknown.err.contains("no-such-task") && unknown.err.contains("--unchecked"))
+            #expect(try await server.call(.GET, "/v1/jobs?limit=1000")["jobs"]?.arrayValue.count == before)
+        }
+    }
+
+    // MARK: jobs
+
+    @Test func jobsListShowsAnAlignedTableOrTheAPIsJSON() async throws {
+        try await withServer { server async throws in
+            let failed = try await server.enqueue([
+                "input": 1, "stages": [["task": "fail-first", "args": ["key": .string("list-\(UUID())")]]],
+            ])
+            _ = try await server.job(failed) { $0["state"] == "discarded" }
+            var ids = [failed]
+            for n in 0..<4 {
+                ids.append(
+                    try await server.enqueue(
+                        ["queue": "idle", "stages": [["task": "noop", "lane": .string("customer-\(n)")]]],
+                        query: "?unchecked=true"))
+            }
+            let list = try await Self.baton(["jobs", "list"], server)
+            #expect(list.status == 0, "\(list.err)")
+            Self.expectFits(list.out)
+            #expect(
+                list.lines.first?.split(separator: " ").map(String.init) == [
+                    "ID", "QUEUE", "STATE", "STAGE", "LANE", "ATT", "AGE", "LAST", "ERROR",
+                ])
+            #expect(list.lines.dropFirst().map { Int64($0.split(separator: " ")[0]) } == ids.reversed())
+            let discarded = try #require(list.lines.first { $0.split(separator: " ").first == "\(failed)" })
+            #expect(discarded.contains("discarded") && discarded.contains("first run of"))
+            // Columns line up: each state starts where the header's STATE does.
+            let column = list.lines[0].range(of: "STATE")!.lowerBound.utf16Offset(in: list.lines[0])
+            for line in list.lines.dropFirst() {
+                #expect(line.dropFirst(column).hasPrefix("available") || line.dropFirst(column).hasPrefix("discarded"))
+            }
+
+            let filtered = try await Self.baton(["jobs", "list", "--state", "discarded", "--json"], server)
+            #expect(try filtered.json(JobPage.self).jobs.map(\.id) == [failed])
+            let lane = try await Self.baton(["jobs", "list", "--lane", "customer-2", "--json"], server)
+            #expect(try lane.json(JobPage.self).jobs.map(\.id) == [ids[3]])
+
+            let page = try await Self.baton(["jobs", "list", "--limit", "2"], server)
+            #expect(page.lines.count == 3)
+            #expect(page.err.contains("--all"))
+            let all = try await Self.baton(["jobs", "list", "--limit", "2", "--all", "--json"], server)
+            let everything = try all.json(JobPage.self)
+            #expect(everything.jobs.map(\.id) == ids.reversed() && everything.nextCursor == nil)
+        }
+    }
+
+    @Test func jobsShowDrawsTheChainWithEveryErrorInFull() async throws {
+        try await withServer { server async throws in
+            let chain = try await server.enqueue([
+                "input": 1,
+                "stages": [
+                    ["task": "add", "name": "first", "args": ["n": 1]],
+                    ["group": [["task": "add", "args": ["n": 10]], ["task": "add", "args": ["n": 20]]]],
+                    ["task": "sum"],
+                ],
+            ])
+            _ = try await server.job(chain) { $0["state"] == "completed" }
+            let shown = try await Self.baton(["jobs", "show", "\(chain)"], server)
+            #expect(shown.status == 0, "\(shown.err)")
+            Self.expectFits(shown.out)
+            #expect(shown.lines[0].hasPrefix("job \(chain)  completed  queue default"))
+            #expect(shown.lines.contains { $0.hasPrefix("├─ 1/3 first (add)  completed  1 attempt") })
+            #expect(shown.lines.contains { $0.hasPrefix("├─ 2/3 group [2 members]  completed") })
+            #expect(shown.lines.contains { $0.contains("member 2  job") && $0.contains("→ 22") })
+            #expect(shown.lines.contains { $0.hasPrefix("└─ 3/3 sum  completed") })
+            #expect(shown.lines.last == "output: 34")
+            #expect(
+                try await Self.baton(["jobs", "show", "\(chain)", "--json"], server).json(JobView.self).output == 34)
+
+            // An error longer than a line is wrapped, not cut.
+            let reason = (0..<30).map { "word\($0)" }.joined(separator: " ")
+            let failed = try await server.enqueue([
+                "input": 1, "stages": [["task": "fail-first", "args": ["key": .string(reason)]]],
+            ])
+            _ = try await server.job(failed) { $0["state"] == "discarded" }
+            let failure = try await Self.baton(["jobs", "show", "\(failed)"], server)
+            Self.expectFits(failure.out)
+            #expect(failure.out.contains("✗ attempt 1"))
+            let text = failure.out.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+                .joined(separator: " ")
+            #expect(text.contains("first run of \(reason) fails"))
+        }
+    }
+
+    @Test func cancelRetryAndDeleteSteerJobsAndReportEachFailure() async throws {
+        try await withServer { server async throws in
+            let idle = try await server.enqueue(["queue": "idle", "stages": [["task": "noop"]]])
+            let cancel = try await Self.baton(["jobs", "cancel", "\(idle)"], server)
+            #expect(cancel.status == 0 && cancel.out == "cancelled job \(idle)\n")
+            #expect(try await server.call(.GET, "/v1/jobs/\(idle)")["state"] == "cancelled")
+            let retry = try await Self.baton(["jobs", "retry", "\(idle)", "--json"], server)
+            #expect(retry.status == 0)
+            #expect(try retry.json(JobView.self).state == .available)
+
+            // Several ids: each handled, each failure told, the first failure's status returned.
+            let missing = Int64(999_999)
+            let mixed = try await Self.baton(["jobs", "cancel", "\(missing)", "\(idle)"], server)
+            #expect(mixed.status == 5)
+            #expect(mixed.out == "cancelled job \(idle)\n")
+            #expect(mixed.err.contains("job \(missing): no job has id \(missing)"))
+            let again = try await Self.baton(["jobs", "cancel", "\(idle)"], server)
+            #expect(again.status == 1)
+            #expect(again.err.contains("only a job that has not finished can be cancelled"))
+
+            let delete = try await Self.baton(["jobs", "delete", "\(idle)", "--json"], server)
+            #expect(delete.status == 0)
+            #expect(
+                try JSONValue(parsing: delete.out.trimmingCharacters(in: .newlines)) == [
+                    "id": .number(Double(idle)), "deleted": true,
+                ])
+            #expect(try await Self.baton(["jobs", "show", "\(idle)"], server).status == 5)
+        }
+    }
+
+    @Test func waitEndsInCompletionOrDiscardAndPrintsTheOutput() async throws {
+        try await withServer { server async throws in
+            let slow = try await server.enqueue([
+                "input": 5, "stages": [["task": "sleep", "args": ["ms": 300]], ["task": "add", "args": ["n": 1]]],
+            ])
+            let completed = try await Self.baton(["jobs", "wait", "\(slow)"], server)
+            #expect(completed.status == 0, "\(completed.err)")
+            #expect(completed.out == "6\n")
+
+            let doomed = try await server.enqueue([
+                "input": 1,
+                "stages": [
+                    ["task": "sleep", "args": ["ms": 200]],
+                    ["task": "fail-first", "args": ["key": .string("wait-\(UUID())")]],
+                ],
+            ])
+            let discarded = try await Self.baton(["jobs", "wait", "\(doomed)"], server)
+            #expect(discarded.status == 1)
+            #expect(discarded.out.isEmpty)
+            #expect(discarded.err.contains("job \(doomed) was discarded at stage 2/2 (fail-first): first run of wait-"))
+            let json = try await Self.baton(["jobs", "wait", "\(doomed)", "--json"], server)
+            #expect(json.status == 1)
+            #expect(try json.json(JobView.self).state == .discarded)
+
+            let idle = try await server.enqueue(["queue": "idle", "stages": [["task": "noop"]]])
+            let timedOut = try await Self.baton(["jobs", "wait", "\(idle)", "--timeout", "300ms"], server)
+            #expect(timedOut.status == 1)
+            #expect(timedOut.err.contains("has not finished after 300ms"))
+            #expect(try await Self.baton(["jobs", "wait", "999999"], server).status == 5)
+        }
+    }
+
+    // MARK: queues, lanes, workers
+
+    @Test func queuesArePausedAndResumed() async throws {
+        try await withServer { server async throws in
+            try await server.enqueue(["queue": "idle", "stages": [["task": "noop"]]])
+            let pause = try await Self.baton(["queues", "pause", "idle"], server)
+            #expect(pause.status == 0 && pause.out == "paused queue idle\n")
+            let queues = try await Self.baton(["queues"], server)
+            Self.expectFits(queues.out)
+            #expect(queues.lines.first?.hasPrefix("QUEUE  STATUS  AVAIL") == true)
+            let row = try #require(queues.lines.first { $0.hasPrefix("idle ") })
+            #expect(row.split(separator: " ").prefix(3) == ["idle", "paused", "1"])
+            let json = try await Self.baton(["queues", "list", "--json"], server)
+            #expect(try json.json(QueueList.self).queues.first { $0.name == "idle" }?.paused == true)
+            let resume = try await Self.baton(["queues", "resume", "idle", "--json"], server)
+            #expect(try resume.json(QueuePauseState.self) == QueuePauseState(name: "idle", paused: false))
+            #expect(try await Self.baton(["queues", "pause", "bad\tname"], server).status == 1)
+        }
+    }
+
+    @Test func lanesShowTheirHolderAndWhichAreBlocked() async throws {
+        try await withServer { server async throws in
+            // A holder whose task no worker has keeps failing and retrying: its lane is blocked.
+            let stuck = try await server.enqueue(
+                [
+                    "stages": [
+                        [
+                            "task": "missing-task", "lane": "acct-stuck",
+                            "backoff": ["kind": "constant", "initial": "1h"],
+                        ]
+                    ]
+                ], query: "?unchecked=true")
+            try await server.enqueue(["stages": [["task": "noop", "lane": "acct-stuck"]]])
+            try await server.enqueue(["queue": "idle", "stages": [["task": "noop", "lane": "acct-idle"]]])
+            try await server.db.eventually("the lane's holder to fail and wait to retry") {
+                try await server.call(.GET, "/v1/jobs/\(stuck)")["state"] == "retryable"
+            }
+
+            let lanes = try await Self.baton(["lanes"], server)
+            #expect(lanes.status == 0, "\(lanes.err)")
+            Self.expectFits(lanes.out)
+            #expect(lanes.lines.map { $0.split(separator: " ").first } == ["LANE", "acct-idle", "acct-stuck"])
+            let row = try #require(lanes.lines.first { $0.hasPrefix("acct-stuck") })
+            #expect(row.contains("\(stuck)") && row.contains("retryable") && row.contains("missing-task"))
+            let blocked = try await Self.baton(["lanes", "--blocked", "--json"], server)
+            let page = try blocked.json(LanePage.self)
+            #expect(page.lanes.map(\.lane) == ["acct-stuck"])
+            #expect(page.lanes.first?.waiting == 1)
+        }
+    }
+
+    @Test func workersShowTheirQueuesAndHeartbeat() async throws {
+        try await withServer { server async throws in
+            let workers = try await Self.baton(["workers"], server, token: Token.read)
+            #expect(workers.status == 0, "\(workers.err)")
+            Self.expectFits(workers.out)
+            #expect(workers.lines.count == 2)
+            #expect(workers.lines[1].contains("default") && workers.lines[1].contains("s ago"))
+            let json = try await Self.baton(["workers", "--json"], server)
+            let list = try json.json(WorkerList.self)
+            #expect(list.workers.map(\.pid) == [Int(ProcessInfo.processInfo.processIdentifier)])
+        }
+    }
+
+    // MARK: terminals, exit statuses, completions
+
+    @Test func colourAndLiveProgressOnlyOnATerminal() async throws {
+        try await withServer { server async throws in
+            let id = try await server.enqueue(["stages": [["task": "sleep", "args": ["ms": 1200]], ["task": "noop"]]])
+            let wait = try await Self.onTerminal(["jobs", "wait", "\(id)"], server)
+            #expect(wait.status == 0, "\(wait.out)")
+            #expect(wait.out.contains("1/2 sleep  \u{1B}[36mrunning"))
+            #expect(wait.out.contains("\u{1B}[3F\u{1B}[J"), "the progress is redrawn in place")
+            #expect(wait.out.contains("2/2 noop  \u{1B}[32mcompleted"))
+            let list = try await Self.onTerminal(["jobs", "list"], server)
+            #expect(list.out.contains("\u{1B}[32mcompleted"))
+            let plain = try await Self.onTerminal(["jobs", "list", "--no-color"], server)
+            #expect(plain.status == 0 && !plain.out.contains("\u{1B}") && plain.out.contains("completed"))
+        }
+    }
+
+    @Test func exitStatusesTellWhatWentWrong() async throws {
+        try await withServer { server async throws in
+            let unreachable = try await Self.baton(["jobs", "list", "--url", "http://127.0.0.1:1"], server)
+            #expect(unreachable.status == 3)
+            #expect(unreachable.err.contains("is `baton serve` running at http://127.0.0.1:1? set --url or BATON_URL"))
+            let refused = try await Self.baton(["jobs", "list"], server, token: "not-a-token-at-all")
+            #expect(refused.status == 4)
+            #expect(refused.err.contains("BATON_TOKEN"))
+            #expect(try await Self.baton(["jobs", "list"], server, token: nil).status == 4)
+            let readOnly = try await Self.baton(["jobs", "cancel", "1"], server, token: Token.read)
+            #expect(readOnly.status == 4)
+            #expect(readOnly.err.contains("admin token"))
+            #expect(try await Self.baton(["jobs", "show", "424242"], server).status == 5)
+            for usage in [
+                ["jobs", "show", "abc"], ["jobs", "list", "--bogus"], ["jobs", "list", "--state", "done"],
+                ["jobs", "list", "--url", "ftp://example.com"], ["jobs", "cancel"],
+            ] {
+                let run = try await Self.baton(usage, server)
+                #expect(run.status == 2, "\(usage): \(run.err)")
+                #expect(!run.err.isEmpty)
+            }
+        }
+    }
+
+    @Test func versionAndShellCompletions() async throws {
+        try await withServer(worker: nil) { server async throws in
+            #expect(try await Self.baton(["--version"], server).out == BatonVersion.current + "\n")
+            for shell in ["bash", "zsh", "fish"] {
+                let script = try await Self.baton(["--generate-completion-script", shell], server)
+                #expect(script.status == 0)
+                #expect(
+                    script.out.contains("jobs") && script.out.contains("queues") && script.out.contains("blocked"))
+            }
+        }
+    }
+}

@@ -54,6 +54,9 @@ public struct ChainDefinition: Sendable, Hashable {
                 guard task.retry.backoff.initial >= .zero, task.retry.backoff.max >= task.retry.backoff.initial else {
                     throw .invalidChain(path: "\(here).backoff", reason: "needs 0 ≤ initial ≤ max")
                 }
+                // The built-in `http` task's args are known: a malformed request is refused now, at
+                // its path, rather than failing when it runs.
+                if task.task == HTTPRequestArgs.taskName { _ = try HTTPRequestArgs(task.args, path: "\(here).args") }
             }
         }
     }

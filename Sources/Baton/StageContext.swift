@@ -14,7 +14,7 @@ public struct StageContext: Sendable {
     /// Carries the job id, stage and attempt as metadata.
     public let logger: Logger
     /// Outputs of the stages before this one, in chain order, with the stage names.
-    let earlier: [(name: String?, output: JSONValue)]
+    package let earlier: [(name: String?, output: JSONValue)]
 
     package init(
         jobID: Int64, stageIndex: Int, stageName: String?, attempt: Int, queue: String, lane: String?,

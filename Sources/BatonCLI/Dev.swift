@@ -35,7 +35,7 @@ struct Dev: AsyncParsableCommand {
             let database = try DatabaseConfiguration(url: cluster.url)
             let postgres = database.makeClient(logger: logger)
             let worker = BatonWorker.Worker(
-                postgres: postgres, database: database, tasks: TaskRegistry(),
+                postgres: postgres, database: database, tasks: try builtinTasks(),
                 configuration: try options.configuration(), logger: logger)
             let client = BatonClient(postgres: postgres, configuration: database, logger: logger)
             let postgresURL = cluster.url

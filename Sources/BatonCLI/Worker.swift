@@ -51,12 +51,24 @@ struct Worker: AsyncParsableCommand {
         let workerConfiguration = try options.configuration()
         let (databaseConfiguration, postgres) = try await database.connect(logger: logger)
         let worker = BatonWorker.Worker(
-            postgres: postgres, database: databaseConfiguration, tasks: TaskRegistry(),
+            postgres: postgres, database: databaseConfiguration, tasks: try builtinTasks(),
             configuration: workerConfiguration, logger: logger)
         try await runServices(postgres: postgres, main: [worker], logger: logger) {
             try await requireMigrated(postgres, database: databaseConfiguration, logger: logger)
         }
     }
+}
+
+/// The built-in tasks, the `http` task configured by `BATON_HTTP_ALLOW`, `BATON_HTTP_DENY` and
+/// `BATON_SECRET_*` (a malformed list refuses to start rather than failing every request).
+func builtinTasks() throws -> TaskRegistry {
+    var tasks = TaskRegistry()
+    do {
+        tasks.register(HTTPTask(configuration: try .fromEnvironment()))
+    } catch {
+        throw ValidationError("\(error)")
+    }
+    return tasks
 }
 
 /// Runs the pool and `main` services in one group that drains on SIGTERM/SIGINT; `prepare`

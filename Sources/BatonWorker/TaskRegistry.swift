@@ -1,6 +1,6 @@
 import Baton
 
-/// The tasks a worker can run, by name. Comes with the built-in `noop` and `sleep`.
+/// The tasks a worker can run, by name. Comes with the built-in `noop`, `sleep` and `http`.
 public struct TaskRegistry: Sendable {
     /// Runs one attempt: args, the input as JSON text, the context; returns the output as JSON text.
     package typealias Runner =
@@ -8,12 +8,26 @@ public struct TaskRegistry: Sendable {
 
     package private(set) var runners: [String: Runner] = [:]
 
-    /// A registry with the built-in tasks (`noop`, `sleep`), unless `builtins` is false.
+    /// A registry with the built-in tasks (`noop`, `sleep`, and `http` configured by the process's
+    /// environment), unless `builtins` is false.
     public init(builtins: Bool = true) {
         if builtins {
             register(NoopTask.name, NoopTask.run)
             register(SleepTask.name, SleepTask.run)
+            register(HTTPTask.name) { args, input, context in
+                do {
+                    return try await HTTPTask.environment.get().run(args: args, input: input, context: context)
+                } catch let error as OutboundPolicyError {
+                    throw TaskFailure.permanent("the http task is not configured: \(error)")
+                }
+            }
         }
+    }
+
+    /// Registers the built-in `http` task with its own configuration (outbound policy, secrets)
+    /// in place of the one the environment gives.
+    public mutating func register(_ http: HTTPTask) {
+        register(HTTPTask.name, http.run)
     }
 
     /// Registers a typed task under `T.name`. Args or input that do not decode as the task's

@@ -117,7 +117,7 @@ let testRegistry: PrometheusCollectorRegistry = {
 /// Runs a server (and, unless `worker` is nil, a worker with `tasks`) over a fresh schema while
 /// `body` runs.
 func withServer<T: Sendable>(
-    worker tasks: TaskRegistry? = serverTestTasks, schema: String? = nil,
+    worker tasks: TaskRegistry? = serverTestTasks, workerLogger: Logger? = nil, schema: String? = nil,
     configure: @Sendable (inout ServerConfiguration) -> Void = { _ in },
     _ body: @Sendable (TestServer) async throws -> T
 ) async throws -> T {
@@ -139,7 +139,7 @@ func withServer<T: Sendable>(
                     configuration: WorkerConfiguration(
                         queues: ["default": 8], lease: .seconds(2), pollInterval: .seconds(1),
                         drainGrace: .seconds(5), schedulerInterval: .milliseconds(20)),
-                    logger: db.logger))
+                    logger: workerLogger ?? db.logger))
         }
         let group = ServiceGroup(services: services, logger: db.logger)
         return try await withThrowingTaskGroup(of: T?.self) { running in

@@ -1,0 +1,27 @@
+import Foundation
+
+/// How the `http` task is set up on a worker: where it may connect, and the secrets its templates
+/// may name.
+public struct HTTPTaskConfiguration: Sendable, Hashable {
+    public var policy: OutboundPolicy
+    /// `{{secrets.NAME}}` in a template; never written to the job, its outputs or errors, or logs.
+    public var secrets: [String: String]
+
+    public init(policy: OutboundPolicy = OutboundPolicy(), secrets: [String: String] = [:]) {
+        self.policy = policy
+        self.secrets = secrets
+    }
+
+    /// `BATON_HTTP_ALLOW`, `BATON_HTTP_DENY` and every `BATON_SECRET_<NAME>`.
+    public static func fromEnvironment(
+        _ environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(OutboundPolicyError) -> HTTPTaskConfiguration {
+        var secrets: [String: String] = [:]
+        for (name, value) in environment where name.hasPrefix("BATON_SECRET_") && !value.isEmpty {
+            secrets[String(name.dropFirst("BATON_SECRET_".count))] = value
+        }
+        return HTTPTaskConfiguration(
+            policy: try OutboundPolicy(allow: environment["BATON_HTTP_ALLOW"], deny: environment["BATON_HTTP_DENY"]),
+            secrets: secrets)
+    }
+}

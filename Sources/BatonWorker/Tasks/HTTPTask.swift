@@ -1,0 +1,281 @@
+import AsyncHTTPClient
+import Baton
+import Foundation
+import Logging
+import NIOCore
+import NIOHTTP1
+
+/// `http`: one HTTP request described by the stage's args (`HTTPRequestArgs`), filled from the
+/// stage's input, earlier stages' outputs, the job and the worker's secrets. Its output is
+/// `{"status", "headers", "body"}`, the body parsed when it is JSON, else text, else base64.
+///
+/// Templates read `input` (the previous stage's output), `stages.<name>.output`, `job.id`,
+/// `job.metadata`, `job.queue`, `job.stage`, `job.attempt` and `secrets.<NAME>`. Every request
+/// carries `Idempotency-Key: <job id>-<stage index>` (unless a header sets one), a `User-Agent`
+/// naming Baton and asks for gzip; redirects are followed up to 5 times, each hop checked
+/// against the outbound policy.
+public struct HTTPTask: Sendable {
+    public static let name = HTTPRequestArgs.taskName
+    static let maxRedirects = 5
+    public var configuration: HTTPTaskConfiguration
+
+    public init(configuration: HTTPTaskConfiguration = HTTPTaskConfiguration()) {
+        self.configuration = configuration
+    }
+
+    /// The task as the process's environment configures it; a malformed `BATON_HTTP_ALLOW` or
+    /// `BATON_HTTP_DENY` fails its stages with the reason (`baton worker` refuses to start with one).
+    static let environment = Result { () throws(OutboundPolicyError) in
+        HTTPTask(configuration: try .fromEnvironment())
+    }
+
+    @Sendable func run(args: JSONValue, input: String, context: StageContext) async throws -> String {
+        let request: HTTPRequestArgs
+        do {
+            request = try HTTPRequestArgs(args)
+        } catch {
+            throw TaskFailure.permanent("\(error)")
+        }
+        var secrets: [String: JSONValue] = [:]
+        for path in request.templates.flatMap(\.tags) where path.count > 1 && path[0] == "secrets" {
+            guard let value = configuration.secrets[path[1]] else {
+                // The worker's configuration, not the job, is at fault: another worker may have it.
+                throw HTTPTaskError("no secret \(path[1]) on this worker: set BATON_SECRET_\(path[1])")
+            }
+            secrets[path[1]] = .string(value)
+        }
+        let redact = Redactor(secrets.values.compactMap { if case .string(let text) = $0 { text } else { nil } })
+        var stages: [String: JSONValue] = [:]
+        for (name, output) in context.earlier { if let name { stages[name] = ["output": output] } }
+        let scope: JSONValue = [
+            "input": try JSONValue(parsing: input), "stages": .object(stages),
+            "job": [
+                "id": .number(Double(context.jobID)), "metadata": context.metadata, "queue": .string(context.queue),
+                "stage": .number(Double(context.stageIndex)), "attempt": .number(Double(context.attempt)),
+            ],
+            "secrets": .object(secrets),
+        ]
+        do {
+            return redact(try await perform(request, scope: scope, context: context, redact: redact)).jsonText
+        } catch let failure as TaskFailure {
+            switch failure.retry {
+            case .never: throw TaskFailure.permanent(redact(failure.message))
+            case .after(let delay): throw TaskFailure.retry(after: delay, redact(failure.message))
+            case .byPolicy: throw HTTPTaskError(redact(failure.message))
+            }
+        } catch let error as HTTPTaskError {
+            throw HTTPTaskError(redact(error.description))
+        } catch {
+            throw HTTPTaskError(redact("\(error)"))
+        }
+    }
+
+    private func perform(
+        _ args: HTTPRequestArgs, scope: JSONValue, context: StageContext, redact: Redactor
+    ) async throws -> JSONValue {
+        var url = try filled(args.url, scope, "url")
+        if !args.query.isEmpty {
+            var pairs: [String] = []
+            for field in args.query {
+                let value = try filled(field.value, scope, "query.\(field.name)")
+                pairs.append(Self.queryEncoded(field.name) + "=" + Self.queryEncoded(value))
+            }
+            // After what the URL's own query holds, before any fragment.
+            let fragment = url.firstIndex(of: "#")
+            let base = fragment.map { String(url[..<$0]) } ?? url
+            url =
+                base + (base.contains("?") ? "&" : "?") + pairs.joined(separator: "&")
+                + (fragment.map { String(url[$0...]) } ?? "")
+        }
+        var headers = HTTPHeaders()
+        var secretHeaders = Set<String>()
+        for header in args.headers {
+            let value = try filled(header.value, scope, "headers.\(header.name)")
+            guard !value.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) else {
+                throw TaskFailure.permanent("headers.\(header.name) holds a line break or NUL once filled in")
+            }
+            headers.add(name: header.name, value: value)
+            if header.value.tags.contains(where: { $0.first == "secrets" }) {
+                secretHeaders.insert(header.name.lowercased())
+            }
+        }
+        if !headers.contains(name: "Idempotency-Key") {
+            headers.add(name: "Idempotency-Key", value: context.idempotencyKey)
+        }
+        if !headers.contains(name: "User-Agent") {
+            headers.add(name: "User-Agent", value: "Baton/\(BatonVersion.current)")
+        }
+        if !headers.contains(name: "Accept-Encoding") { headers.add(name: "Accept-Encoding", value: "gzip, deflate") }
+        var body: [UInt8]?
+        switch args.body {
+        case .none: break
+        case .json(let json):
+            do {
+                body = Array(try HTTPRequestArgs.render(json: json, in: scope).jsonText.utf8)
+            } catch {
+                throw TaskFailure.permanent("json: \(error)")
+            }
+            if !headers.contains(name: "Content-Type") { headers.add(name: "Content-Type", value: "application/json") }
+        case .text(let text):
+            body = Array(try filled(text, scope, "body").utf8)
+            if !headers.contains(name: "Content-Type") {
+                headers.add(name: "Content-Type", value: "text/plain; charset=utf-8")
+            }
+        }
+
+        var method = args.method
+        let deadline = NIODeadline.now() + .milliseconds(args.timeout.milliseconds)
+        // AsyncHTTPClient logs requests and responses, headers and all, at trace level: where a
+        // secret may be. It logs nothing the operator needs above debug.
+        var clientLogger = context.logger
+        clientLogger.logLevel = max(clientLogger.logLevel, .info)
+        let started = ContinuousClock.now
+        for hop in 0...Self.maxRedirects {
+            guard let target = URL(string: url), let scheme = target.scheme?.lowercased(),
+                scheme == "http" || scheme == "https", let host = target.host, !host.isEmpty
+            else { throw TaskFailure.permanent("not an http:// or https:// URL: \(url)") }
+            guard let route = configuration.policy.route(host: host) else {
+                throw TaskFailure.permanent(
+                    "\(host) is not allowed (BATON_HTTP_ALLOW / BATON_HTTP_DENY; link-local and cloud metadata "
+                        + "addresses are always denied)")
+            }
+            var request = HTTPClientRequest(url: url)
+            request.method = HTTPMethod(rawValue: method)
+            request.headers = headers
+            if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
+            let response: HTTPClientResponse
+            do {
+                response = try await OutboundClients.client(configuration.policy, route)
+                    .execute(request, deadline: deadline, logger: clientLogger)
+            } catch let denied as OutboundDenied {
+                throw TaskFailure.permanent("\(method) \(url): \(denied)")
+            } catch {
+                throw HTTPTaskError("\(method) \(url) failed: \(error)")
+            }
+            let status = Int(response.status.code)
+            context.logger.debug(
+                "http request",
+                metadata: [
+                    "method": "\(method)", "url": "\(redact(url))", "status": "\(status)",
+                    "elapsed": "\(ContinuousClock.now - started)",
+                ])
+            if args.expect.follows(status), let location = response.headers.first(name: "Location") {
+                guard hop < Self.maxRedirects else {
+                    throw TaskFailure.permanent("more than \(Self.maxRedirects) redirects, the last to \(location)")
+                }
+                guard let next = URL(string: location, relativeTo: target)?.absoluteURL else {
+                    throw TaskFailure.permanent("a redirect to \(location), which is not a URL")
+                }
+                if next.host?.lowercased() != target.host?.lowercased() || next.scheme != target.scheme
+                    || next.port != target.port
+                {
+                    // Credentials are for the origin they were written for.
+                    for name in ["Authorization", "Cookie", "Proxy-Authorization"] + secretHeaders {
+                        headers.remove(name: name)
+                    }
+                }
+                if status == 303 || ((status == 301 || status == 302) && method == "POST") {
+                    method = method == "HEAD" ? "HEAD" : "GET"
+                    body = nil
+                    headers.remove(name: "Content-Type")
+                }
+                _ = await Self.excerpt(response)  // read, so that the connection can be used again
+                url = next.absoluteString
+                continue
+            }
+            switch args.expect.outcome(for: status) {
+            case .success:
+                return [
+                    "status": .number(Double(status)), "headers": Self.object(response.headers),
+                    "body": Self.body(
+                        try await Self.read(response, limit: args.maxResponseBytes),
+                        contentType: response.headers.first(name: "Content-Type")),
+                ]
+            case .retry:
+                let message = "HTTP \(status) from \(method) \(url)" + (await Self.excerpt(response))
+                if let wait = response.headers.first(name: "Retry-After").flatMap({ HTTPExpectations.retryAfter($0) }) {
+                    throw TaskFailure.retry(after: wait, message)
+                }
+                throw HTTPTaskError(message)
+            case .fail:
+                throw TaskFailure.permanent("HTTP \(status) from \(method) \(url)" + (await Self.excerpt(response)))
+            }
+        }
+        throw TaskFailure.permanent("more than \(Self.maxRedirects) redirects")
+    }
+
+    /// A query name or value, everything but RFC 3986's unreserved characters percent-encoded.
+    static func queryEncoded(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? text
+    }
+
+    private static let unreserved = CharacterSet(
+        charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+
+    private func filled(_ template: Template, _ scope: JSONValue, _ field: String) throws -> String {
+        do {
+            return try template.render(in: scope)
+        } catch {
+            throw TaskFailure.permanent("\(field): \(error)")
+        }
+    }
+
+    /// The body, at most `limit` bytes (decompressed); more fails the stage for good.
+    private static func read(_ response: HTTPClientResponse, limit: Int) async throws -> [UInt8] {
+        let tooLarge = TaskFailure.permanent("the response body is larger than max_response_bytes (\(limit))")
+        if let length = response.headers.first(name: "Content-Length").flatMap(Int.init), length > limit {
+            throw tooLarge
+        }
+        do {
+            return Array(buffer: try await response.body.collect(upTo: limit))
+        } catch is NIOTooManyBytesError {
+            throw tooLarge
+        }
+    }
+
+    /// The start of an error response's body, for the error message.
+    private static func excerpt(_ response: HTTPClientResponse) async -> String {
+        var bytes: [UInt8] = []
+        do {
+            for try await chunk in response.body {
+                bytes += chunk.readableBytesView
+                if bytes.count >= 512 { break }
+            }
+        } catch {}
+        let text = String(decoding: bytes.prefix(512), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        return text.isEmpty ? "" : ": " + text
+    }
+
+    private static func object(_ headers: HTTPHeaders) -> JSONValue {
+        var fields: [String: JSONValue] = [:]
+        for (name, value) in headers {
+            let key = name.lowercased()
+            if case .string(let earlier)? = fields[key] {
+                fields[key] = .string(earlier + ", " + value)
+            } else {
+                fields[key] = .string(value)
+            }
+        }
+        return .object(fields)
+    }
+
+    /// JSON when the response says so and parses; else text when it is UTF-8; else base64. Text
+    /// with a NUL character counts as binary: PostgreSQL's `jsonb` cannot hold one.
+    static func body(_ bytes: [UInt8], contentType: String?) -> JSONValue {
+        guard !bytes.isEmpty else { return .null }
+        let type = contentType?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
+        if type == "application/json" || type.hasSuffix("+json"), !bytes.contains(0),
+            let json = try? JSONValue(parsing: bytes), !json.jsonText.contains("\\u0000")
+        {
+            return json
+        }
+        if !bytes.contains(0), let text = String(validating: bytes, as: UTF8.self) { return .string(text) }
+        return .string(Data(bytes).base64EncodedString())
+    }
+}
+
+/// A failed request that is retried by the stage's policy (a network error, a retryable status).
+struct HTTPTaskError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}

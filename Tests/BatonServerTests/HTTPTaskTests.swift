@@ -1,0 +1,462 @@
+import Baton
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import Synchronization
+import Testing
+
+@testable import BatonWorker
+
+/// The built-in `http` task, end to end: chains enqueued over the control plane, run by a worker,
+/// calling a real HTTP server on loopback.
+@Suite(.timeLimit(.minutes(3)))
+struct HTTPTaskTests {
+    /// Tasks with the `http` task configured as given.
+    static func tasks(_ configuration: HTTPTaskConfiguration) -> TaskRegistry {
+        var tasks = serverTestTasks
+        tasks.register(HTTPTask(configuration: configuration))
+        return tasks
+    }
+
+    /// Waits until the job has finished; returns it.
+    static func finished(_ server: TestServer, _ id: Int64) async throws -> JSONValue {
+        try await server.job(id) { ["completed", "discarded", "cancelled"].contains($0["state"]?.stringValue) }
+    }
+
+    static func lastError(_ job: JSONValue) -> String {
+        job["stages"]?.arrayValue.flatMap { $0["errors"]?.arrayValue ?? [] }.last?["error"]?.stringValue ?? ""
+    }
+
+    // MARK: chains
+
+    /// Allocate an upload at an API, upload to the URL it answered with (its `&` intact) with the
+    /// form field it gave, confirm with the id from the first answer.
+    @Test func aThreeStepUploadChainPassesEachAnswerOn() async throws {
+        try await withTargetServer({ request in
+            switch (request.method, request.path) {
+            case ("POST", "/uploads"):
+                let base = "http://\(request.authority)"
+                return TargetServer.json(
+                    [
+                        "upload_url": .string("\(base)/storage/bucket/obj-1?sig=a%2Fb&expires=99"),
+                        "form": ["key": "k-123"], "id": "up-1",
+                    ], status: .created)
+            case ("PUT", "/storage/bucket/obj-1"):
+                return TargetServer.text("stored", headers: [.eTag: "\"e-1\""])
+            case ("POST", "/uploads/up-1/confirm"):
+                return TargetServer.json(["confirmed": true])
+            default:
+                return TargetServer.text("no", status: .notFound)
+            }
+        }) { target async throws in
+            try await withServer { server async throws in
+                let id = try await server.enqueue([
+                    "input": ["name": "report.pdf"], "metadata": ["content": "hello baton"],
+                    "stages": [
+                        [
+                            "name": "allocate", "task": "http",
+                            "args": [
+                                "method": "POST", "url": .string("\(target.base)/uploads"),
+                                "json": ["name": "{{input.name}}", "size": 11, "job": "{{job.id}}"],
+                            ],
+                        ],
+                        [
+                            "name": "upload", "task": "http",
+                            "args": [
+                                "method": "PUT", "url": "{{input.body.upload_url}}",
+                                "headers": ["X-Upload-Key": "{{input.body.form.key}}", "Content-Type": "text/plain"],
+                                "body": "{{job.metadata.content}}",
+                            ],
+                        ],
+                        [
+                            "name": "confirm", "task": "http",
+                            "args": [
+                                "method": "POST",
+                                "url": .string("\(target.base)/uploads/{{stages.allocate.output.body.id}}/confirm"),
+                                "json": ["id": "{{stages.allocate.output.body.id}}", "etag": "{{input.headers.etag}}"],
+                                "headers": ["Idempotency-Key": "confirm-{{stages.allocate.output.body.id}}"],
+                            ],
+                        ],
+                    ],
+                ])
+                let job = try await Self.finished(server, id)
+                #expect(job["state"] == "completed", "\(job)")
+                #expect(job["output"]?["status"] == 200)
+                #expect(job["output"]?["body"] == ["confirmed": true])
+
+                let allocate = try #require(target.received(path: "/uploads").first)
+                #expect(allocate.json == ["name": "report.pdf", "size": 11, "job": .number(Double(id))])
+                #expect(allocate["Content-Type"] == "application/json")
+                let upload = try #require(target.received(path: "/storage/bucket/obj-1").first)
+                #expect(upload.method == "PUT")
+                #expect(upload.query == "sig=a%2Fb&expires=99")
+                #expect(upload["X-Upload-Key"] == "k-123")
+                #expect(upload.body == "hello baton")
+                let confirm = try #require(target.received(path: "/uploads/up-1/confirm").first)
+                #expect(confirm.json == ["id": "up-1", "etag": "\"e-1\""])
+                #expect(target.received.map { $0["Idempotency-Key"] } == ["\(id)-0", "\(id)-1", "confirm-up-1"])
+                #expect(target.received.allSatisfy { $0["User-Agent"] == "Baton/\(BatonVersion.current)" })
+                #expect(target.received.allSatisfy { $0["Accept-Encoding"]?.contains("gzip") == true })
+            }
+        }
+    }
+
+    /// 50 jobs for 5 customers, each `[render → delivery in lane customer-N]`; the server is slow at
+    /// random and fails some deliveries with 503. Per customer it sees the deliveries in lane order,
+    /// each once as a success, never two at a time.
+    @Test func orderedWebhooksArriveInOrderOnceAndOneAtATime() async throws {
+        struct Book {
+            var inFlight: [String: Int] = [:]
+            var overlaps = 0
+            var successes: [String: [Int]] = [:]
+            var keys: [String: Int] = [:]
+            var failures = 0
+        }
+        let book = Mutex(Book())
+        try await withTargetServer({ request in
+            let customer = String(request.path.split(separator: "/").last ?? "")
+            book.withLock { book in
+                book.inFlight[customer, default: 0] += 1
+                if book.inFlight[customer]! > 1 { book.overlaps += 1 }
+            }
+            try await Task.sleep(for: .milliseconds(Int.random(in: 0...15)))
+            let fail = Int.random(in: 0..<4) == 0
+            book.withLock { book in
+                book.inFlight[customer]! -= 1
+                if fail {
+                    book.failures += 1
+                } else {
+                    book.successes[customer, default: []].append(request.json?["seq"]?.int64.map(Int.init) ?? -1)
+                    book.keys[request["Idempotency-Key"] ?? "", default: 0] += 1
+                }
+            }
+            return fail ? TargetServer.text("busy", status: .serviceUnavailable) : TargetServer.text("ok")
+        }) { target async throws in
+            try await withServer { server async throws in
+                var jobs: [Int64: (customer: String, seq: Int)] = [:]
+                for seq in 0..<50 {
+                    let customer = "customer-\(seq % 5)"
+                    let id = try await server.enqueue([
+                        "input": ["seq": .number(Double(seq))],
+                        "stages": [
+                            [
+                                "name": "render", "task": "sleep",
+                                "args": ["ms": .number(Double(Int.random(in: 0...5)))],
+                            ],
+                            [
+                                "name": "deliver", "task": "http", "lane": .string(customer), "max_attempts": 50,
+                                "backoff": ["kind": "constant", "initial": "20ms"],
+                                "args": [
+                                    "method": "POST", "url": .string("\(target.base)/hooks/\(customer)"),
+                                    "json": ["seq": "{{input.seq}}"],
+                                ],
+                            ],
+                        ],
+                    ])
+                    jobs[id] = (customer, seq)
+                }
+                for id in jobs.keys { #expect(try await Self.finished(server, id)["state"] == "completed") }
+
+                // The order each lane was entered in, as the database recorded it.
+                let rows = try await server.db.values(
+                    "SELECT id FROM \(unescaped: server.db.configuration.schema).jobs ORDER BY lane_ready_at, id",
+                    as: Int64.self)
+                let ledger = book.withLock { $0 }
+                for customer in (0..<5).map({ "customer-\($0)" }) {
+                    let expected = rows.compactMap { jobs[$0] }.filter { $0.customer == customer }.map(\.seq)
+                    #expect(expected.count == 10)
+                    #expect(ledger.successes[customer] == expected, "\(customer) in lane order")
+                }
+                #expect(ledger.overlaps == 0)
+                #expect(ledger.keys.count == 50 && ledger.keys.values.allSatisfy { $0 == 1 })
+                #expect(ledger.failures > 0, "some deliveries failed and were retried")
+            }
+        }
+    }
+
+    // MARK: statuses
+
+    @Test func retryAfterIsHonouredAndA404FailsForGood() async throws {
+        let calls = Mutex(0)
+        try await withTargetServer({ request in
+            switch request.path {
+            case "/limited":
+                let first = calls.withLock { count in
+                    count += 1
+                    return count == 1
+                }
+                return first
+                    ? TargetServer.text("slow down", status: .tooManyRequests, headers: [.retryAfter: "1"])
+                    : TargetServer.json(["ok": true])
+            default:
+                return TargetServer.text("no such thing", status: .notFound)
+            }
+        }) { target async throws in
+            try await withServer { server async throws in
+                // The policy alone would wait 10 s: the answer's Retry-After (1 s) is what is waited.
+                let limited = try await server.enqueue([
+                    "stages": [
+                        [
+                            "task": "http", "backoff": ["kind": "constant", "initial": "10s"],
+                            "args": ["method": "GET", "url": .string("\(target.base)/limited")],
+                        ]
+                    ]
+                ])
+                let missing = try await server.enqueue([
+                    "stages": [["task": "http", "args": ["method": "GET", "url": .string("\(target.base)/missing")]]]
+                ])
+                let done = try await Self.finished(server, limited)
+                #expect(done["state"] == "completed")
+                #expect(done["stages"]?.arrayValue.first?["attempts"] == 2)
+                let attempts = target.received(path: "/limited").map(\.at)
+                try #require(attempts.count == 2)
+                let gap = attempts[1] - attempts[0]
+                #expect(gap >= .milliseconds(950) && gap < .seconds(5), "waited \(gap)")
+
+                let gone = try await Self.finished(server, missing)
+                #expect(gone["state"] == "discarded")
+                #expect(target.received(path: "/missing").count == 1)
+                #expect(Self.lastError(gone).hasPrefix("HTTP 404 from GET \(target.base)/missing: no such thing"))
+            }
+        }
+    }
+
+    @Test func expectOverridesWhatAStatusMeans() async throws {
+        try await withTargetServer({ request in
+            switch request.path {
+            case "/absent": TargetServer.text("absent", status: .notFound)
+            case "/broken": TargetServer.text("broken", status: .internalServerError)
+            default: TargetServer.text("conflict", status: .conflict)
+            }
+        }) { target async throws in
+            try await withServer { server async throws in
+                func stage(_ path: String, _ expect: JSONValue) -> JSONValue {
+                    [
+                        "stages": [
+                            [
+                                "task": "http", "max_attempts": 2, "backoff": ["kind": "constant", "initial": "10ms"],
+                                "args": ["method": "DELETE", "url": .string(target.base + path), "expect": expect],
+                            ]
+                        ]
+                    ]
+                }
+                let absentIsFine = try await server.enqueue(stage("/absent", ["404": "success"]))
+                let brokenIsFinal = try await server.enqueue(stage("/broken", ["5xx": "fail"]))
+                let conflictRetries = try await server.enqueue(stage("/conflict", ["409": "retry"]))
+
+                let absent = try await Self.finished(server, absentIsFine)
+                #expect(absent["state"] == "completed")
+                #expect(absent["output"]?["status"] == 404)
+                #expect(absent["output"]?["body"] == "absent")
+                #expect(try await Self.finished(server, brokenIsFinal)["state"] == "discarded")
+                #expect(target.received(path: "/broken").count == 1)
+                #expect(try await Self.finished(server, conflictRetries)["state"] == "discarded")
+                #expect(target.received(path: "/conflict").count == 2)
+            }
+        }
+    }
+
+    /// Redirects are followed (at most 5), a request is cut off at its timeout, and a server that
+    /// cannot be reached is retried.
+    @Test func redirectsTimeoutsAndUnreachableServers() async throws {
+        try await withTargetServer({ request in
+            switch request.path {
+            case "/moved": return TargetServer.text("", status: .permanentRedirect, headers: [.location: "/here"])
+            case "/here": return TargetServer.json(["method": .string(request.method), "body": .string(request.body)])
+            case "/loop": return TargetServer.text("", status: .found, headers: [.location: "/loop"])
+            case "/slow":
+                try await Task.sleep(for: .seconds(3))
+                return TargetServer.text("late")
+            default: return TargetServer.text("no", status: .notFound)
+            }
+        }) { target async throws in
+            try await withServer { server async throws in
+                func run(_ args: JSONValue) async throws -> JSONValue {
+                    let id = try await server.enqueue([
+                        "stages": [
+                            [
+                                "task": "http", "args": args, "max_attempts": 2,
+                                "backoff": ["kind": "constant", "initial": "10ms"],
+                            ]
+                        ]
+                    ])
+                    return try await Self.finished(server, id)
+                }
+                let moved = try await run(["method": "POST", "url": .string(target.base + "/moved"), "body": "kept"])
+                #expect(moved["output"]?["body"] == ["method": "POST", "body": "kept"], "308 keeps method and body")
+
+                let loop = try await run(["method": "GET", "url": .string(target.base + "/loop")])
+                #expect(loop["state"] == "discarded")
+                #expect(Self.lastError(loop).contains("more than 5 redirects"))
+                #expect(target.received(path: "/loop").count == 6)
+
+                let slow = try await run(["method": "GET", "url": .string(target.base + "/slow"), "timeout": "200ms"])
+                #expect(slow["state"] == "discarded")
+                #expect(slow["stages"]?.arrayValue.first?["attempts"] == 2, "a timeout is retried")
+                #expect(Self.lastError(slow).contains("deadline"), "\(Self.lastError(slow))")
+
+                let closed = try await run(["method": "GET", "url": "http://127.0.0.1:1/nothing-listens"])
+                #expect(closed["state"] == "discarded")
+                #expect(closed["stages"]?.arrayValue.first?["errors"]?.arrayValue.count == 2, "retried")
+            }
+        }
+    }
+
+    // MARK: bodies
+
+    @Test func gzipBodiesAreDecompressedAndOversizedOnesRefused() async throws {
+        // gzip of {"compressed": true, "text": "baton baton … "} (200 times "baton ").
+        let gzipped = Data(
+            base64Encoded: "H4sIAFZlBGsC/6tWSs7PLShKLS5OTVGyUigpKk3VUVAqSa0oAfKUkhJL8vMURslRcpQcJQc/qVQLAKnLp6TQBAAA")!
+        try await withTargetServer({ request in
+            switch request.path {
+            case "/gzip":
+                return Response(
+                    status: .ok, headers: [.contentType: "application/json", .contentEncoding: "gzip"],
+                    body: .init(byteBuffer: ByteBuffer(bytes: gzipped)))
+            case "/chunked":
+                // No Content-Length: the limit is found while reading.
+                return Response(
+                    status: .ok,
+                    body: .init { writer in
+                        for _ in 0..<10 {
+                            try await writer.write(ByteBuffer(repeating: UInt8(ascii: "x"), count: 1000))
+                        }
+                        try await writer.finish(nil)
+                    })
+            default:
+                return TargetServer.text(String(repeating: "y", count: 5000))
+            }
+        }) { target async throws in
+            try await withServer { server async throws in
+                func get(_ path: String, limit: Int? = nil) -> JSONValue {
+                    var args: JSONValue = ["method": "GET", "url": .string(target.base + path)]
+                    if let limit, case .object(var fields) = args {
+                        fields["max_response_bytes"] = .number(Double(limit))
+                        args = .object(fields)
+                    }
+                    return ["stages": [["task": "http", "args": args]]]
+                }
+                let zipped = try await Self.finished(server, try await server.enqueue(get("/gzip")))
+                #expect(zipped["state"] == "completed")
+                #expect(zipped["output"]?["body"]?["compressed"] == true)
+                #expect(zipped["output"]?["body"]?["text"]?.stringValue?.count == 1200)
+
+                for path in ["/sized", "/chunked"] {
+                    let big = try await Self.finished(server, try await server.enqueue(get(path, limit: 1024)))
+                    #expect(big["state"] == "discarded", "\(path)")
+                    #expect(Self.lastError(big).contains("larger than max_response_bytes (1024)"), "\(path)")
+                }
+                let fits = try await Self.finished(server, try await server.enqueue(get("/sized", limit: 5000)))
+                #expect(fits["output"]?["body"]?.stringValue?.count == 5000)
+            }
+        }
+    }
+
+    // MARK: safety
+
+    /// Metadata addresses are refused by default, named directly or reached through a redirect;
+    /// a deny list is checked on the address a name resolves to.
+    @Test func deniedAddressesAreNeverReached() async throws {
+        try await withTargetServer({ request in
+            request.path == "/redirect"
+                ? TargetServer.text(
+                    "", status: .found, headers: [.location: "http://169.254.169.254/latest/meta-data/"])
+                : TargetServer.text("reached")
+        }) { target async throws in
+            let port = target.base.split(separator: ":").last!
+            let denyLoopback = Self.tasks(
+                HTTPTaskConfiguration(policy: try OutboundPolicy(allow: nil, deny: "127.0.0.0/8")))
+            try await withServer(worker: denyLoopback) { server async throws in
+                func get(_ url: String) async throws -> JSONValue {
+                    let id = try await server.enqueue([
+                        "stages": [["task": "http", "args": ["method": "GET", "url": .string(url)]]]
+                    ])
+                    return try await Self.finished(server, id)
+                }
+                let metadata = try await get("http://169.254.169.254/latest/meta-data/")
+                #expect(metadata["state"] == "discarded")
+                #expect(Self.lastError(metadata).contains("169.254.169.254 is not allowed"))
+                let viaName = try await get("http://localhost:\(port)/direct")
+                #expect(viaName["state"] == "discarded")
+                #expect(
+                    Self.lastError(viaName).contains("the address 127.0.0.1 is not allowed"),
+                    "\(Self.lastError(viaName))")
+                #expect(target.received.isEmpty, "nothing reached the server")
+            }
+            try await withServer { server async throws in
+                let id = try await server.enqueue([
+                    "stages": [["task": "http", "args": ["method": "GET", "url": .string(target.base + "/redirect")]]]
+                ])
+                let redirected = try await Self.finished(server, id)
+                #expect(redirected["state"] == "discarded")
+                #expect(Self.lastError(redirected).contains("169.254.169.254 is not allowed"))
+                #expect(target.received.map(\.path) == ["/redirect"])
+            }
+        }
+    }
+
+    /// A secret reaches the server, and nothing else: not the job row, its output, its errors, or
+    /// the worker's logs.
+    @Test func secretsAreSentButRedactedEverywhereElse() async throws {
+        let secret = "tok-s3cret+&/=42"
+        try await withTargetServer({ request in
+            // An echo: what a careless server does with a credential.
+            let echoed = "\(request["Authorization"] ?? "") \(request.query)"
+            return request.path == "/echo"
+                ? TargetServer.json(["echo": .string(echoed)], headers: [HTTPField.Name("X-Echo")!: echoed])
+                : TargetServer.text("bad token \(echoed)", status: .badRequest)
+        }) { target async throws in
+            let logs = LogCapture()
+            let tasks = Self.tasks(HTTPTaskConfiguration(secrets: ["API_TOKEN": secret]))
+            try await withServer(worker: tasks, workerLogger: logs.logger()) { server async throws in
+                func call(_ path: String) -> JSONValue {
+                    [
+                        "stages": [
+                            [
+                                "task": "http",
+                                "args": [
+                                    "method": "GET", "url": .string(target.base + path),
+                                    "headers": ["Authorization": "Bearer {{secrets.API_TOKEN}}"],
+                                    "query": ["token": "{{secrets.API_TOKEN}}"],
+                                ],
+                            ]
+                        ]
+                    ]
+                }
+                let echoed = try await Self.finished(server, try await server.enqueue(call("/echo")))
+                let refused = try await Self.finished(server, try await server.enqueue(call("/refuse")))
+                #expect(echoed["state"] == "completed")
+                #expect(refused["state"] == "discarded")
+
+                let sent = try #require(target.received(path: "/echo").first)
+                #expect(sent["Authorization"] == "Bearer \(secret)")
+                #expect(sent.query == "token=\(HTTPTask.queryEncoded(secret))")
+
+                let encoded = HTTPTask.queryEncoded(secret)
+                let rows = try await server.db.values(
+                    "SELECT row_to_json(j)::text FROM \(unescaped: server.db.configuration.schema).jobs j",
+                    as: String.self)
+                let everything = rows.joined() + echoed.jsonText + refused.jsonText + logs.text
+                #expect(!everything.contains(secret) && !everything.contains(encoded))
+                #expect(echoed["output"]?["body"]?["echo"] == "Bearer [redacted] token=[redacted]")
+                #expect(echoed["output"]?["headers"]?["x-echo"] == "Bearer [redacted] token=[redacted]")
+                #expect(Self.lastError(refused).contains("bad token Bearer [redacted]"))
+                #expect(logs.text.contains("http request"), "the requests were logged, redacted")
+            }
+        }
+    }
+
+    @Test func aMalformedHTTPStageIsRefusedAtEnqueueWithItsPath() async throws {
+        try await withServer { server async throws in
+            let reply = try await server.call(
+                .POST, "/v1/jobs",
+                body: [
+                    "stages": [["task": "noop"], ["task": "http", "args": ["method": "GET", "url": "{{input.url"]]]
+                ])
+            #expect(reply.status == 400)
+            #expect(reply["path"] == "stages[1].args.url")
+        }
+    }
+}

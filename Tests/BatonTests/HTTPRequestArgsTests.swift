@@ -1,0 +1,87 @@
+import Baton
+import Foundation
+import Testing
+
+struct HTTPRequestArgsTests {
+    @Test func aFullRequestIsRead() throws {
+        let args = try HTTPRequestArgs([
+            "method": "post", "url": "https://api.example/u/{{input.id}}", "headers": ["X-Key": "{{secrets.KEY}}"],
+            "query": ["page": 2, "q": "{{input.q}}"], "json": ["a": "{{input.a}}"], "timeout": "5s",
+            "expect": ["404": "success", "5xx": "fail"], "max_response_bytes": 1024,
+        ])
+        #expect(args.method == "POST")
+        #expect(args.query.map(\.name) == ["page", "q"])
+        #expect(args.timeout == .seconds(5))
+        #expect(args.maxResponseBytes == 1024)
+        #expect(args.templates.flatMap(\.tags).contains(["secrets", "KEY"]))
+        #expect(args.expect.outcome(for: 404) == .success)
+        #expect(args.expect.outcome(for: 503) == .fail)
+    }
+
+    @Test func eachMistakeIsRefusedAtItsPath() {
+        let cases: [(JSONValue, String)] = [
+            (["url": "https://x"], "args.method"),
+            (["method": "FETCH", "url": "https://x"], "args.method"),
+            (["method": "GET"], "args.url"),
+            (["method": "GET", "url": "ftp://x"], "args.url"),
+            (["method": "GET", "url": "https://x/{{input"], "args.url"),
+            (["method": "GET", "url": "https://x", "headers": ["Bad Name": "v"]], "args.headers.Bad Name"),
+            (["method": "GET", "url": "https://x", "headers": ["X": ["nested"]]], "args.headers.X"),
+            (["method": "POST", "url": "https://x", "json": [:], "body": "t"], "args.body"),
+            (["method": "GET", "url": "https://x", "body": "t"], "args.body"),
+            (["method": "POST", "url": "https://x", "json": ["a": ["{{#b}}"]]], "args.json.a[0]"),
+            (["method": "GET", "url": "https://x", "timeout": "2h"], "args.timeout"),
+            (["method": "GET", "url": "https://x", "expect": ["4xx": "ok"]], "args.expect.4xx"),
+            (["method": "GET", "url": "https://x", "expect": ["99": "fail"]], "args.expect.99"),
+            (["method": "GET", "url": "https://x", "max_response_bytes": 0], "args.max_response_bytes"),
+            (["method": "GET", "url": "https://x", "retries": 3], "args.retries"),
+            ("GET https://x", "args"),
+        ]
+        for (args, path) in cases {
+            #expect {
+                try HTTPRequestArgs(args)
+            } throws: { error in
+                guard case BatonError.invalidChain(let at, _) = error else { return false }
+                return at == path
+            }
+        }
+    }
+
+    @Test func aChainWithAMalformedHTTPStageIsRefusedWhenEnqueued() {
+        let chain = ChainDefinition(stages: [
+            .task("noop"), .task("http", args: ["method": "GET", "url": "https://x/{{input"]),
+        ])
+        #expect(throws: BatonError.self) { try chain.validate() }
+        #expect {
+            try chain.validate()
+        } throws: { error in
+            guard case BatonError.invalidChain(let path, _) = error else { return false }
+            return path == "stages[1].args.url"
+        }
+    }
+
+    @Test func statusesHaveTheDocumentedDefaultsAndOverrides() throws {
+        let plain = HTTPExpectations()
+        for status in [200, 201, 204, 299] { #expect(plain.outcome(for: status) == .success) }
+        for status in [408, 425, 429, 500, 502, 503, 599] { #expect(plain.outcome(for: status) == .retry) }
+        for status in [100, 304, 400, 401, 404, 409, 422] { #expect(plain.outcome(for: status) == .fail) }
+        #expect(plain.follows(302) && plain.follows(308) && !plain.follows(304))
+
+        let custom = HTTPExpectations(exact: [404: .success, 503: .fail], classes: [5: .retry, 3: .success])
+        #expect(custom.outcome(for: 404) == .success)
+        #expect(custom.outcome(for: 503) == .fail, "the exact status wins over its class")
+        #expect(custom.outcome(for: 500) == .retry)
+        #expect(custom.outcome(for: 302) == .success)
+        #expect(!custom.follows(302), "a redirect that expect names is the answer, not followed")
+    }
+
+    @Test func retryAfterIsReadAsSecondsOrAnHTTPDate() throws {
+        let now = try #require(HTTPExpectations.httpDate("Sun, 06 Nov 1994 08:49:37 GMT"))
+        #expect(HTTPExpectations.retryAfter("120", now: now) == .seconds(120))
+        #expect(HTTPExpectations.retryAfter(" 1 ", now: now) == .seconds(1))
+        #expect(HTTPExpectations.retryAfter("Sun, 06 Nov 1994 08:50:07 GMT", now: now) == .seconds(30))
+        #expect(HTTPExpectations.retryAfter("Sun, 06 Nov 1994 08:00:00 GMT", now: now) == .zero, "a past date: now")
+        #expect(HTTPExpectations.retryAfter("-5", now: now) == nil)
+        #expect(HTTPExpectations.retryAfter("soon", now: now) == nil)
+    }
+}

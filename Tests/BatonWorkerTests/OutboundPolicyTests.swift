@@ -1,0 +1,87 @@
+import Baton
+import Testing
+
+@testable import BatonWorker
+
+/// Where the `http` task may connect: pure decisions on names and addresses.
+struct OutboundPolicyTests {
+    func address(_ text: String) throws -> IPAddress { try #require(IPAddress(text)) }
+
+    @Test func metadataAndLinkLocalAddressesAreAlwaysDenied() throws {
+        let open = OutboundPolicy()
+        for denied in [
+            "169.254.169.254", "169.254.0.1", "fd00:ec2::254", "fe80::1", "100.100.100.200",
+            "::ffff:169.254.169.254",
+        ] {
+            #expect(!open.permits(try address(denied), route: .anyAddress), "\(denied)")
+            #expect(open.route(host: denied) == nil, "a literal \(denied) is refused before connecting")
+        }
+        #expect(open.route(host: "[fd00:ec2::254]") == nil)
+        for allowed in ["127.0.0.1", "10.1.2.3", "93.184.216.34", "::1", "2001:db8::1"] {
+            #expect(open.permits(try address(allowed), route: .anyAddress), "\(allowed)")
+        }
+        #expect(open.route(host: "api.example.com") == .anyAddress)
+    }
+
+    @Test func denyListsRefuseHostsAndNetworks() throws {
+        let policy = try OutboundPolicy(allow: nil, deny: "internal.example.com, *.corp.example, 10.0.0.0/8,::1")
+        #expect(policy.route(host: "internal.example.com") == nil)
+        #expect(policy.route(host: "INTERNAL.example.com") == nil)
+        #expect(policy.route(host: "db.corp.example") == nil)
+        #expect(policy.route(host: "corp.example") == .anyAddress, "*. matches names under the domain only")
+        #expect(policy.route(host: "10.9.9.9") == nil)
+        #expect(!policy.permits(try address("10.200.0.1"), route: .anyAddress))
+        #expect(!policy.permits(try address("::1"), route: .anyAddress))
+        #expect(policy.permits(try address("11.0.0.1"), route: .anyAddress))
+    }
+
+    @Test func allowListsLetThroughMatchingHostsOrAddressesOnly() throws {
+        let policy = try OutboundPolicy(allow: "*.partner.example api.example.com 203.0.113.0/24", deny: "203.0.113.9")
+        #expect(policy.route(host: "hooks.partner.example") == .anyAddress)
+        #expect(policy.route(host: "api.example.com") == .anyAddress)
+        #expect(policy.route(host: "elsewhere.example") == .allowedAddress, "decided by the address it reaches")
+        #expect(policy.permits(try address("203.0.113.5"), route: .allowedAddress))
+        #expect(!policy.permits(try address("198.51.100.1"), route: .allowedAddress))
+        #expect(!policy.permits(try address("203.0.113.9"), route: .allowedAddress), "deny wins")
+        #expect(
+            !policy.permits(try address("169.254.169.254"), route: .anyAddress), "an allowed name cannot reach metadata"
+        )
+        let namesOnly = try OutboundPolicy(allow: "api.example.com", deny: nil)
+        #expect(namesOnly.route(host: "other.example") == nil)
+    }
+
+    @Test func malformedEntriesAreRefusedByName() {
+        #expect(throws: OutboundPolicyError.self) { try OutboundPolicy(allow: "10.0.0.0/33", deny: nil) }
+        #expect(throws: OutboundPolicyError.self) { try OutboundPolicy(allow: nil, deny: "http://x") }
+        #expect(throws: OutboundPolicyError.self) { try OutboundPolicy(allow: "*.", deny: nil) }
+    }
+
+    @Test func networksMatchByPrefix() throws {
+        let network = try #require(IPNetwork("192.168.16.0/20"))
+        #expect(network.contains(try address("192.168.31.255")))
+        #expect(!network.contains(try address("192.168.32.0")))
+        #expect(!network.contains(try address("::ffff:c0a8:2000")))
+        #expect(try #require(IPNetwork("0.0.0.0/0")).contains(try address("8.8.8.8")))
+        #expect(!(try #require(IPNetwork("::/0")).contains(try address("8.8.8.8"))), "families do not mix")
+    }
+
+    @Test func secretsAreRedactedAsSentAndAsPercentEncoded() {
+        let redact = Redactor(["s3cr&t", "s3cr"])
+        #expect(redact("a s3cr&t b s3cr%26t c") == "a [redacted] b [redacted] c")
+        #expect(redact(["k": "s3cr", "s3cr": ["x s3cr"]]) == ["k": "[redacted]", "[redacted]": ["x [redacted]"]])
+        #expect(Redactor([""])("unchanged") == "unchanged")
+    }
+
+    @Test func responseBodiesAreJSONTextOrBase64() {
+        #expect(HTTPTask.body(Array(#"{"a":1}"#.utf8), contentType: "application/json; charset=utf-8") == ["a": 1])
+        #expect(HTTPTask.body(Array(#"{"a":1}"#.utf8), contentType: "application/problem+json") == ["a": 1])
+        #expect(HTTPTask.body(Array("not json".utf8), contentType: "application/json") == "not json")
+        #expect(HTTPTask.body(Array("héllo".utf8), contentType: "text/plain") == "héllo")
+        #expect(HTTPTask.body([0xFF, 0x00, 0x10], contentType: "application/octet-stream") == "/wAQ")
+        #expect(HTTPTask.body(Array("a\u{0}b".utf8), contentType: "text/plain") == "YQBi", "NUL: jsonb cannot hold it")
+        #expect(
+            HTTPTask.body(Array(#"{"a":"\u0000"}"#.utf8), contentType: "application/json")
+                == .string(#"{"a":"\u0000"}"#))
+        #expect(HTTPTask.body([], contentType: "text/plain") == .null)
+    }
+}

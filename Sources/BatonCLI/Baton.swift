@@ -9,10 +9,11 @@ struct BatonCommand: AsyncParsableCommand {
         commandName: "baton",
         abstract: "Baton: a PostgreSQL-backed job queue whose jobs are chains of stages.",
         discussion: """
-            Commands that talk to the control plane take --url (BATON_URL, default
-            http://127.0.0.1:8080), --token (BATON_TOKEN), --json and --no-color. They exit with
-            0 on success, 1 when the operation failed, 2 on a usage error, 3 when the server cannot
-            be reached, 4 when it refuses the token, 5 when the job is not found.
+            Commands that talk to the control plane take --url (BATON_URL, default \
+            http://127.0.0.1:8080), --token (BATON_TOKEN), --json and --no-color, before or after \
+            the command. They exit with 0 on success, 1 when the operation failed, 2 on a usage \
+            error, 3 when the server cannot be reached, 4 when it refuses the token, 5 when the job \
+            is not found.
             """,
         version: BatonVersion.current,
         subcommands: [
@@ -20,6 +21,10 @@ struct BatonCommand: AsyncParsableCommand {
             Workers.self, Bench.self,
         ]
     )
+
+    /// The admin commands' options, given before the command name.
+    @OptionGroup(title: "Options of enqueue, jobs, queues, lanes and workers, before or after the command")
+    var admin: AdminOptions
 
     /// Runs the command; failures exit with the statuses documented above (ArgumentParser's own
     /// usage errors included, which it would otherwise exit with as 64).

@@ -153,7 +153,8 @@ struct AdminCLITests {
                 #expect(line.dropFirst(column).hasPrefix("available") || line.dropFirst(column).hasPrefix("discarded"))
             }
 
-            let filtered = try await Self.baton(["jobs", "list", "--state", "discarded", "--json"], server)
+            // Options go after the command, or before it as global options.
+            let filtered = try await Self.baton(["--json", "jobs", "list", "--state", "discarded"], server)
             #expect(try filtered.json(JobPage.self).jobs.map(\.id) == [failed])
             let lane = try await Self.baton(["jobs", "list", "--lane", "customer-2", "--json"], server)
             #expect(try lane.json(JobPage.self).jobs.map(\.id) == [ids[3]])
@@ -350,7 +351,7 @@ struct AdminCLITests {
 
     @Test func exitStatusesTellWhatWentWrong() async throws {
         try await withServer { server async throws in
-            let unreachable = try await Self.baton(["jobs", "list", "--url", "http://127.0.0.1:1"], server)
+            let unreachable = try await Self.baton(["--url", "http://127.0.0.1:1", "jobs", "list"], server)
             #expect(unreachable.status == 3)
             #expect(unreachable.err.contains("is `baton serve` running at http://127.0.0.1:1? set --url or BATON_URL"))
             let refused = try await Self.baton(["jobs", "list"], server, token: "not-a-token-at-all")

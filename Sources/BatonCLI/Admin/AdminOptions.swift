@@ -1,6 +1,19 @@
 import ArgumentParser
 import Foundation
 
+/// A command that talks to the control plane. Its options may come after it
+/// (`baton jobs list --json`) or, as global options, before it (`baton --json jobs list`).
+protocol AdminCommand: AsyncParsableCommand {
+    /// The options given after the command.
+    var local: AdminOptions { get }
+    /// The root command, holding the options given before the command.
+    var root: BatonCommand { get }
+}
+
+extension AdminCommand {
+    var admin: AdminOptions { local.over(root.admin) }
+}
+
 /// What every command that talks to the control plane takes.
 struct AdminOptions: ParsableArguments {
     @Option(help: "The control plane's address (default: $BATON_URL, else http://127.0.0.1:8080).")
@@ -24,6 +37,16 @@ struct AdminOptions: ParsableArguments {
     }
 
     var console: Console { Console(noColor: noColor) }
+
+    /// These options, with what they leave unset taken from `global`.
+    func over(_ global: AdminOptions) -> AdminOptions {
+        var merged = self
+        merged.url = url ?? global.url
+        merged.token = token ?? global.token
+        merged.json = json || global.json
+        merged.noColor = noColor || global.noColor
+        return merged
+    }
 }
 
 /// A path segment or query value, percent-encoded.

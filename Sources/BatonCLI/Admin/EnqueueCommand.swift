@@ -3,7 +3,7 @@ import Baton
 import BatonAPI
 import Foundation
 
-struct Enqueue: AsyncParsableCommand {
+struct Enqueue: AdminCommand {
     static let configuration = CommandConfiguration(
         abstract: "Enqueue a job and print its id.",
         discussion: """
@@ -35,7 +35,8 @@ struct Enqueue: AsyncParsableCommand {
     @Flag(help: "Enqueue even if no live worker serves the task yet.")
     var unchecked = false
 
-    @OptionGroup var admin: AdminOptions
+    @OptionGroup var local: AdminOptions
+    @ParentCommand var root: BatonCommand
 
     func validate() throws {
         switch (file, task) {

@@ -23,7 +23,7 @@ struct JobID: ExpressibleByArgument, Sendable {
 }
 
 extension Jobs {
-    struct List: AsyncParsableCommand {
+    struct List: AdminCommand {
         static let configuration = CommandConfiguration(
             abstract: "Jobs, newest first (group members show under their parent: baton jobs show).")
 
@@ -45,7 +45,8 @@ extension Jobs {
         @Flag(help: "Every job that matches, page after page.")
         var all = false
 
-        @OptionGroup var admin: AdminOptions
+        @OptionGroup var local: AdminOptions
+        @ParentCommand var root: BatonCommand
 
         func validate() throws {
             guard limit >= 1 else { throw ValidationError("--limit must be at least 1") }
@@ -98,14 +99,15 @@ extension Jobs {
         }
     }
 
-    struct Show: AsyncParsableCommand {
+    struct Show: AdminCommand {
         static let configuration = CommandConfiguration(
             abstract: "A job's chain as a tree: each stage's state, attempts, timings, errors and output.")
 
         @Argument(help: "The job's id.")
         var id: JobID
 
-        @OptionGroup var admin: AdminOptions
+        @OptionGroup var local: AdminOptions
+        @ParentCommand var root: BatonCommand
 
         func run() async throws {
             let job = try await admin.client().call(.GET, "/v1/jobs/\(id.value)", as: JobView.self)

@@ -4,14 +4,15 @@ import BatonAPI
 import Foundation
 
 extension Jobs {
-    struct Cancel: AsyncParsableCommand {
+    struct Cancel: AdminCommand {
         static let configuration = CommandConfiguration(
             abstract: "Cancel jobs, running ones included (their worker stops the stage).")
 
         @Argument(help: "The jobs' ids.")
         var ids: [JobID]
 
-        @OptionGroup var admin: AdminOptions
+        @OptionGroup var local: AdminOptions
+        @ParentCommand var root: BatonCommand
 
         func run() async throws {
             try await steer(ids, admin) { client, id in
@@ -21,14 +22,15 @@ extension Jobs {
         }
     }
 
-    struct Retry: AsyncParsableCommand {
+    struct Retry: AdminCommand {
         static let configuration = CommandConfiguration(
             abstract: "Start discarded or cancelled jobs again at the stage that failed.")
 
         @Argument(help: "The jobs' ids.")
         var ids: [JobID]
 
-        @OptionGroup var admin: AdminOptions
+        @OptionGroup var local: AdminOptions
+        @ParentCommand var root: BatonCommand
 
         func run() async throws {
             try await steer(ids, admin) { client, id in
@@ -38,13 +40,14 @@ extension Jobs {
         }
     }
 
-    struct Delete: AsyncParsableCommand {
+    struct Delete: AdminCommand {
         static let configuration = CommandConfiguration(abstract: "Delete finished jobs.")
 
         @Argument(help: "The jobs' ids.")
         var ids: [JobID]
 
-        @OptionGroup var admin: AdminOptions
+        @OptionGroup var local: AdminOptions
+        @ParentCommand var root: BatonCommand
 
         func run() async throws {
             try await steer(ids, admin) { client, id in

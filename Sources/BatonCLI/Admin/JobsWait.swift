@@ -4,7 +4,7 @@ import BatonAPI
 import Foundation
 
 extension Jobs {
-    struct Wait: AsyncParsableCommand {
+    struct Wait: AdminCommand {
         static let configuration = CommandConfiguration(
             abstract: "Wait for a job to finish; print its output.",
             discussion: """
@@ -19,7 +19,8 @@ extension Jobs {
         @Option(help: "Give up after this long (e.g. 30s, 10m); default: wait as long as it takes.")
         var timeout: Duration?
 
-        @OptionGroup var admin: AdminOptions
+        @OptionGroup var local: AdminOptions
+        @ParentCommand var root: BatonCommand
 
         func run() async throws {
             let client = try admin.client()

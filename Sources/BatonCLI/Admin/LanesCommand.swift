@@ -3,7 +3,7 @@ import Baton
 import BatonAPI
 import Foundation
 
-struct Lanes: AsyncParsableCommand {
+struct Lanes: AdminCommand {
     static let configuration = CommandConfiguration(
         abstract: "Lanes: the job holding each, its state, and how many wait behind it.",
         discussion: """
@@ -14,7 +14,8 @@ struct Lanes: AsyncParsableCommand {
     @Flag(help: "Only blocked lanes: their holder failed and waits to retry.")
     var blocked = false
 
-    @OptionGroup var admin: AdminOptions
+    @OptionGroup var local: AdminOptions
+    @ParentCommand var root: BatonCommand
 
     func run() async throws {
         let client = try admin.client()

@@ -8,11 +8,12 @@ struct Queues: AsyncParsableCommand {
         abstract: "Queues with their jobs per state; pause and resume them.",
         subcommands: [List.self, Pause.self, Resume.self], defaultSubcommand: List.self)
 
-    struct List: AsyncParsableCommand {
+    struct List: AdminCommand {
         static let configuration = CommandConfiguration(
             abstract: "Each queue: jobs per state and how long its oldest available job has waited.")
 
-        @OptionGroup var admin: AdminOptions
+        @OptionGroup var local: AdminOptions
+        @ParentCommand var root: BatonCommand
 
         func run() async throws {
             let list = try await admin.client().call(.GET, "/v1/queues", as: QueueList.self)
@@ -41,25 +42,27 @@ struct Queues: AsyncParsableCommand {
         ]
     }
 
-    struct Pause: AsyncParsableCommand {
+    struct Pause: AdminCommand {
         static let configuration = CommandConfiguration(
             abstract: "Stop workers claiming from a queue (running stages finish).")
 
         @Argument(help: "The queue's name.")
         var name: String
 
-        @OptionGroup var admin: AdminOptions
+        @OptionGroup var local: AdminOptions
+        @ParentCommand var root: BatonCommand
 
         func run() async throws { try await setPaused(true, name, admin) }
     }
 
-    struct Resume: AsyncParsableCommand {
+    struct Resume: AdminCommand {
         static let configuration = CommandConfiguration(abstract: "Let workers claim from a paused queue again.")
 
         @Argument(help: "The queue's name.")
         var name: String
 
-        @OptionGroup var admin: AdminOptions
+        @OptionGroup var local: AdminOptions
+        @ParentCommand var root: BatonCommand
 
         func run() async throws { try await setPaused(false, name, admin) }
     }

@@ -3,11 +3,12 @@ import Baton
 import BatonAPI
 import Foundation
 
-struct Workers: AsyncParsableCommand {
+struct Workers: AdminCommand {
     static let configuration = CommandConfiguration(
         abstract: "Live workers: their queues, the jobs they run, their last heartbeat.")
 
-    @OptionGroup var admin: AdminOptions
+    @OptionGroup var local: AdminOptions
+    @ParentCommand var root: BatonCommand
 
     func run() async throws {
         let list = try await admin.client().call(.GET, "/v1/workers", as: WorkerList.self)

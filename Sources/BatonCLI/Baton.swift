@@ -22,7 +22,9 @@ struct BatonCommand: AsyncParsableCommand {
         ]
     )
 
-    /// The admin commands' options, given before the command name.
+    /// The admin commands' options, given before the command name. ArgumentParser lets a parent's
+    /// option be given after the subcommand too, and then the parent takes it: a subcommand with an
+    /// option of the same name (`bench --json`) must read this one as well.
     @OptionGroup(title: "Options of enqueue, jobs, queues, lanes and workers, before or after the command")
     var admin: AdminOptions
 

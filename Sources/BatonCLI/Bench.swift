@@ -33,6 +33,10 @@ struct Bench: AsyncParsableCommand {
     var mode: Mode = .burnDown
     @Option(help: "Idle-worker pickup samples (one job at a time).") var pickupSamples: Int = 200
     @Flag(help: "Print one JSON object instead of a summary.") var json = false
+    @ParentCommand var root: BatonCommand
+
+    /// `--json` given anywhere: the root command's global `--json` takes it even after `bench`.
+    var printsJSON: Bool { json || root.admin.json }
 
     func validate() throws {
         guard jobs >= 1, chain >= 1, chain <= ChainDefinition.maxStages, lanes >= 0, concurrency >= 1,
@@ -47,7 +51,7 @@ struct Bench: AsyncParsableCommand {
         // Progress and the report are the output; only warnings and errors are logged.
         bootLogger.logLevel = max(bootLogger.logLevel, .warning)
         let logger = bootLogger
-        let progress = Progress(enabled: !json && isatty(STDERR_FILENO) == 1)
+        let progress = Progress(enabled: !printsJSON && isatty(STDERR_FILENO) == 1)
         var server: LocalPostgres?
         let baseURL: String
         if let databaseURL {
@@ -70,7 +74,7 @@ struct Bench: AsyncParsableCommand {
             try? await client.perform("DROP SCHEMA \(unescaped: schema) CASCADE")
             return report
         }
-        if json {
+        if printsJSON {
             say(report.json)
         } else {
             progress.clear()

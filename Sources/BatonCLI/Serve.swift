@@ -16,14 +16,14 @@ struct ServerOptions: ParsableArguments {
     @Option(help: "Largest request body accepted, in bytes.")
     var maxBody: Int = 1 << 20
 
-    @Flag(help: "Ask for a token (any role) on /metrics.")
-    var metricsAuth = false
+    @Flag(help: "Serve /metrics without a token, for a scraper that cannot send one (on a network you trust).")
+    var metricsOpen = false
 
     func configuration(tokens: APITokens) throws -> ServerConfiguration {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be within 0...65535") }
         guard maxBody >= 1024 else { throw ValidationError("--max-body must be at least 1024 bytes") }
         return ServerConfiguration(
-            host: host, port: port, tokens: tokens, maxBodySize: maxBody, metricsRequireToken: metricsAuth)
+            host: host, port: port, tokens: tokens, maxBodySize: maxBody, metricsRequireToken: !metricsOpen)
     }
 }
 

@@ -8,7 +8,9 @@ public struct ServerConfiguration: Sendable {
     public var tokens: APITokens
     /// Request bodies longer than this are refused with 413.
     public var maxBodySize: Int
-    /// Whether `/metrics` asks for a token (any role). Open by default, as scrapers expect.
+    /// Whether `/metrics` asks for a token (any role), as every route but the health checks does.
+    /// Prometheus sends one with `authorization: {credentials_file: …}`; turn this off only for a
+    /// scraper that cannot, on a network you trust.
     public var metricsRequireToken: Bool
     /// A task is known if a worker that serves it sent a heartbeat this recently.
     public var taskWindow: Duration
@@ -19,7 +21,7 @@ public struct ServerConfiguration: Sendable {
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, tokens: APITokens, maxBodySize: Int = 1 << 20,
-        metricsRequireToken: Bool = false, taskWindow: Duration = .seconds(300), maxWait: Duration = .seconds(300),
+        metricsRequireToken: Bool = true, taskWindow: Duration = .seconds(300), maxWait: Duration = .seconds(300),
         requestLogLevel: Logger.Level = .info
     ) {
         self.host = host

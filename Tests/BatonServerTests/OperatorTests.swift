@@ -66,7 +66,8 @@ struct OperatorTests {
             let ready = try await server.call(.GET, "/readyz", token: nil)
             #expect(ready["status"] == "ready")
             try await server.enqueue(["stages": [["task": "noop"]], "queue": "metered"], query: "?unchecked=true")
-            let metrics = try await server.call(.GET, "/metrics", token: nil)
+            #expect(try await server.call(.GET, "/metrics", token: nil).status == 401)
+            let metrics = try await server.call(.GET, "/metrics", token: Token.read)
             #expect(metrics.text.contains("baton_jobs_enqueued_total{queue=\"metered\"} 1"))
             #expect(metrics.text.contains("hb_requests"))
         }

@@ -684,8 +684,12 @@ enum OpenAPIDocument {
             "/metrics": {
               "get": {
                 "operationId": "metrics",
-                "summary": "Prometheus metrics (open unless the server runs with --metrics-auth)",
-                "x-baton-roles": [],
+                "summary": "Prometheus metrics (any token; open when the server runs with --metrics-open)",
+                "x-baton-roles": [
+                  "admin",
+                  "enqueue",
+                  "read"
+                ],
                 "responses": {
                   "200": {
                     "description": "Prometheus text format.",
@@ -702,7 +706,6 @@ enum OpenAPIDocument {
                   }
                 },
                 "security": [
-                  {},
                   {
                     "bearer": []
                   }
@@ -712,8 +715,12 @@ enum OpenAPIDocument {
             "/openapi.json": {
               "get": {
                 "operationId": "openAPI",
-                "summary": "This document",
-                "x-baton-roles": [],
+                "summary": "This document (any token)",
+                "x-baton-roles": [
+                  "admin",
+                  "enqueue",
+                  "read"
+                ],
                 "responses": {
                   "200": {
                     "description": "OpenAPI 3.1.",
@@ -724,9 +731,11 @@ enum OpenAPIDocument {
                         }
                       }
                     }
+                  },
+                  "401": {
+                    "$ref": "#/components/responses/Unauthorized"
                   }
-                },
-                "security": []
+                }
               }
             }
           },

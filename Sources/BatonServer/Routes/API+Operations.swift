@@ -11,7 +11,7 @@ extension API {
             Route(
                 method: .get, path: "/metrics", access: configuration.metricsRequireToken ? .anyToken : .open,
                 handler: metrics),
-            Route(method: .get, path: "/openapi.json", access: .open, handler: openAPI),
+            Route(method: .get, path: "/openapi.json", access: .anyToken, handler: openAPI),
         ]
     }
 

@@ -25,6 +25,7 @@ let package = Package(
         // Without its default traits: no swift-configuration, no full Foundation.
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
     ],
     targets: [
         .target(name: "Baton", dependencies: [.product(name: "Logging", package: "swift-log")]),
@@ -87,7 +88,12 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
-        .testTarget(name: "BatonTests", dependencies: ["Baton"]),
+        .testTarget(
+            name: "BatonTests",
+            dependencies: [
+                "Baton", "BatonTestSupport", .product(name: "PropertyBased", package: "swift-property-based"),
+            ]
+        ),
         .testTarget(name: "BatonAPITests", dependencies: ["Baton", "BatonAPI"]),
         .testTarget(
             name: "BatonPostgresTests",
@@ -110,6 +116,7 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "PropertyBased", package: "swift-property-based"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),

@@ -19,11 +19,18 @@ struct ServerOptions: ParsableArguments {
     @Flag(help: "Serve /metrics without a token, for a scraper that cannot send one (on a network you trust).")
     var metricsOpen = false
 
+    @Option(help: "The longest a ?wait= holds a request (longer waits are cut to this).")
+    var maxWait: Duration = .seconds(300)
+
     func configuration(tokens: APITokens) throws -> ServerConfiguration {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be within 0...65535") }
         guard maxBody >= 1024 else { throw ValidationError("--max-body must be at least 1024 bytes") }
+        guard maxWait > .zero, maxWait <= .seconds(3600) else {
+            throw ValidationError("--max-wait must be a duration from 1ms to 1h")
+        }
         return ServerConfiguration(
-            host: host, port: port, tokens: tokens, maxBodySize: maxBody, metricsRequireToken: !metricsOpen)
+            host: host, port: port, tokens: tokens, maxBodySize: maxBody, metricsRequireToken: !metricsOpen,
+            maxWait: maxWait)
     }
 }
 

@@ -46,7 +46,7 @@ public struct BatonServer: Service {
         let router = Router(context: BatonRequestContext.self)
         router.add(middleware: RequestLogMiddleware(level: api.configuration.requestLogLevel))
         router.add(middleware: MetricsMiddleware())
-        router.add(middleware: ProblemMiddleware())
+        router.add(middleware: ProblemMiddleware(allowed: AllowedMethods(api.routes)))
         let tokens = api.configuration.tokens
         var methods: [String: [HTTPRequest.Method]] = [:]
         for route in api.routes {
@@ -55,15 +55,14 @@ public struct BatonServer: Service {
             }
             methods[route.path, default: []].append(route.method)
         }
-        let all: [HTTPRequest.Method] = [.get, .head, .post, .put, .patch, .delete, .options, .trace]
+        // The usual methods get routes of their own, so that `/v1/jobs/batch` answers 405 rather
+        // than reaching `/v1/jobs/{id}`; any other method (QUERY, PROPFIND …) is answered by the
+        // problem middleware.
+        let usual: [HTTPRequest.Method] = [.get, .head, .post, .put, .patch, .delete, .options, .trace]
         for (path, allowed) in methods {
-            let allow = allowed.map(\.rawValue).joined(separator: ", ")
-            for method in all where !allowed.contains(method) {
+            for method in usual where !allowed.contains(method) {
                 router.on(RouterPath(path), method: method) { request, _ -> Response in
-                    var problem = Problem(
-                        .methodNotAllowed, detail: "\(request.method) is not allowed on \(path); use \(allow)")
-                    problem.headers[.allow] = allow
-                    throw problem
+                    throw Problem.methodNotAllowed(request.method, path: path, allow: allowed)
                 }
             }
         }

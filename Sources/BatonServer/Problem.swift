@@ -58,6 +58,13 @@ struct Problem: Error, HTTPResponseError {
 
     static func notFound(_ detail: String) -> Problem { Problem(.notFound, detail: detail) }
 
+    static func methodNotAllowed(_ method: HTTPRequest.Method, path: String, allow: [HTTPRequest.Method]) -> Problem {
+        let allowed = allow.map(\.rawValue).joined(separator: ", ")
+        var problem = Problem(.methodNotAllowed, detail: "\(method) is not allowed on \(path); use \(allowed)")
+        problem.headers[.allow] = allowed
+        return problem
+    }
+
     static func conflict(_ detail: String) -> Problem {
         Problem(.conflict, type: "conflict", title: "The job is not in a state that allows this", detail: detail)
     }

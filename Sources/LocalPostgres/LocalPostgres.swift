@@ -89,7 +89,19 @@ public final class LocalPostgres: Sendable {
 
         if !fileManager.fileExists(atPath: dataDirectory.appending(path: "PG_VERSION").path) {
             try fileManager.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
-            if let runAs { try chown(dataDirectory, to: runAs) }
+            if let runAs {
+                try chown(dataDirectory, to: runAs)
+                // As root the server runs as `runAs`, which must be able to get to the directory.
+                do {
+                    try run(
+                        URL(fileURLWithPath: "/bin/sh"), ["-c", "cd \"$0\"", dataDirectory.path], as: runAs, what: "cd")
+                } catch {
+                    throw LocalPostgresError(
+                        "PostgreSQL refuses to run as root, so it runs as \(runAs), which cannot enter "
+                            + "\(dataDirectory.path): choose a data directory \(runAs) can reach (such as one under "
+                            + "/tmp), or let it through the directories above (chmod o+x)")
+                }
+            }
             try run(
                 binaries.appending(path: "initdb"),
                 [

@@ -77,7 +77,8 @@ struct OpenAPITests {
                 let allowed = Set(operations.map(\.method))
                 let concrete = path.replacingOccurrences(of: "{id}", with: "1")
                     .replacingOccurrences(of: "{name}", with: "q")
-                for method in ["GET", "POST", "PUT", "PATCH", "DELETE"] where !allowed.contains(method) {
+                for method in ["GET", "POST", "PUT", "PATCH", "DELETE", "QUERY", "PROPFIND"]
+                where !allowed.contains(method) {
                     let reply = try await server.call(HTTPMethod(rawValue: method), concrete)
                     #expect(reply.status == 405, "\(method) \(path)")
                     let allow = Set(

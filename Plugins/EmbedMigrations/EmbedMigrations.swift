@@ -3,6 +3,10 @@ import PackagePlugin
 
 /// Compiles `migrations/*.sql` into the target, so the `baton` binary carries its schema and
 /// `migrations/` stays the one source of truth.
+///
+/// SwiftPM lists the directory when it plans a build and keeps the plan until a manifest changes:
+/// after adding a migration file to an existing checkout, `touch Package.swift` (a fresh clone is
+/// always planned anew). Edits to existing files are picked up as usual.
 @main
 struct EmbedMigrations: BuildToolPlugin {
     func createBuildCommands(context: PluginContext, target: any Target) throws -> [Command] {

@@ -56,15 +56,18 @@ public struct Migrator: Sendable {
     public func currentVersion(_ client: PostgresClient) async throws -> Int {
         // A statement naming a missing table fails while it is parsed: ask whether it exists first.
         var exists = false
-        for try await found in try await client.query(
-            "SELECT to_regclass(\(schema + ".migrations")) IS NOT NULL", logger: logger
-        ).decode(Bool.self) {
-            exists = found
+        for row in try await client.rows(
+            "SELECT to_regclass(\(schema + ".migrations")) IS NOT NULL", logger: logger)
+        {
+            exists = try row.decode(Bool.self)
         }
         guard exists else { return 0 }
-        let rows = try await client.query(
+        let rows = try await client.rows(
             "SELECT coalesce(max(version), 0) FROM \(unescaped: schema).migrations", logger: logger)
-        for try await version in rows.decode(Int.self) { return version }
+        for row in rows {
+            let version = try row.decode(Int.self)
+            return version
+        }
         return 0
     }
 
@@ -76,10 +79,8 @@ public struct Migrator: Sendable {
                 version int PRIMARY KEY, file text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())
             """, logger: logger)
         var done = Set<Int>()
-        for try await version in try await connection.query(
-            "SELECT version FROM \(unescaped: schema).migrations", logger: logger
-        ).decode(Int.self) {
-            done.insert(version)
+        for row in try await connection.rows("SELECT version FROM \(unescaped: schema).migrations", logger: logger) {
+            done.insert(try row.decode(Int.self))
         }
         var applied: [String] = []
         for migration in Self.migrations.sorted(by: { $0.version < $1.version }) where !done.contains(migration.version)

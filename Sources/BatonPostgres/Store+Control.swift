@@ -11,7 +11,7 @@ extension Store {
     /// primary key, filtered.
     public func jobs(_ filter: JobFilter) async throws -> [JobSummary] {
         let states = filter.states.isEmpty ? nil : filter.states.map(\.rawValue)
-        let rows = try await client.query(
+        let rows = try await client.rows(
             """
             SELECT id, queue, priority::int, state::text, stage, stage_count, chain -> stage ->> 'task', lane,
                    attempt, run_at, created_at, finished_at, errors -> -1 ->> 'error'
@@ -26,7 +26,7 @@ extension Store {
             ORDER BY id DESC LIMIT \(filter.limit)
             """, logger: logger)
         var jobs: [JobSummary] = []
-        for try await row in rows {
+        for row in rows {
             let (id, queue, priority, state, stage, count, task, lane, attempt, runAt) =
                 try row.decode((Int64, String, Int, String, Int, Int, String?, String?, Int, Date).self)
             let columns = Array(row)
@@ -42,7 +42,7 @@ extension Store {
 
     /// The group members of `parent`, by stage and member order (`jobs_parent` index).
     public func members(of parent: Int64) async throws -> [MemberRecord] {
-        let rows = try await client.query(
+        let rows = try await client.rows(
             """
             SELECT parent_stage, member_index, id, state::text, attempt,
                    CASE WHEN state = 'completed' THEN (results -> 0 -> 'output')::text END, errors::text
@@ -50,9 +50,9 @@ extension Store {
             ORDER BY parent_stage, member_index
             """, logger: logger)
         var members: [MemberRecord] = []
-        for try await (stage, index, id, state, attempt, output, errors) in rows.decode(
-            (Int, Int, Int64, String, Int, String?, String).self)
-        {
+        for row in rows {
+            let (stage, index, id, state, attempt, output, errors) = try row.decode(
+                (Int, Int, Int64, String, Int, String?, String).self)
             members.append(
                 MemberRecord(
                     stage: stage, index: index, id: id, state: JobState(rawValue: state) ?? .available,
@@ -68,10 +68,11 @@ extension Store {
     /// failed group are still running. Throws `BatonError.jobNotFound` for an unknown id.
     public func retry(_ id: Int64) async throws -> JobState? {
         do {
-            let rows = try await client.query(
+            let rows = try await client.rows(
                 "SELECT queue, state::text FROM \(unescaped: schema).retry_job(\(id))", logger: logger)
-            for try await (queue, state) in rows.decode((String, String).self) {
-                let state = JobState(rawValue: state) ?? .available
+            for row in rows {
+                let (queue, name) = try row.decode((String, String).self)
+                let state = JobState(rawValue: name) ?? .available
                 if state == .available { try await notify(["q:" + queue]) }
                 return state
             }
@@ -85,7 +86,7 @@ extension Store {
     /// is a group member (delete its parent) or has members still running (a failed group's
     /// siblings); throws `BatonError.jobNotFound` for an unknown id.
     public func delete(_ id: Int64) async throws -> Bool {
-        let rows = try await client.query(
+        let rows = try await client.rows(
             """
             WITH d AS (
                 DELETE FROM \(unescaped: schema).jobs
@@ -95,7 +96,8 @@ extension Store {
             ) SELECT (SELECT count(*) FROM d)::int,
                      EXISTS (SELECT 1 FROM \(unescaped: schema).jobs WHERE id = \(id))
             """, logger: logger)
-        for try await (deleted, exists) in rows.decode((Int, Bool).self) {
+        for row in rows {
+            let (deleted, exists) = try row.decode((Int, Bool).self)
             if deleted == 1 { return true }
             if !exists { throw BatonError.jobNotFound(id) }
         }
@@ -105,13 +107,16 @@ extension Store {
     /// Which of `keys` name jobs that `owner` did not enqueue (`jobs_idempotency_key` index).
     public func idempotencyKeys(_ keys: [String], notEnqueuedBy owner: String?) async throws -> [String] {
         guard !keys.isEmpty else { return [] }
-        let rows = try await client.query(
+        let rows = try await client.rows(
             """
             SELECT idempotency_key FROM \(unescaped: schema).jobs
             WHERE idempotency_key = ANY(\(keys)) AND enqueued_by IS DISTINCT FROM \(owner)
             """, logger: logger)
         var taken: [String] = []
-        for try await key in rows.decode(String.self) { taken.append(key) }
+        for row in rows {
+            let key = try row.decode(String.self)
+            taken.append(key)
+        }
         return taken
     }
 
@@ -120,7 +125,7 @@ extension Store {
     /// Every queue with jobs or paused, with its counts per state (a scan of the table: an
     /// operator's query, not a hot one).
     public func queues() async throws -> [QueueStatus] {
-        let rows = try await client.query(
+        let rows = try await client.rows(
             """
             SELECT coalesce(c.queue, p.queue), c.state::text, coalesce(c.n, 0)::int, c.oldest, p.queue IS NOT NULL
             FROM (SELECT queue, state, count(*) AS n, min(run_at) FILTER (WHERE state = 'available') AS oldest
@@ -128,7 +133,8 @@ extension Store {
             FULL JOIN \(unescaped: schema).paused_queues p ON p.queue = c.queue
             """, logger: logger)
         var queues: [String: QueueStatus] = [:]
-        for try await (name, state, count, oldest, paused) in rows.decode((String, String?, Int, Date?, Bool).self) {
+        for row in rows {
+            let (name, state, count, oldest, paused) = try row.decode((String, String?, Int, Date?, Bool).self)
             var queue = queues[name] ?? QueueStatus(name: name, counts: [:], oldestAvailable: nil, paused: paused)
             if let state = state.flatMap(JobState.init(rawValue:)) { queue.counts[state] = count }
             if let oldest { queue.oldestAvailable = oldest }
@@ -156,7 +162,7 @@ extension Store {
     /// Lanes with a holder or jobs waiting, by name after `after`; heads from `jobs_lane_head`,
     /// waiting counts from `jobs_lane_waiting`.
     public func lanes(after: String? = nil, limit: Int = 100) async throws -> [LaneStatus] {
-        let rows = try await client.query(
+        let rows = try await client.rows(
             """
             WITH heads AS (
                 SELECT lane, id, queue, state::text AS state, stage, chain -> stage ->> 'task' AS task, attempt, run_at,
@@ -175,7 +181,7 @@ extension Store {
             ORDER BY l LIMIT \(limit)
             """, logger: logger)
         var lanes: [LaneStatus] = []
-        for try await row in rows {
+        for row in rows {
             let (lane, waiting, id, queue, state, stage, task, attempt, runAt, error) =
                 try row.decode((String, Int, Int64?, String?, String?, Int?, String?, Int?, Date?, String?).self)
             var head: LaneStatus.Head?
@@ -191,7 +197,7 @@ extension Store {
 
     /// Registered workers, oldest first, with the jobs each runs now (`jobs_running` index).
     public func workers() async throws -> [WorkerRecord] {
-        let rows = try await client.query(
+        let rows = try await client.rows(
             """
             SELECT w.id, w.host, w.pid, w.queues, w.tasks, w.started_at, w.heartbeat_at,
                    ARRAY(SELECT j.id FROM \(unescaped: schema).jobs j
@@ -199,9 +205,9 @@ extension Store {
             FROM \(unescaped: schema).workers w ORDER BY w.started_at, w.id
             """, logger: logger)
         var workers: [WorkerRecord] = []
-        for try await (id, host, pid, queues, tasks, started, heartbeat, running) in rows.decode(
-            (String, String, Int, [String], [String], Date, Date, [Int64]).self)
-        {
+        for row in rows {
+            let (id, host, pid, queues, tasks, started, heartbeat, running) = try row.decode(
+                (String, String, Int, [String], [String], Date, Date, [Int64]).self)
             workers.append(
                 WorkerRecord(
                     id: id, host: host, pid: pid, queues: queues, tasks: tasks, startedAt: started,

@@ -26,8 +26,8 @@ extension Store {
         """
 
     private func fetchJob(_ query: PostgresQuery) async throws -> JobRecord? {
-        let rows = try await client.query(query, logger: logger)
-        for try await row in rows {
+        let rows = try await client.rows(query, logger: logger)
+        for row in rows {
             let (id, queue, priority, state, runAt, createdAt, attemptedAt, finishedAt, chain, stage) =
                 try row.decode((Int64, String, Int, String, Date, Date, Date?, Date?, String, Int).self)
             let columns = Array(row)
@@ -51,13 +51,16 @@ extension Store {
 
     /// Ids of the group members of `parent` at `stage`, in member order.
     public func members(of parent: Int64, stage: Int) async throws -> [Int64] {
-        let rows = try await client.query(
+        let rows = try await client.rows(
             """
             SELECT id FROM \(unescaped: schema).jobs WHERE parent_id = \(parent) AND parent_stage = \(stage)
             ORDER BY member_index
             """, logger: logger)
         var ids: [Int64] = []
-        for try await id in rows.decode(Int64.self) { ids.append(id) }
+        for row in rows {
+            let id = try row.decode(Int64.self)
+            ids.append(id)
+        }
         return ids
     }
 
@@ -68,11 +71,12 @@ extension Store {
     /// had already finished); throws `BatonError.jobNotFound` for an unknown id.
     @discardableResult
     public func cancel(_ id: Int64) async throws -> [Int64] {
-        let rows = try await client.query(
+        let rows = try await client.rows(
             "SELECT id, worker_id, watched FROM \(unescaped: schema).cancel_job(\(id))", logger: logger)
         var cancelled: [Int64] = []
         var payloads: [String] = []
-        for try await (job, worker, watched) in rows.decode((Int64, String?, Bool).self) {
+        for row in rows {
+            let (job, worker, watched) = try row.decode((Int64, String?, Bool).self)
             cancelled.append(job)
             if worker != nil { payloads.append("c:\(job)") }
             if watched { payloads.append("f:\(job)") }

@@ -6,17 +6,20 @@ extension Store {
     /// Due scheduled and retryable jobs become available (or join their lane). Uses `jobs_due`.
     /// Returns the queues that got available jobs.
     package func promoteDue(limit: Int) async throws -> [String] {
-        let rows = try await client.query(
+        let rows = try await client.rows(
             "SELECT q FROM \(unescaped: schema).promote_due(\(limit)::int) AS q", logger: logger)
         var queues: [String] = []
-        for try await queue in rows.decode(String.self) { queues.append(queue) }
+        for row in rows {
+            let queue = try row.decode(String.self)
+            queues.append(queue)
+        }
         return queues
     }
 
     /// Running stages whose worker has sent no heartbeat within `lease` (or has no row at all).
     /// Uses `jobs_running`.
     package func lostStages(lease: Duration, limit: Int) async throws -> [LostStage] {
-        let rows = try await client.query(
+        let rows = try await client.rows(
             """
             SELECT j.id, j.worker_id, j.stage, j.attempt, j.chain::text FROM \(unescaped: schema).jobs j
             WHERE j.state = 'running' AND NOT EXISTS (
@@ -25,7 +28,8 @@ extension Store {
             LIMIT \(limit)
             """, logger: logger)
         var lost: [LostStage] = []
-        for try await (id, worker, stage, attempt, chain) in rows.decode((Int64, String?, Int, Int, String).self) {
+        for row in rows {
+            let (id, worker, stage, attempt, chain) = try row.decode((Int64, String?, Int, Int, String).self)
             lost.append(
                 LostStage(
                     jobID: id, workerID: worker ?? "", stage: stage, attempt: attempt,
@@ -34,10 +38,34 @@ extension Store {
         return lost
     }
 
+    /// Running stages whose worker is alive but does not hold them: claimed more than `lease`
+    /// before its last heartbeat, which did not list them (the claim's answer was lost). Uses
+    /// `jobs_running`, worker by worker.
+    package func orphanedStages(lease: Duration, limit: Int) async throws -> [LostStage] {
+        let rows = try await client.rows(
+            """
+            SELECT j.id, j.worker_id, j.stage, j.attempt, j.chain::text
+            FROM \(unescaped: schema).workers w JOIN \(unescaped: schema).jobs j ON j.worker_id = w.id
+            WHERE j.state = 'running' AND w.heartbeat_at > now() - \(lease.milliseconds) * interval '1 millisecond'
+              AND j.attempted_at < w.heartbeat_at - \(lease.milliseconds) * interval '1 millisecond'
+              AND NOT (j.id = ANY (w.holds))
+            LIMIT \(limit)
+            """, logger: logger)
+        var orphans: [LostStage] = []
+        for row in rows {
+            let (id, worker, stage, attempt, chain) = try row.decode((Int64, String, Int, Int, String).self)
+            orphans.append(
+                LostStage(
+                    jobID: id, workerID: worker, stage: stage, attempt: attempt,
+                    chain: StoredChain.decode(chain, stage: stage).chain))
+        }
+        return orphans
+    }
+
     /// Deletes up to `limit` jobs finished longer than `retention` ago (with their group members).
     /// Uses `jobs_finished`. Returns how many were deleted.
     package func prune(retention: Duration, limit: Int) async throws -> Int {
-        let rows = try await client.query(
+        let rows = try await client.rows(
             """
             WITH gone AS (
                 DELETE FROM \(unescaped: schema).jobs WHERE id IN (
@@ -49,7 +77,10 @@ extension Store {
                 RETURNING 1)
             SELECT count(*)::int FROM gone
             """, logger: logger)
-        for try await count in rows.decode(Int.self) { return count }
+        for row in rows {
+            let count = try row.decode(Int.self)
+            return count
+        }
         return 0
     }
 
@@ -65,7 +96,7 @@ extension Store {
     /// Takes or renews the lead of `chore` for `worker` for `lease`; false if another worker
     /// holds an unexpired lead.
     package func lead(_ chore: String, worker: String, lease: Duration) async throws -> Bool {
-        let rows = try await client.query(
+        let rows = try await client.rows(
             """
             INSERT INTO \(unescaped: schema).leaders (name, worker_id, expires_at)
             VALUES (\(chore), \(worker), now() + \(lease.milliseconds) * interval '1 millisecond')
@@ -73,8 +104,7 @@ extension Store {
             WHERE leaders.worker_id = excluded.worker_id OR leaders.expires_at < now()
             RETURNING 1
             """, logger: logger)
-        for try await _ in rows.decode(Int.self) { return true }
-        return false
+        return !rows.isEmpty
     }
 }
 
@@ -92,14 +122,18 @@ extension Store {
             """, logger: logger)
     }
 
-    /// Extends the lease of every job the worker runs. Returns false if the worker's row is gone
-    /// (it was declared lost): the caller registers again.
-    package func heartbeat(worker: String) async throws -> Bool {
-        let rows = try await client.query(
-            "UPDATE \(unescaped: schema).workers SET heartbeat_at = now() WHERE id = \(worker) RETURNING 1",
-            logger: logger)
-        for try await _ in rows.decode(Int.self) { return true }
-        return false
+    /// Extends the lease of every job the worker runs, and records which jobs those are: `holds`
+    /// is asked once a connection is in hand, so that the list is no older than the heartbeat.
+    /// Returns false if the worker's row is gone (it was declared lost): the caller registers again.
+    package func heartbeat(worker: String, holds: @Sendable () -> [Int64]) async throws -> Bool {
+        try await client.withConnection { connection in
+            let rows = try await connection.rows(
+                """
+                UPDATE \(unescaped: schema).workers SET heartbeat_at = now(), holds = \(holds())
+                WHERE id = \(worker) RETURNING 1
+                """, logger: logger)
+            return !rows.isEmpty
+        }
     }
 
     /// Removes a stopping worker, and gives up any lead it holds.
@@ -113,13 +147,16 @@ extension Store {
 
     /// Task names served by workers seen within `within`.
     public func liveTaskNames(within: Duration) async throws -> Set<String> {
-        let rows = try await client.query(
+        let rows = try await client.rows(
             """
             SELECT DISTINCT unnest(tasks) FROM \(unescaped: schema).workers
             WHERE heartbeat_at > now() - \(within.milliseconds) * interval '1 millisecond'
             """, logger: logger)
         var names = Set<String>()
-        for try await name in rows.decode(String.self) { names.insert(name) }
+        for row in rows {
+            let name = try row.decode(String.self)
+            names.insert(name)
+        }
         return names
     }
 }

@@ -38,16 +38,16 @@ extension Store {
     /// becomes that lane's holder or waits behind it. Returns one entry per job, in order.
     public func enqueue(_ jobs: [NewJob]) async throws -> [EnqueuedJob] {
         guard !jobs.isEmpty else { return [] }
-        let rows = try await client.query(try Self.enqueueQuery(jobs, schema: schema), logger: logger)
-        return try await Self.decodeEnqueued(rows, expected: jobs.count)
+        let rows = try await client.rows(try Self.enqueueQuery(jobs, schema: schema), logger: logger)
+        return try Self.decodeEnqueued(rows, expected: jobs.count)
     }
 
     /// Enqueues `jobs` on `connection`, inside whatever transaction the caller has open there: the
     /// jobs exist if and only if the caller commits.
     public func enqueue(_ jobs: [NewJob], on connection: PostgresConnection) async throws -> [EnqueuedJob] {
         guard !jobs.isEmpty else { return [] }
-        let rows = try await connection.query(try Self.enqueueQuery(jobs, schema: schema), logger: logger)
-        return try await Self.decodeEnqueued(rows, expected: jobs.count)
+        let rows = try await connection.rows(try Self.enqueueQuery(jobs, schema: schema), logger: logger)
+        return try Self.decodeEnqueued(rows, expected: jobs.count)
     }
 
     /// The batch as `enqueue` reads it: `[{"queue", "priority", "run_at"?, "chain", "input", "metadata",
@@ -85,11 +85,11 @@ extension Store {
 
     /// One entry per job sent, or an error: fewer rows mean a job that an idempotency key matched
     /// was deleted in the instant between the insert and its look-up (the caller may try again).
-    private static func decodeEnqueued(_ rows: PostgresRowSequence, expected: Int) async throws -> [EnqueuedJob] {
+    private static func decodeEnqueued(_ rows: [PostgresRow], expected: Int) throws -> [EnqueuedJob] {
         var result: [EnqueuedJob] = []
-        for try await (id, queue, state, inserted, runAt, createdAt) in rows.decode(
-            (Int64, String, String, Bool, Date, Date).self)
-        {
+        for row in rows {
+            let (id, queue, state, inserted, runAt, createdAt) = try row.decode(
+                (Int64, String, String, Bool, Date, Date).self)
             result.append(
                 EnqueuedJob(
                     id: id, queue: queue, state: JobState(rawValue: state) ?? .available, inserted: inserted,
@@ -106,13 +106,13 @@ extension Store {
     /// Claims up to `limit` available jobs of `queue` for `worker`, in priority, due time and id
     /// order, skipping rows other workers hold (`claim` in the schema; `jobs_available` index).
     package func claim(queue: String, limit: Int, worker: String) async throws -> [ClaimedJob] {
-        let rows = try await client.query(
+        let rows = try await client.rows(
             "SELECT * FROM \(unescaped: schema).claim(\(queue), \(limit)::int, \(worker))", logger: logger)
         var decoder = ClaimDecoder()
         var claimed: [ClaimedJob] = []
-        for try await (id, stage, attempt, chain, input, results, metadata, groupOutput) in rows.decode(
-            (Int64, Int, Int, String, String, String?, String, String?).self)
-        {
+        for row in rows {
+            let (id, stage, attempt, chain, input, results, metadata, groupOutput) = try row.decode(
+                (Int64, Int, Int, String, String, String?, String, String?).self)
             claimed.append(
                 try decoder.job(
                     id: id, queue: queue, stage: stage, attempt: attempt, chain: chain, input: input, results: results,
@@ -160,13 +160,13 @@ extension Store {
         let batch = Self.outcomeBatch(outcomes)
         let queues = Array(slots.keys)
         let free = queues.map { slots[$0] ?? 0 }
-        let rows = try await client.query(
+        let rows = try await client.rows(
             """
             SELECT * FROM \(unescaped: schema).apply_outcomes(\(worker), \(batch)::jsonb, \(queues)::text[], \(free)::int[])
             """, logger: logger)
         var result = AppliedOutcomes()
         var decoder = ClaimDecoder()
-        for try await row in rows {
+        for row in rows {
             let (event, id, queue, stage, attempt, chain, input, results, metadata, groupOutput) = try row.decode(
                 (String, Int64?, String?, Int?, Int?, String?, String?, String?, String?, String?).self)
             switch event {

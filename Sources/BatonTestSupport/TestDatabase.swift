@@ -53,9 +53,7 @@ public struct TestDatabase: Sendable {
 
     /// Rows of a one-column query.
     public func values<T: PostgresDecodable & Sendable>(_ query: PostgresQuery, as type: T.Type) async throws -> [T] {
-        var values: [T] = []
-        for try await value in try await client.query(query, logger: logger).decode(T.self) { values.append(value) }
-        return values
+        try await client.rows(query, logger: logger).map { try $0.decode(T.self) }
     }
 
     /// Waits (polling the database every 20 ms) until `condition` holds, up to `timeout`.

@@ -20,6 +20,8 @@ final class Completer: Sendable {
         var finished = false
         /// Submitters held back while the buffer is over its limit.
         var held: [CheckedContinuation<Void, Never>] = []
+        /// The jobs of the batch being written.
+        var writing: [Int64] = []
     }
 
     let store: Store
@@ -48,6 +50,11 @@ final class Completer: Sendable {
         self.reserve = reserve
         self.deliver = deliver
         self.afterCommit = afterCommit
+    }
+
+    /// Jobs whose outcome is buffered or being written: still this worker's in the database.
+    var pendingJobs: [Int64] {
+        state.withLock { state in state.buffer.map(\.outcome.jobID) + state.writing }
     }
 
     /// Slots reserved for the lane holders `outcomes` may hand on, per queue.
@@ -108,8 +115,10 @@ final class Completer: Sendable {
     func run() async {
         while !Task.isCancelled {
             let batch = state.withLock { state -> [Pending]? in
+                state.writing = []
                 if state.buffer.isEmpty { return state.finished ? nil : [] }
                 defer { state.buffer.removeAll(keepingCapacity: true) }
+                state.writing = state.buffer.map(\.outcome.jobID)
                 return state.buffer
             }
             guard let batch else { return }
@@ -167,7 +176,7 @@ final class Completer: Sendable {
                     }
                 }
                 return
-            } catch let error as PSQLError where error.serverInfo != nil {
+            } catch  where error.isRefusalByDatabase {
                 handOver([], reserved: reserved)
                 // The database refused the batch itself: apply one by one, so that one bad
                 // outcome cannot hold back the others.
@@ -193,19 +202,29 @@ final class Completer: Sendable {
         }
     }
 
+    /// Applies one outcome, retrying while the database is away; an outcome the database refuses
+    /// is recorded as a permanent failure instead, so that its job does not stay running.
     private func applyAlone(_ outcome: Outcome) async -> Bool {
-        do {
-            let result = try await store.apply([outcome], worker: workerID)
-            afterCommit(result)
-            return result.applied.contains(outcome.jobID)
-        } catch {
-            // Still refused: record it as a permanent failure so the job does not stay running.
-            var discard = outcome
-            discard.transition = .discard(error: "could not record the stage's outcome: \(error)")
-            let result = try? await store.apply([discard], worker: workerID)
-            if let result { afterCommit(result) }
-            logger.error("outcome refused", metadata: ["job": "\(outcome.jobID)", "error": "\(error)"])
-            return false
+        var backoff = Duration.milliseconds(50)
+        var attempt = outcome
+        while !Task.isCancelled {
+            do {
+                let result = try await store.apply([attempt], worker: workerID)
+                afterCommit(result)
+                return attempt.transition == outcome.transition && result.applied.contains(outcome.jobID)
+            } catch  where error.isRefusalByDatabase {
+                logger.error(
+                    "outcome refused", metadata: ["job": "\(outcome.jobID)", "error": "\(String(reflecting: error))"])
+                guard attempt.transition == outcome.transition else { return false }
+                // Only the SQLSTATE: the refused text itself may be what cannot be stored.
+                let state = (error as? PSQLError)?.serverInfo?[.sqlState] ?? "?"
+                attempt.transition = .discard(
+                    error: "could not record the stage's outcome: PostgreSQL refused it (SQLSTATE \(state))")
+            } catch {
+                try? await Task.sleep(for: backoff)
+                backoff = min(backoff * 2, .seconds(2))
+            }
         }
+        return false
     }
 }

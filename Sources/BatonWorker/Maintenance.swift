@@ -25,6 +25,7 @@ struct Maintenance: Sendable {
                     if clock.now >= nextRescue {
                         nextRescue = clock.now + configuration.lease / 2
                         try await rescueLost()
+                        try await releaseOrphans()
                     }
                     if clock.now >= nextPrune {
                         nextPrune = clock.now + .seconds(60)
@@ -74,6 +75,23 @@ struct Maintenance: Sendable {
             worker.waker.announceFinished(result.finished)
         }
         try await store.forgetWorkers(silentFor: .seconds(3600))
+    }
+
+    /// Stages running under a live worker that does not hold them (their claim's answer was lost
+    /// with its connection) go back to their queue, their attempt not counted: that worker never
+    /// ran them, and would otherwise keep them, and their lane, for ever.
+    func releaseOrphans() async throws {
+        let orphans = try await store.orphanedStages(lease: configuration.lease, limit: 1000)
+        for (workerID, stages) in Dictionary(grouping: orphans, by: \.workerID) {
+            let outcomes = stages.map { stage in
+                Outcome(jobID: stage.jobID, stage: stage.stage, attempt: stage.attempt, transition: .release)
+            }
+            let result = try await store.apply(outcomes, worker: workerID)
+            worker.logger.warning(
+                "put back stages their worker never received",
+                metadata: ["holder": "\(workerID)", "jobs": "\(result.applied.count)"])
+            worker.waker.wake(result.woken)
+        }
     }
 
     /// Finished jobs past retention, in batches.

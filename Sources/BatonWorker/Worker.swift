@@ -80,6 +80,11 @@ public final class Worker: Service, Sendable {
     /// Ids of the jobs running on this worker now.
     public var runningJobs: [Int64] { state.withLock { Array($0.running.keys) } }
 
+    /// The jobs this worker answers for: running, or their outcome not yet written. A job the
+    /// database says this worker runs that is not among them was never received (its claim's
+    /// answer was lost); maintenance puts it back.
+    var holdings: [Int64] { runningJobs + completer.pendingJobs }
+
     public func run() async throws {
         try await register()
         let subscription = listener.subscribe { event in
@@ -182,7 +187,7 @@ public final class Worker: Service, Sendable {
         while !Task.isCancelled {
             try? await Task.sleep(for: interval)
             do {
-                if try await !store.heartbeat(worker: id) {
+                if try await !store.heartbeat(worker: id, holds: { self.holdings }) {
                     logger.warning("worker row was gone (declared lost?); registering again")
                     try await register()
                 }

@@ -260,7 +260,8 @@ public final class LocalPostgres: Sendable {
         return url
     }
 
-    static func freePort() throws -> Int {
+    /// A TCP port on loopback that nothing listens on right now.
+    public static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw LocalPostgresError("cannot open a socket") }
         defer { close(fd) }

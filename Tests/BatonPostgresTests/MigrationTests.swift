@@ -1,5 +1,6 @@
 import BatonPostgres
 import BatonTestSupport
+import Foundation
 import Testing
 
 @Suite(.timeLimit(.minutes(3)))
@@ -26,9 +27,18 @@ struct MigrationTests {
         }
     }
 
-    @Test func theBinaryCarriesEveryFileOfMigrations() {
+    /// Every file of `migrations/`, as it is on disk (a build that missed a new file fails here).
+    @Test func theBinaryCarriesEveryFileOfMigrationsAsWritten() throws {
+        var directory = URL(fileURLWithPath: #filePath)
+        for _ in 0..<3 { directory.deleteLastPathComponent() }
+        directory.append(path: "migrations")
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".sql") }
+        #expect(Migrator.migrations.map(\.file) == files.sorted())
         #expect(Migrator.migrations.map(\.version) == Array(1...Migrator.latestVersion))
-        #expect(Migrator.migrations.allSatisfy { $0.sql.contains("CREATE") })
+        for migration in Migrator.migrations {
+            let text = try String(contentsOf: directory.appending(path: migration.file), encoding: .utf8)
+            #expect(migration.sql == text, "\(migration.file) differs from the embedded copy")
+        }
     }
 }
 

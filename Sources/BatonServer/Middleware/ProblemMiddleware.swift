@@ -1,4 +1,5 @@
 import Baton
+import BatonPostgres
 import HTTPTypes
 import Hummingbird
 import Logging
@@ -27,6 +28,15 @@ struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
                 "", "a value cannot be stored: \(error.serverInfo?[.message] ?? "data exception")"
             )
             .response(from: request, context: context)
+        } catch  where (error is PSQLError || error is DatabaseUnavailable) && !error.isRefusalByDatabase {
+            // The database is away (restarting, connections failing): an outage, not a bug, and
+            // the caller can try again; an enqueue with an idempotency key safely so.
+            context.logger.warning("database unavailable", metadata: ["error": "\(String(reflecting: error))"])
+            var problem = Problem(
+                .serviceUnavailable, type: "database-unavailable", title: "The database cannot be reached",
+                detail: "nothing was done; try again shortly")
+            problem.headers[.retryAfter] = "1"
+            return try problem.response(from: request, context: context)
         } catch let error as any HTTPResponseError {
             if error.status == .notFound, let allow = allowed.methods(for: request.uri.path) {
                 return try Problem.methodNotAllowed(request.method, path: request.uri.path, allow: allow)

@@ -151,6 +151,9 @@ enum OpenAPIDocument {
                   },
                   "422": {
                     "$ref": "#/components/responses/UnknownTask"
+                  },
+                  "503": {
+                    "$ref": "#/components/responses/Unavailable"
                   }
                 },
                 "parameters": [
@@ -201,6 +204,9 @@ enum OpenAPIDocument {
                   },
                   "403": {
                     "$ref": "#/components/responses/Forbidden"
+                  },
+                  "503": {
+                    "$ref": "#/components/responses/Unavailable"
                   }
                 },
                 "parameters": [
@@ -302,6 +308,9 @@ enum OpenAPIDocument {
                   },
                   "422": {
                     "$ref": "#/components/responses/UnknownTask"
+                  },
+                  "503": {
+                    "$ref": "#/components/responses/Unavailable"
                   }
                 },
                 "parameters": [
@@ -349,6 +358,9 @@ enum OpenAPIDocument {
                   },
                   "404": {
                     "$ref": "#/components/responses/NotFound"
+                  },
+                  "503": {
+                    "$ref": "#/components/responses/Unavailable"
                   }
                 },
                 "parameters": [
@@ -381,6 +393,9 @@ enum OpenAPIDocument {
                   },
                   "409": {
                     "$ref": "#/components/responses/Conflict"
+                  },
+                  "503": {
+                    "$ref": "#/components/responses/Unavailable"
                   }
                 },
                 "parameters": [
@@ -419,6 +434,9 @@ enum OpenAPIDocument {
                   },
                   "409": {
                     "$ref": "#/components/responses/Conflict"
+                  },
+                  "503": {
+                    "$ref": "#/components/responses/Unavailable"
                   }
                 },
                 "parameters": [
@@ -457,6 +475,9 @@ enum OpenAPIDocument {
                   },
                   "409": {
                     "$ref": "#/components/responses/Conflict"
+                  },
+                  "503": {
+                    "$ref": "#/components/responses/Unavailable"
                   }
                 },
                 "parameters": [
@@ -490,6 +511,9 @@ enum OpenAPIDocument {
                   },
                   "403": {
                     "$ref": "#/components/responses/Forbidden"
+                  },
+                  "503": {
+                    "$ref": "#/components/responses/Unavailable"
                   }
                 }
               }
@@ -520,6 +544,9 @@ enum OpenAPIDocument {
                   },
                   "403": {
                     "$ref": "#/components/responses/Forbidden"
+                  },
+                  "503": {
+                    "$ref": "#/components/responses/Unavailable"
                   }
                 },
                 "parameters": [
@@ -555,6 +582,9 @@ enum OpenAPIDocument {
                   },
                   "403": {
                     "$ref": "#/components/responses/Forbidden"
+                  },
+                  "503": {
+                    "$ref": "#/components/responses/Unavailable"
                   }
                 },
                 "parameters": [
@@ -591,6 +621,9 @@ enum OpenAPIDocument {
                   },
                   "403": {
                     "$ref": "#/components/responses/Forbidden"
+                  },
+                  "503": {
+                    "$ref": "#/components/responses/Unavailable"
                   }
                 },
                 "parameters": [
@@ -627,6 +660,9 @@ enum OpenAPIDocument {
                   },
                   "403": {
                     "$ref": "#/components/responses/Forbidden"
+                  },
+                  "503": {
+                    "$ref": "#/components/responses/Unavailable"
                   }
                 }
               }
@@ -1743,6 +1779,24 @@ enum OpenAPIDocument {
               },
               "UnknownTask": {
                 "description": "A task no worker seen in the last few minutes serves; `tasks` lists them.",
+                "content": {
+                  "application/problem+json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/Problem"
+                    }
+                  }
+                }
+              },
+              "Unavailable": {
+                "description": "The database cannot be reached right now (restarting, connections failing): nothing was done, or, for an enqueue with an idempotency key, sending it again is safe. Retry after the `Retry-After` seconds.",
+                "headers": {
+                  "Retry-After": {
+                    "description": "Seconds to wait before retrying.",
+                    "schema": {
+                      "type": "integer"
+                    }
+                  }
+                },
                 "content": {
                   "application/problem+json": {
                     "schema": {

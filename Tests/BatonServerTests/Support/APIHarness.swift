@@ -118,10 +118,11 @@ let testRegistry: PrometheusCollectorRegistry = {
 /// `body` runs.
 func withServer<T: Sendable>(
     worker tasks: TaskRegistry? = serverTestTasks, workerLogger: Logger? = nil, schema: String? = nil,
+    baseURL: String? = nil,
     configure: @Sendable (inout ServerConfiguration) -> Void = { _ in },
     _ body: @Sendable (TestServer) async throws -> T
 ) async throws -> T {
-    try await TestDatabase.with { db async throws in
+    try await TestDatabase.with(baseURL: baseURL) { db async throws in
         var database = db.configuration
         if let schema { database = try database.inSchema(schema) }
         let client = BatonClient(postgres: db.client, configuration: database, logger: db.logger)

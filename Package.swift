@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "BatonAPI", targets: ["BatonAPI"]),
         .library(name: "BatonServer", targets: ["BatonServer"]),
         .executable(name: "baton", targets: ["BatonCLI"]),
+        .executable(name: "baton-reliability", targets: ["BatonReliability"]),
     ],
     dependencies: [
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
@@ -85,6 +86,18 @@ let package = Package(
             name: "BatonTestWorker",
             dependencies: [
                 "Baton", "BatonPostgres", "BatonWorker",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        // The reliability suite: fault, load and soak scenarios against real processes.
+        .executableTarget(
+            name: "BatonReliability",
+            dependencies: [
+                "Baton", "BatonPostgres", "BatonWorker", "BatonTestSupport", "LocalPostgres",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),

@@ -2,6 +2,7 @@ import ArgumentParser
 import Baton
 import Foundation
 import Logging
+import Synchronization
 
 @main
 struct BatonCommand: AsyncParsableCommand {
@@ -18,7 +19,7 @@ struct BatonCommand: AsyncParsableCommand {
         version: BatonVersion.current,
         subcommands: [
             Dev.self, Serve.self, Worker.self, Migrate.self, Enqueue.self, Jobs.self, Queues.self, Lanes.self,
-            Workers.self, Bench.self,
+            Workers.self, Bench.self, SettingsCommand.self,
         ]
     )
 
@@ -31,39 +32,72 @@ struct BatonCommand: AsyncParsableCommand {
     /// Runs the command; failures exit with the statuses documented above (ArgumentParser's own
     /// usage errors included, which it would otherwise exit with as 64).
     static func main() async {
+        var command: any ParsableCommand
         do {
-            var command = try parseAsRoot()
-            if var command = command as? any AsyncParsableCommand {
-                try await command.run()
+            command = try parseAsRoot()
+        } catch {
+            guard exitCode(for: error) == .validationFailure else { exit(withError: error) }
+            FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
+            Foundation.exit(AdminFailure.Status.usage.rawValue)
+        }
+        do {
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
             } else {
                 try command.run()
             }
         } catch let failure as AdminFailure {
             FileHandle.standardError.write(Data("baton: \(failure.message)\n".utf8))
             Foundation.exit(failure.status.rawValue)
-        } catch {
-            guard exitCode(for: error) == .validationFailure else { exit(withError: error) }
-            FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
+        } catch let error as ValidationError {
+            // A setting found wrong once the command runs: the message says which, without the
+            // usage text (the command line itself parsed).
+            FileHandle.standardError.write(Data("baton: \(error.message)\n".utf8))
             Foundation.exit(AdminFailure.Status.usage.rawValue)
+        } catch {
+            exit(withError: error)
         }
     }
 }
 
-/// Logs to standard error; `BATON_LOG_LEVEL` (trace…critical) sets the level, info by default.
+/// A logger writing to standard error in the configured format, at the configured level (for
+/// commands that read no settings: `BATON_LOG_LEVEL`, else info).
 func makeLogger(_ label: String) -> Logger {
-    LoggingBootstrap.once
+    LogSetup.configure(
+        level: ProcessInfo.processInfo.environment["BATON_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0.lowercased()) }
+            ?? .info,
+        format: ProcessInfo.processInfo.environment["BATON_LOG_FORMAT"].flatMap { LogFormat(rawValue: $0.lowercased()) }
+            ?? .automatic)
     var logger = Logger(label: label)
-    logger.logLevel =
-        ProcessInfo.processInfo.environment["BATON_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
+    logger.logLevel = LogSetup.level
     return logger
 }
 
-enum LoggingBootstrap {
-    static let once: Void = LoggingSystem.bootstrap { label in
-        var handler = StreamLogHandler.standardError(label: label)
-        handler.logLevel = .trace
-        return handler
+/// The process's logging, set up by the first `configure` (swift-log allows one bootstrap).
+enum LogSetup {
+    private static let chosen = Mutex<(level: Logger.Level, format: LogFormat)?>(nil)
+
+    static func configure(level: Logger.Level, format: LogFormat) {
+        let first = chosen.withLock { chosen in
+            if chosen != nil { return false }
+            chosen = (level, format)
+            return true
+        }
+        guard first else { return }
+        LoggingSystem.bootstrap { label in
+            switch format {
+            case .text:
+                var handler = StreamLogHandler.standardError(label: label)
+                handler.logLevel = .trace
+                return handler
+            case .logfmt, .json:
+                return LineLogHandler(label: label, format: format, logLevel: .trace)
+            }
+        }
     }
+
+    /// The level loggers are made with.
+    static var level: Logger.Level { chosen.withLock { $0?.level } ?? .info }
 }
 
 extension Duration: @retroactive ExpressibleByArgument {

@@ -1,33 +1,48 @@
 import ArgumentParser
+import Configuration
 import BatonPostgres
 import Foundation
 import Logging
 import PostgresNIO
 
-struct DatabaseOptions: ParsableArguments {
-    @Option(
-        name: .customLong("database-url"),
-        help: "postgres://user:password@host:port/database (default: $BATON_DATABASE_URL, then $DATABASE_URL).")
+struct DatabaseOptions: ParsableArguments, SettingFlags {
+    @Option(name: .customLong("database-url"), help: "postgres://user:password@host:port/database (BATON_DATABASE_URL, DATABASE_URL).")
     var url: String?
 
-    @Option(help: "PostgreSQL schema of Baton's tables.")
+    @Option(help: "PostgreSQL schema of Baton's tables (BATON_DATABASE_SCHEMA; default baton).")
     var schema: String?
 
-    func configuration() throws -> DatabaseConfiguration {
-        guard
-            var configuration = try url.map({ try DatabaseConfiguration(url: $0) })
-                ?? DatabaseConfiguration.fromEnvironment()
-        else {
+    @Option(help: "Connections in this process's pool (BATON_DATABASE_POOL_SIZE; default 20).")
+    var poolSize: Int?
+
+    var flags: [Setting: ConfigContent] {
+        var flags: [Setting: ConfigContent] = [:]
+        flags.add(.databaseURL, url.map(ConfigContent.string))
+        flags.add(.databaseSchema, schema.map(ConfigContent.string))
+        flags.add(.databasePoolSize, poolSize.map(ConfigContent.int))
+        return flags
+    }
+}
+
+extension Settings {
+    /// The database to use: `database.url`, in `database.schema` (else the URL's `?schema=`).
+    func database() throws -> DatabaseConfiguration {
+        guard let url = try string(.databaseURL) else {
             throw ValidationError("no database: pass --database-url or set BATON_DATABASE_URL (or use `baton dev`)")
         }
-        if let schema { configuration = try configuration.inSchema(schema) }
+        var configuration = try DatabaseConfiguration(url: url)
+        if let schema = try string(.databaseSchema) { configuration = try configuration.inSchema(schema) }
+        if let size = try int(.databasePoolSize) {
+            guard (1...1000).contains(size) else { throw ValidationError("database.pool-size must be within 1...1000") }
+            configuration.maximumConnections = size
+        }
         return configuration
     }
 
     /// The configuration and a pool for it, once the database has answered (an unreachable one
     /// is reported at once with PostgreSQL's own message).
     func connect(logger: Logger) async throws -> (DatabaseConfiguration, PostgresClient) {
-        let configuration = try configuration()
+        let configuration = try database()
         try await configuration.checkConnection(logger: logger)
         return (configuration, configuration.makeClient(logger: logger))
     }

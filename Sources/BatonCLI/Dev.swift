@@ -14,19 +14,21 @@ struct Dev: AsyncParsableCommand {
     @Option(help: "Where the private cluster lives.")
     var data: String = ".baton/pgdata"
 
+    @OptionGroup var runtime: RuntimeOptions
     @OptionGroup var options: WorkerOptions
     @OptionGroup var server: ServerOptions
 
     func run() async throws {
+        let settings = try await runtime.settings(options, server)
         let logger = makeLogger("baton.dev")
-        // BATON_API_TOKENS or BATON_API_TOKEN when set; else a fresh admin token, printed below.
-        let configured = try environmentTokens()
+        // api.tokens or api.token when set; else a fresh admin token, printed below.
+        let configured = try settings.apiTokens()
         let generated = configured == nil ? APITokens.generateToken() : nil
         let tokens = configured ?? APITokens([(.admin, generated!)])
-        let environment = ProcessInfo.processInfo.environment
-        let token =
-            generated ?? (environment["BATON_API_TOKENS"]?.isEmpty == false ? "$ADMIN_TOKEN" : "$BATON_API_TOKEN")
-        let serverConfiguration = try server.configuration(tokens: tokens)
+        let token = try generated ?? (settings.list(.apiTokens) != nil ? "$ADMIN_TOKEN" : "$BATON_API_TOKEN")
+        let serverConfiguration = try settings.server(tokens: tokens)
+        let workerConfiguration = try settings.worker()
+        let tasks = try settings.builtinTasks()
         let dataDirectory = URL(fileURLWithPath: data, isDirectory: true).standardizedFileURL
         try FileManager.default.createDirectory(
             at: dataDirectory.deletingLastPathComponent(), withIntermediateDirectories: true)
@@ -35,8 +37,8 @@ struct Dev: AsyncParsableCommand {
             let database = try DatabaseConfiguration(url: cluster.url)
             let postgres = database.makeClient(logger: logger)
             let worker = BatonWorker.Worker(
-                postgres: postgres, database: database, tasks: try builtinTasks(),
-                configuration: try options.configuration(), logger: logger)
+                postgres: postgres, database: database, tasks: tasks, configuration: workerConfiguration,
+                logger: logger)
             let client = BatonClient(postgres: postgres, configuration: database, logger: logger)
             let postgresURL = cluster.url
             let api = BatonServer(

@@ -1,4 +1,6 @@
 import ArgumentParser
+import Baton
+import Configuration
 import BatonPostgres
 import BatonServer
 import Foundation
@@ -6,31 +8,68 @@ import Logging
 import Metrics
 import Prometheus
 
-struct ServerOptions: ParsableArguments {
-    @Option(help: "Address to listen on.")
-    var host: String = "127.0.0.1"
+struct ServerOptions: ParsableArguments, SettingFlags {
+    @Option(help: "Address to listen on (BATON_API_HOST; default 127.0.0.1).")
+    var host: String?
 
-    @Option(help: "Port to listen on (0: any free port).")
-    var port: Int = 8080
+    @Option(help: "Port to listen on, 0 for any free port (BATON_API_PORT; default 8080).")
+    var port: Int?
 
-    @Option(help: "Largest request body accepted, in bytes.")
-    var maxBody: Int = 1 << 20
+    @Option(help: "Largest request body accepted, in bytes (BATON_API_MAX_BODY; default 1048576).")
+    var maxBody: Int?
 
-    @Flag(help: "Serve /metrics without a token, for a scraper that cannot send one (on a network you trust).")
+    @Flag(help: "Serve /metrics without a token, for a scraper that cannot send one (BATON_API_METRICS_OPEN).")
     var metricsOpen = false
 
-    @Option(help: "The longest a ?wait= holds a request (longer waits are cut to this).")
-    var maxWait: Duration = .seconds(300)
+    @Option(help: "The longest a ?wait= holds a request; longer waits are cut to this (BATON_API_MAX_WAIT; default 5m).")
+    var maxWait: Duration?
 
-    func configuration(tokens: APITokens) throws -> ServerConfiguration {
-        guard (0...65535).contains(port) else { throw ValidationError("--port must be within 0...65535") }
-        guard maxBody >= 1024 else { throw ValidationError("--max-body must be at least 1024 bytes") }
+    var flags: [Setting: ConfigContent] {
+        var flags: [Setting: ConfigContent] = [:]
+        flags.add(.apiHost, host.map(ConfigContent.string))
+        flags.add(.apiPort, port.map(ConfigContent.int))
+        flags.add(.apiMaxBody, maxBody.map(ConfigContent.int))
+        flags.add(.apiMetricsOpen, metricsOpen ? .bool(true) : nil)
+        flags.add(.apiMaxWait, maxWait.map { .string(DurationFormat.format($0)) })
+        return flags
+    }
+}
+
+extension Settings {
+    /// The control plane's configuration; `tokens` when given (`baton dev`'s generated one), else
+    /// `api.tokens` or `api.token`, which `baton serve` cannot run without.
+    func server(tokens given: APITokens? = nil) throws -> ServerConfiguration {
+        guard let tokens = try given ?? apiTokens() else {
+            throw ValidationError(
+                "no API tokens: set BATON_API_TOKENS=role:token,… (roles admin, enqueue, read) or BATON_API_TOKEN")
+        }
+        let port = try int(.apiPort) ?? 8080
+        guard (0...65535).contains(port) else { throw ValidationError("api.port must be within 0...65535") }
+        let maxBody = try int(.apiMaxBody) ?? 1 << 20
+        guard maxBody >= 1024 else { throw ValidationError("api.max-body must be at least 1024 bytes") }
+        let maxWait = try duration(.apiMaxWait) ?? .seconds(300)
         guard maxWait > .zero, maxWait <= .seconds(3600) else {
-            throw ValidationError("--max-wait must be a duration from 1ms to 1h")
+            throw ValidationError("api.max-wait must be a duration from 1ms to 1h")
         }
         return ServerConfiguration(
-            host: host, port: port, tokens: tokens, maxBodySize: maxBody, metricsRequireToken: !metricsOpen,
-            maxWait: maxWait)
+            host: try string(.apiHost) ?? "127.0.0.1", port: port, tokens: tokens, maxBodySize: maxBody,
+            metricsRequireToken: !(try bool(.apiMetricsOpen) ?? false), maxWait: maxWait)
+    }
+
+    /// `api.tokens` (`role:token,…`) or `api.token` (one admin token); nil if neither is set.
+    func apiTokens() throws -> APITokens? {
+        do {
+            if let list = try self.list(.apiTokens), !list.isEmpty {
+                return try APITokens.parse(list.joined(separator: ","))
+            }
+            if let token = try string(.apiToken) {
+                guard token.count >= 16 else { throw ConfigurationError("api.token is shorter than 16 characters") }
+                return APITokens([(.admin, token)])
+            }
+            return nil
+        } catch let error as ConfigurationError {
+            throw ValidationError("API tokens: \(error)")
+        }
     }
 }
 
@@ -38,17 +77,15 @@ struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run the HTTP control plane (tokens from BATON_API_TOKENS or BATON_API_TOKEN).")
 
+    @OptionGroup var runtime: RuntimeOptions
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var options: ServerOptions
 
     func run() async throws {
+        let settings = try await runtime.settings(database, options)
         let logger = makeLogger("baton.serve")
-        guard let tokens = try environmentTokens() else {
-            throw ValidationError(
-                "no API tokens: set BATON_API_TOKENS=role:token,… (roles admin, enqueue, read) or BATON_API_TOKEN")
-        }
-        let serverConfiguration = try options.configuration(tokens: tokens)
-        let (databaseConfiguration, postgres) = try await database.connect(logger: logger)
+        let serverConfiguration = try settings.server()
+        let (databaseConfiguration, postgres) = try await settings.connect(logger: logger)
         let client = BatonClient(postgres: postgres, configuration: databaseConfiguration, logger: logger)
         let server = BatonServer(
             configuration: serverConfiguration, client: client, registry: Metrics.registry, logger: logger,
@@ -56,15 +93,6 @@ struct Serve: AsyncParsableCommand {
         try await runServices(postgres: postgres, main: [client, server], logger: logger) {
             try await requireMigrated(postgres, database: databaseConfiguration, logger: logger)
         }
-    }
-}
-
-/// `BATON_API_TOKENS` or `BATON_API_TOKEN`, nil if neither is set; a malformed list is a usage error.
-func environmentTokens() throws -> APITokens? {
-    do {
-        return try APITokens.fromEnvironment()
-    } catch let error as ConfigurationError {
-        throw ValidationError("BATON_API_TOKENS: \(error)")
     }
 }
 

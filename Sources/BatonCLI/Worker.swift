@@ -1,41 +1,100 @@
 import ArgumentParser
+import Baton
+import Configuration
 import BatonPostgres
+import BatonServer
 import BatonWorker
 import Logging
 import PostgresNIO
 import ServiceLifecycle
 
-struct WorkerOptions: ParsableArguments {
+struct WorkerOptions: ParsableArguments, SettingFlags {
     @Option(
         name: .customLong("queue"),
-        help: "A queue to serve, as NAME or NAME:CONCURRENCY (repeatable; default: default).")
+        help: "A queue to serve, as NAME or NAME:CONCURRENCY (repeatable; BATON_WORKER_QUEUES; default: default).")
     var queues: [String] = []
 
-    @Option(help: "Stages run at once per queue, where --queue does not say.")
-    var concurrency: Int = 10
+    @Option(help: "Stages run at once per queue, where --queue does not say (BATON_WORKER_CONCURRENCY; default 10).")
+    var concurrency: Int?
 
-    @Option(help: "Rescue a lost worker's stages after this long without its heartbeat (e.g. 15s).")
-    var lease: Duration = .seconds(15)
+    @Option(help: "Rescue a lost worker's stages after this long without its heartbeat (BATON_WORKER_LEASE; default 15s).")
+    var lease: Duration?
 
-    @Option(help: "On SIGTERM/SIGINT, let running stages finish for this long, then put them back.")
-    var grace: Duration = .seconds(30)
+    @Option(help: "On SIGTERM/SIGINT, let running stages finish for this long, then put them back (BATON_WORKER_GRACE; default 30s).")
+    var grace: Duration?
 
-    @Option(help: "Delete finished jobs this long after they finish.")
-    var retention: Duration = .seconds(24 * 3600)
+    @Option(help: "Delete finished jobs this long after they finish (BATON_WORKER_RETENTION; default 24h).")
+    var retention: Duration?
 
-    func configuration() throws -> WorkerConfiguration {
+    var flags: [Setting: ConfigContent] {
+        var flags: [Setting: ConfigContent] = [:]
+        if !queues.isEmpty { flags[.workerQueues] = .stringArray(queues) }
+        flags.add(.workerConcurrency, concurrency.map(ConfigContent.int))
+        flags.add(.workerLease, lease.map { .string(DurationFormat.format($0)) })
+        flags.add(.workerGrace, grace.map { .string(DurationFormat.format($0)) })
+        flags.add(.workerRetention, retention.map { .string(DurationFormat.format($0)) })
+        return flags
+    }
+}
+
+/// `baton worker`'s own: where its metrics are served.
+struct WorkerMetricsOptions: ParsableArguments, SettingFlags {
+    @Option(help: "Serve /metrics and /healthz on this port (BATON_WORKER_METRICS_PORT; off by default).")
+    var metricsPort: Int?
+
+    @Option(help: "Address of the metrics listener (BATON_WORKER_METRICS_HOST; default 0.0.0.0).")
+    var metricsHost: String?
+
+    var flags: [Setting: ConfigContent] {
+        var flags: [Setting: ConfigContent] = [:]
+        flags.add(.workerMetricsPort, metricsPort.map(ConfigContent.int))
+        flags.add(.workerMetricsHost, metricsHost.map(ConfigContent.string))
+        return flags
+    }
+}
+
+extension Settings {
+    func worker() throws -> WorkerConfiguration {
+        let concurrency = try int(.workerConcurrency) ?? 10
+        guard concurrency >= 1 else { throw ValidationError("worker.concurrency must be at least 1") }
         var queues: [String: Int] = [:]
-        for entry in self.queues.isEmpty ? ["default"] : self.queues {
+        for entry in try list(.workerQueues) ?? ["default"] {
             let parts = entry.split(separator: ":", maxSplits: 1).map(String.init)
-            guard let name = parts.first, !name.isEmpty else { throw ValidationError("empty queue name in --queue") }
+            guard let name = parts.first, !name.isEmpty else { throw ValidationError("worker.queues: empty queue name in \"\(entry)\"") }
             let slots = parts.count == 2 ? Int(parts[1]) : concurrency
             guard let slots, slots >= 1 else {
-                throw ValidationError("--queue \(entry): concurrency must be a positive number")
+                throw ValidationError("worker.queues \(entry): concurrency must be a positive number")
             }
             queues[name] = slots
         }
-        guard lease >= .milliseconds(300) else { throw ValidationError("--lease must be at least 300ms") }
-        return WorkerConfiguration(queues: queues, lease: lease, drainGrace: grace, retention: retention)
+        let lease = try duration(.workerLease) ?? .seconds(15)
+        guard lease >= .milliseconds(300) else { throw ValidationError("worker.lease must be at least 300ms") }
+        return WorkerConfiguration(
+            queues: queues, lease: lease, drainGrace: try duration(.workerGrace) ?? .seconds(30),
+            retention: try duration(.workerRetention) ?? .seconds(24 * 3600))
+    }
+
+    /// The worker's metrics listener, if `worker.metrics-port` is set.
+    func workerMetrics() throws -> (host: String, port: Int)? {
+        guard let port = try int(.workerMetricsPort) else { return nil }
+        guard (0...65535).contains(port) else { throw ValidationError("worker.metrics-port must be within 0...65535") }
+        return (try string(.workerMetricsHost) ?? "0.0.0.0", port)
+    }
+
+    /// The built-in tasks, the `http` task limited by `http.allow` and `http.deny` and given the
+    /// `BATON_SECRET_*` environment variables (a malformed list refuses to start rather than
+    /// failing every request).
+    func builtinTasks() throws -> TaskRegistry {
+        var tasks = TaskRegistry()
+        do {
+            var configuration = try HTTPTaskConfiguration.fromEnvironment()
+            configuration.policy = try OutboundPolicy(
+                allow: try list(.httpAllow)?.joined(separator: ","), deny: try list(.httpDeny)?.joined(separator: ","))
+            tasks.register(HTTPTask(configuration: configuration))
+        } catch let error as OutboundPolicyError {
+            throw ValidationError("http.allow/http.deny: \(error)")
+        }
+        return tasks
     }
 }
 
@@ -43,32 +102,31 @@ struct Worker: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run stages from the given queues until SIGTERM or SIGINT (then drain).")
 
+    @OptionGroup var runtime: RuntimeOptions
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var options: WorkerOptions
+    @OptionGroup var metrics: WorkerMetricsOptions
 
     func run() async throws {
+        let settings = try await runtime.settings(database, options, metrics)
         let logger = makeLogger("baton.worker")
-        let workerConfiguration = try options.configuration()
-        let (databaseConfiguration, postgres) = try await database.connect(logger: logger)
+        let workerConfiguration = try settings.worker()
+        let tasks = try settings.builtinTasks()
+        let listener = try settings.workerMetrics()
+        let (databaseConfiguration, postgres) = try await settings.connect(logger: logger)
         let worker = BatonWorker.Worker(
-            postgres: postgres, database: databaseConfiguration, tasks: try builtinTasks(),
+            postgres: postgres, database: databaseConfiguration, tasks: tasks,
             configuration: workerConfiguration, logger: logger)
-        try await runServices(postgres: postgres, main: [worker], logger: logger) {
+        var services: [any Service] = [worker]
+        if let listener {
+            services.append(
+                MetricsServer(
+                    host: listener.host, port: listener.port, registry: Metrics.registry, logger: logger))
+        }
+        try await runServices(postgres: postgres, main: services, logger: logger) {
             try await requireMigrated(postgres, database: databaseConfiguration, logger: logger)
         }
     }
-}
-
-/// The built-in tasks, the `http` task configured by `BATON_HTTP_ALLOW`, `BATON_HTTP_DENY` and
-/// `BATON_SECRET_*` (a malformed list refuses to start rather than failing every request).
-func builtinTasks() throws -> TaskRegistry {
-    var tasks = TaskRegistry()
-    do {
-        tasks.register(HTTPTask(configuration: try .fromEnvironment()))
-    } catch {
-        throw ValidationError("\(error)")
-    }
-    return tasks
 }
 
 /// Runs the pool and `main` services in one group that drains on SIGTERM/SIGINT; `prepare`

@@ -1,0 +1,39 @@
+import Hummingbird
+import Logging
+import NIOCore
+import Prometheus
+import ServiceLifecycle
+
+/// `/metrics` (Prometheus text, no token: bind it where only the scraper reaches) and `/healthz`
+/// for a process that has no API of its own: `baton worker --metrics-port`.
+public struct MetricsServer: Service {
+    let application: Application<RouterResponder<BasicRequestContext>>
+
+    public init(
+        host: String, port: Int, registry: PrometheusCollectorRegistry, logger: Logger,
+        onListening: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) {
+        let router = Router()
+        router.get("/metrics") { _, _ -> Response in
+            var bytes: [UInt8] = []
+            registry.emit(into: &bytes)
+            return Response(
+                status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+        }
+        router.get("/healthz") { _, _ -> Response in
+            Response(
+                status: .ok, headers: [.contentType: "application/json"],
+                body: .init(byteBuffer: ByteBuffer(string: #"{"status":"ok"}"#)))
+        }
+        application = Application(
+            router: router,
+            configuration: .init(address: .hostname(host, port: port), serverName: "baton"),
+            onServerRunning: { channel in await onListening(channel.localAddress?.port ?? port) },
+            logger: logger)
+    }
+
+    public func run() async throws {
+        try await application.run()
+    }
+}

@@ -1,0 +1,191 @@
+import AsyncHTTPClient
+import Baton
+import BatonTestSupport
+import Foundation
+import LocalPostgres
+import Testing
+
+/// Settings as an operator gives them: flags over environment variables over a config file, every
+/// malformed value refused with where it came from, and the README's table the one the binary has.
+@Suite(.timeLimit(.minutes(3)))
+struct SettingsTests {
+    /// The environment of every run: none of the settings this machine may have set.
+    static let clean: [String: String?] = Dictionary(
+        uniqueKeysWithValues: [
+            "BATON_DATABASE_URL", "DATABASE_URL", "BATON_API_TOKENS", "BATON_API_TOKEN", "BATON_LOG_LEVEL",
+            "BATON_LOG_FORMAT", "BATON_CONFIG", "BATON_WORKER_LEASE", "BATON_WORKER_GRACE", "BATON_API_PORT",
+        ].map { ($0, nil) })
+
+    struct Run {
+        var status: Int32
+        var out: String
+        var err: String
+
+        /// `baton settings`' rows: key → (value, source).
+        var rows: [String: (value: String, source: String)] {
+            var rows: [String: (String, String)] = [:]
+            for line in out.split(separator: "\n") {
+                let fields = line.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
+                guard fields.count >= 3 else { continue }
+                rows[fields[0]] = (fields[1], fields[2...].joined(separator: " "))
+            }
+            return rows
+        }
+    }
+
+    static func baton(_ arguments: [String], environment: [String: String?] = [:]) async throws -> Run {
+        let child = try ChildProcess(
+            try ChildProcess.builtBinary("baton"), arguments, environment: clean.merging(environment) { _, new in new })
+        let status = try await child.waitForExit(timeout: .seconds(60))
+        return Run(status: status, out: child.standardOutput, err: child.standardError)
+    }
+
+    static func file(_ name: String, _ text: String) throws -> String {
+        let directory = FileManager.default.temporaryDirectory.appending(path: "baton-settings-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let url = directory.appending(path: name)
+        try text.write(to: url, atomically: true, encoding: .utf8)
+        return url.path
+    }
+
+    @Test(arguments: ["yaml", "json"])
+    func aFlagBeatsTheEnvironmentWhichBeatsTheConfigFile(format: String) async throws {
+        let config =
+            format == "yaml"
+            ? try Self.file(
+                "baton.yaml",
+                """
+                worker:
+                  lease: 20s
+                  grace: 40s
+                  queues: [default, "mail:3"]
+                api:
+                  port: 9000
+                """)
+            : try Self.file(
+                "baton.json",
+                #"{"worker": {"lease": "20s", "grace": 40, "queues": ["default", "mail:3"]}, "api": {"port": 9000}}"#)
+        let run = try await Self.baton(
+            ["settings", "--config", config, "--grace", "50s"],
+            environment: ["BATON_WORKER_LEASE": "25s", "BATON_API_TOKENS": "admin:0123456789abcdef0123"])
+        #expect(run.status == 0, "\(run.err)")
+        let rows = run.rows
+        let name = URL(fileURLWithPath: config).lastPathComponent
+        #expect(rows["worker.grace"]?.value == "50s")
+        #expect(rows["worker.grace"]?.source == "--grace")
+        #expect(rows["worker.lease"]?.value == "25s")
+        #expect(rows["worker.lease"]?.source == "BATON_WORKER_LEASE")
+        #expect(rows["api.port"]?.value == "9000")
+        #expect(rows["api.port"]?.source == "api.port in \(name)")
+        #expect(rows["worker.queues"]?.value == "default,mail:3")
+        #expect(rows["worker.retention"]?.source == "default")
+        // A secret says that it is set, never what it is.
+        #expect(rows["api.tokens"]?.value == "(set)")
+        #expect(!run.out.contains("0123456789abcdef0123"))
+    }
+
+    @Test func theConfigFileCanComeFromTheEnvironment() async throws {
+        let config = try Self.file("baton.yml", "log:\n  level: debug\n")
+        let run = try await Self.baton(["settings"], environment: ["BATON_CONFIG": config])
+        #expect(run.status == 0, "\(run.err)")
+        #expect(run.rows["log.level"]?.value == "debug")
+        #expect(run.rows["config"]?.source == "BATON_CONFIG")
+    }
+
+    /// Each malformed setting is a usage error (exit 2) naming where the value came from; nothing
+    /// starts with a setting it could not read.
+    @Test func aMalformedSettingIsRefusedNamingWhereItCameFrom() async throws {
+        let typo = try Self.file("typo.yaml", "worker:\n  leese: 20s\n")
+        let notJSON = try Self.file("broken.json", #"{"worker": "#)
+        let wrongType = try Self.file("types.json", #"{"worker": {"concurrency": "ten"}}"#)
+        let cases: [([String], [String: String?], String)] = [
+            (["settings", "--config", typo], [:], #"unknown setting "worker.leese""#),
+            (["settings", "--config", notJSON], [:], "is not valid JSON"),
+            (["settings", "--config", wrongType], [:], "worker.concurrency in types.json: expected a whole number"),
+            (["settings", "--config", "/nonexistent/baton.yaml"], [:], "cannot read the config file"),
+            (["settings", "--config", try Self.file("baton.toml", "")], [:], "name it .json, .yaml or .yml"),
+            (["settings"], ["BATON_WORKER_CONCURRENCY": "ten"], "BATON_WORKER_CONCURRENCY: expected a whole number"),
+            (["settings"], ["BATON_WORKER_LEASE": "soon"], #"BATON_WORKER_LEASE: "soon" is not a duration"#),
+            (["settings"], ["BATON_WORKER_LEASE": "1ms"], "worker.lease must be at least 300ms"),
+            (["settings"], ["BATON_API_TOKENS": "root:0123456789abcdef"], "roles are admin, enqueue, read"),
+            (["settings"], ["BATON_HTTP_DENY": "10.0.0.0/99"], "http.allow/http.deny"),
+            (["worker", "--log-level", "loud"], [:], #"log.level "loud""#),
+            (["serve", "--log-format", "xml"], [:], #"log.format "xml""#),
+            (["worker"], [:], "no database: pass --database-url or set BATON_DATABASE_URL"),
+        ]
+        for (arguments, environment, message) in cases {
+            let run = try await Self.baton(arguments, environment: environment)
+            #expect(run.status == 2, "\(arguments) \(environment): \(run.err)")
+            #expect(run.err.contains(message), "\(arguments) \(environment): \(run.err)")
+        }
+    }
+
+    /// The README documents every setting with the table the binary prints.
+    @Test func theReadmeHasTheTableOfEverySetting() async throws {
+        let run = try await Self.baton(["settings", "--reference"])
+        #expect(run.status == 0)
+        let table = run.out.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(table.split(separator: "\n").count > 20)
+        let readme = try String(contentsOf: Self.packageRoot.appending(path: "README.md"), encoding: .utf8)
+        #expect(readme.contains(table), "README.md's settings table differs from `baton settings --reference`:\n\(table)")
+    }
+
+    static var packageRoot: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    }
+
+    /// `--log-format json` writes one JSON object per line, with the worker's id in each;
+    /// `logfmt` writes `key=value` lines.
+    @Test(arguments: ["json", "logfmt"])
+    func logLinesAreMachineReadable(format: String) async throws {
+        try await TestDatabase.with { db async throws in
+            let worker = try ChildProcess(
+                try ChildProcess.builtBinary("baton"),
+                ["worker", "--database-url", db.url, "--log-format", format, "--lease", "2s"],
+                environment: Self.clean)
+            defer { if worker.isRunning { worker.signal(SIGKILL) } }
+            let deadline = ContinuousClock.now + .seconds(30)
+            while !worker.standardError.contains("worker started"), worker.isRunning, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            worker.signal(SIGTERM)
+            #expect(try await worker.waitForExit() == 0)
+            let lines = worker.standardError.split(separator: "\n").map(String.init)
+            #expect(lines.contains { $0.contains("worker stopped") }, "\(lines)")
+            for line in lines {
+                if format == "json" {
+                    let object = try JSONValue(parsing: Array(line.utf8))
+                    #expect(object["level"] != nil && object["msg"] != nil && object["ts"] != nil, "\(line)")
+                    if line.contains("worker started") { #expect(object["worker"] != nil, "\(line)") }
+                } else {
+                    #expect(line.wholeMatch(of: /ts=\S+ level=[a-z]+ logger=\S+ msg=("(\\.|[^"\\])*"|\S+)( [a-z_]+=("(\\.|[^"\\])*"|\S+))*/) != nil, "\(line)")
+                }
+            }
+        }
+    }
+
+    /// `baton worker --metrics-port` serves Prometheus text and a health check, no token needed.
+    @Test func aWorkerServesMetricsAndHealthOnItsOwnPort() async throws {
+        try await TestDatabase.with { db async throws in
+            let port = try LocalPostgres.freePort()
+            let worker = try ChildProcess(
+                try ChildProcess.builtBinary("baton"),
+                ["worker", "--database-url", db.url, "--metrics-port", "\(port)", "--metrics-host", "127.0.0.1"],
+                environment: Self.clean)
+            defer { if worker.isRunning { worker.signal(SIGKILL) } }
+            let base = "http://127.0.0.1:\(port)"
+            let deadline = ContinuousClock.now + .seconds(30)
+            var health: HTTPClientResponse?
+            while health?.status != .ok, worker.isRunning, ContinuousClock.now < deadline {
+                health = try? await HTTPClient.shared.execute(HTTPClientRequest(url: base + "/healthz"), timeout: .seconds(5))
+                if health?.status != .ok { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            #expect(health?.status == .ok, "\(worker.standardError)")
+            let metrics = try await HTTPClient.shared.execute(HTTPClientRequest(url: base + "/metrics"), timeout: .seconds(5))
+            #expect(metrics.status == .ok)
+            #expect(metrics.headers.first(name: "content-type")?.hasPrefix("text/plain") == true)
+            worker.signal(SIGTERM)
+            #expect(try await worker.waitForExit() == 0)
+        }
+    }
+}

@@ -2,6 +2,7 @@ import Baton
 import Foundation
 import Logging
 import PostgresNIO
+import Tracing
 import ServiceLifecycle
 
 /// The Swift entry point to Baton: enqueue chains, follow and cancel jobs.
@@ -66,10 +67,16 @@ public final class BatonClient: Service, Sendable {
     }
 
     /// Enqueues jobs in one transaction: all or none.
+    /// A `baton.enqueue` span (swift-distributed-tracing) covers it.
     public func enqueue(_ jobs: [NewJob]) async throws -> [EnqueuedJob] {
-        let enqueued = try await store.enqueue(jobs)
-        waker.wake(enqueued.lazy.filter { $0.state == .available }.map(\.queue))
-        return enqueued
+        try await withSpan("baton.enqueue", ofKind: .producer) { span in
+            span.attributes["baton.jobs"] = jobs.count
+            if let queue = jobs.first?.queue, jobs.allSatisfy({ $0.queue == queue }) { span.attributes["baton.queue"] = queue }
+            let enqueued = try await store.enqueue(jobs)
+            if enqueued.count == 1 { span.attributes["baton.job.id"] = Int(enqueued[0].id) }
+            waker.wake(enqueued.lazy.filter { $0.state == .available }.map(\.queue))
+            return enqueued
+        }
     }
 
     // MARK: follow

@@ -111,6 +111,9 @@ package struct ClaimedJob: Sendable {
     package var groupOutput: String?
     /// Why this job cannot run at all (its stored chain does not decode); it is discarded.
     package var invalid: String? = nil
+    /// Seconds from when the stage became claimable to its claim; nil when it was handed over
+    /// without a claim (a lane hand-off claimed while applying an outcome).
+    package var waited: Double? = nil
 
     package var spec: StageSpec { chain[stage] }
     package var next: StageSpec? { stage + 1 < chain.count ? chain[stage + 1] : nil }

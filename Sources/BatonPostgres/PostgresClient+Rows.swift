@@ -1,4 +1,5 @@
 import Logging
+import Metrics
 import NIOCore
 import PostgresNIO
 import Synchronization
@@ -34,10 +35,17 @@ extension PostgresClient {
     /// (a 503 from the control plane, a retry in the worker's loops).
     package func rows(_ query: PostgresQuery, logger: Logger) async throws -> [PostgresRow] {
         let leased = Flag()
+        let asked = ContinuousClock.now
         return try await withThrowingTaskGroup(of: [PostgresRow]?.self) { group in
             group.addTask {
                 try await self.withConnection { connection in
                     leased.set()
+                    // Pool use: `baton_db_connection_wait_seconds` (time to get a connection) and
+                    // `baton_db_connections_in_use` (statements on a leased connection now).
+                    Timer(label: "baton_db_connection_wait_seconds").record(duration: ContinuousClock.now - asked)
+                    let inUse = Meter(label: "baton_db_connections_in_use")
+                    inUse.increment()
+                    defer { inUse.decrement() }
                     return try await connection.rows(query, logger: logger)
                 }
             }

@@ -11,7 +11,7 @@ import PostgresNIO
 public struct Store: Sendable {
     public let client: PostgresClient
     public let schema: String
-    let logger: Logger
+    package let logger: Logger
 
     public init(client: PostgresClient, schema: String = "baton", logger: Logger = Logger(label: "baton.store")) {
         self.client = client
@@ -104,19 +104,21 @@ extension Store {
     // MARK: claim
 
     /// Claims up to `limit` available jobs of `queue` for `worker`, in priority, due time and id
-    /// order, skipping rows other workers hold (`claim` in the schema; `jobs_available` index).
+    /// order, skipping rows other workers hold (`claim_waited` in the schema; `jobs_available`
+    /// index), each with how long it waited to be picked up.
     package func claim(queue: String, limit: Int, worker: String) async throws -> [ClaimedJob] {
         let rows = try await client.rows(
-            "SELECT * FROM \(unescaped: schema).claim(\(queue), \(limit)::int, \(worker))", logger: logger)
+            "SELECT * FROM \(unescaped: schema).claim_waited(\(queue), \(limit)::int, \(worker))", logger: logger)
         var decoder = ClaimDecoder()
         var claimed: [ClaimedJob] = []
         for row in rows {
-            let (id, stage, attempt, chain, input, results, metadata, groupOutput) = try row.decode(
-                (Int64, Int, Int, String, String, String?, String, String?).self)
-            claimed.append(
-                try decoder.job(
-                    id: id, queue: queue, stage: stage, attempt: attempt, chain: chain, input: input, results: results,
-                    metadata: metadata, groupOutput: groupOutput))
+            let (id, stage, attempt, chain, input, results, metadata, groupOutput, waited) = try row.decode(
+                (Int64, Int, Int, String, String, String?, String, String?, Double).self)
+            var job = try decoder.job(
+                id: id, queue: queue, stage: stage, attempt: attempt, chain: chain, input: input, results: results,
+                metadata: metadata, groupOutput: groupOutput)
+            job.waited = waited
+            claimed.append(job)
         }
         return claimed
     }

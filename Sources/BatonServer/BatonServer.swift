@@ -46,6 +46,8 @@ public struct BatonServer: Service {
         let router = Router(context: BatonRequestContext.self)
         router.add(middleware: RequestLogMiddleware(level: api.configuration.requestLogLevel))
         router.add(middleware: MetricsMiddleware())
+        // A span per request (a no-op until the process bootstraps a tracer); enqueues nest in it.
+        router.add(middleware: TracingMiddleware())
         router.add(middleware: ProblemMiddleware(allowed: AllowedMethods(api.routes)))
         let tokens = api.configuration.tokens
         var methods: [String: [HTTPRequest.Method]] = [:]

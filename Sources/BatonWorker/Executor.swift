@@ -2,6 +2,7 @@ import Baton
 import BatonPostgres
 import Logging
 import Synchronization
+import Tracing
 
 /// Why a running stage is stopped before it ends.
 enum StopReason: Sendable {
@@ -52,6 +53,27 @@ struct Executor: Sendable {
             jobID: job.id, stageIndex: job.stage, stageName: spec.name, attempt: job.attempt, queue: job.queue,
             lane: stage.lane, metadata: job.metadata, logger: logger,
             earlier: zip(job.chain.prefix(job.stage), job.earlierOutputs).map { ($0.name, $1) })
+        // A span per attempt (swift-distributed-tracing: a no-op until the process bootstraps a
+        // tracer, e.g. swift-otel). The task runs inside it, so its own spans are children.
+        return await withSpan("baton.stage \(stage.task)", ofKind: .consumer) { span in
+            span.attributes["baton.job.id"] = Int(job.id)
+            span.attributes["baton.stage.index"] = job.stage
+            span.attributes["baton.stage.task"] = stage.task
+            span.attributes["baton.attempt"] = job.attempt
+            span.attributes["baton.queue"] = job.queue
+            if let lane = stage.lane { span.attributes["baton.lane"] = lane }
+            let result = await attempt(stage, runner: runner, job: job, context: context, control: control)
+            if case .ended(.failed(let error, _)) = result {
+                span.setStatus(SpanStatus(code: .error, message: error))
+            }
+            return result
+        }
+    }
+
+    private func attempt(
+        _ stage: TaskStage, runner: @escaping TaskRegistry.Runner, job: ClaimedJob, context: StageContext,
+        control: RunControl
+    ) async -> Result {
         let input = job.input
         let timeout = stage.timeout
 

@@ -98,7 +98,10 @@ final class Fetcher: Sendable {
                             state.running += jobs.count
                             state.backlog = jobs.count == free
                         }
-                        for job in jobs { start(job, in: &group, for: worker) }
+                        for job in jobs {
+                            if let waited = job.waited { worker.metrics.pickedUp(queue: queue, waited: waited) }
+                            start(job, in: &group, for: worker)
+                        }
                         if jobs.count == free { continue }
                     } catch {
                         worker.logger.warning(

@@ -30,6 +30,7 @@ public final class Worker: Service, Sendable {
     let waker: Waker
     let logger: Logger
     let executor: Executor
+    let metrics = WorkerMetrics()
     let fetchers: [String: Fetcher]
     let tasks: [String]
     private let state = Mutex(State())
@@ -220,6 +221,7 @@ public final class Worker: Service, Sendable {
         }
         while true {
             let transition: Transition
+            let started = ContinuousClock.now
             switch await executor.run(job, control: control) {
             case .stopped(.cancelled):
                 logger.info("stage cancelled", metadata: ["job": "\(job.id)", "stage": "\(job.stage)"])
@@ -231,6 +233,9 @@ public final class Worker: Service, Sendable {
                     stage: job.spec, next: job.next, attempt: job.attempt, outcome: outcome,
                     canHop: !isDraining && control.stopReason == nil, random: Double.random(in: 0..<1))
             }
+            metrics.stageEnded(
+                queue: job.queue, task: job.spec.task?.task ?? "group", transition: transition,
+                duration: ContinuousClock.now - started)
             let outcome = Outcome(
                 jobID: job.id, stage: job.stage, attempt: job.attempt, transition: transition, queue: job.queue,
                 heldLane: job.spec.lane)

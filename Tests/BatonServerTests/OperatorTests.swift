@@ -70,7 +70,7 @@ struct OperatorTests {
             try await server.enqueue(["stages": [["task": "noop"]], "queue": "metered"], query: "?unchecked=true")
             #expect(try await server.call(.GET, "/metrics", token: nil).status == 401)
             let metrics = try await server.call(.GET, "/metrics", token: Token.read)
-            #expect(metrics.text.contains("baton_jobs_enqueued_total{queue=\"metered\"} 1"))
+            #expect(metrics.text.contains("baton_jobs_enqueued_total{queue=\"metered\",task=\"noop\"} 1"))
             #expect(metrics.text.contains("hb_requests"))
         }
     }

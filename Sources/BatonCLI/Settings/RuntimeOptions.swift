@@ -29,6 +29,7 @@ struct RuntimeOptions: ParsableArguments, SettingFlags {
         for group in others { flags.merge(group.flags) { _, new in new } }
         let settings = try await Settings.load(flags: flags)
         try settings.bootstrapLogging()
+        _ = Metrics.registry
         return settings
     }
 }

@@ -40,7 +40,7 @@ extension API {
         job.enqueuedBy = caller?.fingerprint
         try await checkTasks([job], query: query)
         let enqueued = try await client.enqueue([job])[0]
-        if enqueued.inserted { countEnqueued(1, queue: job.queue) }
+        if enqueued.inserted { countEnqueued(job) }
         var record: JobRecord
         if enqueued.inserted {
             record = JobRecord(job: job, enqueued: enqueued)
@@ -90,9 +90,7 @@ extension API {
             }
         }
         let enqueued = try await client.enqueue(jobs)
-        for (queue, jobs) in Dictionary(grouping: enqueued.filter(\.inserted), by: \.queue) {
-            countEnqueued(jobs.count, queue: queue)
-        }
+        for (job, result) in zip(jobs, enqueued) where result.inserted { countEnqueued(job) }
         return JSONBody.response(
             BatchResponse(jobs: enqueued.map(EnqueuedJobView.init)),
             status: enqueued.contains(where: \.inserted) ? .created : .ok)
@@ -205,7 +203,13 @@ extension API {
             let state = try await store.job(id)?.state.rawValue ?? "finished"
             throw Problem.conflict("job \(id) is \(state): only a job that has not finished can be cancelled")
         }
-        return try await showJob(id)
+        guard let job = try await store.job(id) else { throw Problem.notFound("no job has id \(id)") }
+        let task = job.chain.indices.contains(job.stage) ? job.chain[job.stage].task?.task ?? "group" : "none"
+        Counter(
+            label: "baton_jobs_cancelled_total",
+            dimensions: [("queue", queueLabels.label(job.queue)), ("task", taskLabels.label(task))]
+        ).increment()
+        return JSONBody.response(JobView(job, members: try await members(of: job)))
     }
 
     /// `POST /v1/jobs/{id}/retry`: a discarded or cancelled job starts again at its failed stage.

@@ -41,6 +41,7 @@ extension API {
 
     /// `GET /metrics`: Prometheus text.
     @Sendable func metrics(_ request: Request, context: BatonRequestContext, caller: Caller?) async throws -> Response {
+        await clusterMetrics.refresh()
         var bytes: [UInt8] = []
         registry?.emit(into: &bytes)
         return Response(

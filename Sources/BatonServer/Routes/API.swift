@@ -25,7 +25,20 @@ struct API: Sendable {
     let catalog: TaskCatalog
     let configuration: ServerConfiguration
     let registry: PrometheusCollectorRegistry?
-    let queueLabels = QueueLabels()
+    let clusterMetrics: ClusterMetrics
+    let queueLabels = MetricLabels()
+    let taskLabels = MetricLabels()
+
+    init(
+        client: BatonClient, catalog: TaskCatalog, configuration: ServerConfiguration,
+        registry: PrometheusCollectorRegistry?
+    ) {
+        self.client = client
+        self.catalog = catalog
+        self.configuration = configuration
+        self.registry = registry
+        clusterMetrics = ClusterMetrics(store: client.store)
+    }
 
     var store: Store { client.store }
 
@@ -36,10 +49,12 @@ struct API: Sendable {
         ] + operationRoutes
     }
 
-    /// Counts enqueued jobs in `baton_jobs_enqueued_total{queue}`.
-    func countEnqueued(_ count: Int, queue: String) {
-        Counter(label: "baton_jobs_enqueued_total", dimensions: [("queue", queueLabels.label(queue))])
-            .increment(by: count)
+    /// Counts enqueued jobs in `baton_jobs_enqueued_total{queue, task}` (the first stage's task).
+    func countEnqueued(_ job: NewJob) {
+        Counter(
+            label: "baton_jobs_enqueued_total",
+            dimensions: [("queue", queueLabels.label(job.queue)), ("task", taskLabels.label(job.firstTask))]
+        ).increment()
     }
 
     /// The `{id}` of a job route: a path that names no job id is a job that does not exist.
@@ -61,21 +76,5 @@ struct API: Sendable {
             throw Problem.invalid(error)
         }
         return name
-    }
-}
-
-/// Queue names as metric labels: callers choose queue names, so past the first hundred seen they
-/// are counted together as `other` rather than growing `/metrics` without bound.
-final class QueueLabels: Sendable {
-    static let limit = 100
-    private let seen = Mutex(Set<String>())
-
-    func label(_ queue: String) -> String {
-        seen.withLock { seen in
-            if seen.contains(queue) { return queue }
-            guard seen.count < Self.limit else { return "other" }
-            seen.insert(queue)
-            return queue
-        }
     }
 }

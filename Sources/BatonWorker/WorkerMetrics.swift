@@ -1,0 +1,51 @@
+import Baton
+import BatonPostgres
+import Metrics
+
+/// What a worker reports through swift-metrics, to whatever backend the process bootstrapped
+/// (`baton worker --metrics-port` serves Prometheus text):
+///
+/// - `baton_stage_duration_seconds{queue, task, outcome}`: each run of a stage, `outcome` being
+///   `succeeded`, `failed` or `released` (put back by a drain).
+/// - `baton_stages_completed_total{queue, task}`: stages that succeeded, the last of a job or not.
+/// - `baton_jobs_completed_total`, `baton_jobs_retried_total`, `baton_jobs_discarded_total`
+///   `{queue, task}`: what followed a stage (`task` is that stage's): the job completed, the
+///   stage is to be tried again, the job failed for good.
+/// - `baton_pickup_latency_seconds{queue}`: from a stage becoming claimable to its claim.
+///
+/// Counted when the worker decides, before the outcome is written: an outcome the database then
+/// refuses (the job was cancelled meanwhile) has been counted.
+struct WorkerMetrics: Sendable {
+    let tasks = MetricLabels()
+
+    func stageEnded(queue: String, task: String, transition: Transition, duration: Duration) {
+        let task = tasks.label(task)
+        let dimensions = [("queue", queue), ("task", task)]
+        let outcome: String
+        switch transition {
+        case .hop, .advance, .complete, .spawn: outcome = "succeeded"
+        case .retry, .discard: outcome = "failed"
+        case .release: outcome = "released"
+        }
+        Timer(label: "baton_stage_duration_seconds", dimensions: dimensions + [("outcome", outcome)])
+            .record(duration: duration)
+        switch transition {
+        case .hop, .advance:
+            Counter(label: "baton_stages_completed_total", dimensions: dimensions).increment()
+        case .complete:
+            Counter(label: "baton_stages_completed_total", dimensions: dimensions).increment()
+            Counter(label: "baton_jobs_completed_total", dimensions: dimensions).increment()
+        case .retry:
+            Counter(label: "baton_jobs_retried_total", dimensions: dimensions).increment()
+        case .discard:
+            Counter(label: "baton_jobs_discarded_total", dimensions: dimensions).increment()
+        case .spawn, .release:
+            break
+        }
+    }
+
+    func pickedUp(queue: String, waited: Double) {
+        Timer(label: "baton_pickup_latency_seconds", dimensions: [("queue", queue)])
+            .record(duration: .nanoseconds(Int64(max(0, waited) * 1e9)))
+    }
+}

@@ -1,0 +1,151 @@
+import AsyncHTTPClient
+import Baton
+import BatonTestSupport
+import Foundation
+import LocalPostgres
+import NIOCore
+import Testing
+
+/// What an operator's Prometheus scrapes, from `baton serve` and `baton worker --metrics-port`
+/// as real processes, after real jobs completed, retried, were discarded and cancelled.
+@Suite(.timeLimit(.minutes(3)))
+struct MetricsTests {
+    static let token = "metrics-test-admin-token"
+
+    /// Samples of a Prometheus text page: `name{labels}` → value.
+    struct Scrape {
+        var samples: [(name: String, labels: [String: String], value: Double)] = []
+
+        init(_ text: String) {
+            for line in text.split(separator: "\n") where !line.hasPrefix("#") {
+                guard let match = line.wholeMatch(of: /([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)/),
+                    let value = Double(match.4)
+                else { continue }
+                var labels: [String: String] = [:]
+                for pair in String(match.3 ?? "").matches(of: /([a-zA-Z_]+)="((\\.|[^"\\])*)"/) {
+                    labels[String(pair.1)] = String(pair.2)
+                }
+                samples.append((String(match.1), labels, value))
+            }
+        }
+
+        /// The value of the sample named `name` whose labels include `labels`; nil if none.
+        func value(_ name: String, _ labels: [String: String] = [:]) -> Double? {
+            samples.first { sample in
+                sample.name == name && labels.allSatisfy { key, value in sample.labels[key] == value }
+            }?.value
+        }
+    }
+
+    static func get(_ url: String, token: String? = nil) async throws -> (status: Int, body: String) {
+        var request = HTTPClientRequest(url: url)
+        if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+        let body = try await response.body.collect(upTo: 8 << 20)
+        return (Int(response.status.code), String(buffer: body))
+    }
+
+    static func post(_ url: String, _ body: String = "") async throws -> JSONValue {
+        var request = HTTPClientRequest(url: url)
+        request.method = .POST
+        request.headers.add(name: "Authorization", value: "Bearer \(token)")
+        request.body = .bytes(ByteBuffer(string: body))
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(60))
+        return try JSONValue(parsing: try await response.body.collect(upTo: 1 << 20).readableBytesView)
+    }
+
+    /// Polls `url` until it answers 200 or the process has died.
+    static func awaitUp(_ url: String, _ process: ChildProcess) async throws {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < deadline, process.isRunning {
+            if (try? await get(url))?.status == 200 { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        Issue.record("\(url) never answered: \(process.standardError)")
+        throw CancellationError()
+    }
+
+    @Test func theWorkerAndTheAPIReportWhatHappenedToJobs() async throws {
+        try await TestDatabase.with { db async throws in
+            let (apiPort, metricsPort) = (try LocalPostgres.freePort(), try LocalPostgres.freePort())
+            let environment: [String: String?] = [
+                "BATON_API_TOKEN": Self.token, "BATON_API_TOKENS": nil, "BATON_LOG_LEVEL": "warning",
+            ]
+            let api = try ChildProcess(
+                try ChildProcess.builtBinary("baton"),
+                ["serve", "--database-url", db.url, "--port", "\(apiPort)"], environment: environment)
+            defer { if api.isRunning { api.signal(SIGKILL) } }
+            let worker = try ChildProcess(
+                try ChildProcess.builtBinary("baton"),
+                [
+                    "worker", "--database-url", db.url, "--metrics-port", "\(metricsPort)", "--metrics-host",
+                    "127.0.0.1", "--lease", "2s",
+                ], environment: environment)
+            defer { if worker.isRunning { worker.signal(SIGKILL) } }
+            let base = "http://127.0.0.1:\(apiPort)"
+            let metrics = "http://127.0.0.1:\(metricsPort)"
+            try await Self.awaitUp(base + "/readyz", api)
+            try await Self.awaitUp(metrics + "/healthz", worker)
+
+            // Completed; retried once then discarded; cancelled while running; scheduled for
+            // later; available in a queue nobody serves; holding a lane while it waits to retry.
+            let completed = try await Self.post(base + "/v1/jobs?wait=30s", #"{"stages": [{"task": "noop"}]}"#)
+            #expect(completed["state"] == "completed")
+            let discarded = try await Self.post(
+                base + "/v1/jobs?unchecked=true&wait=30s",
+                #"{"stages": [{"task": "missing", "max_attempts": 2, "backoff": {"kind": "constant", "initial": "10ms"}}]}"#)
+            #expect(discarded["state"] == "discarded")
+            let sleeping = try await Self.post(
+                base + "/v1/jobs", #"{"stages": [{"task": "sleep", "args": {"ms": 60000}}]}"#)
+            guard case .number(let sleeper)? = sleeping["id"] else { throw TestFailure("no id: \(sleeping)") }
+            try await Self.awaitState("running", job: Int(sleeper), base: base)
+            let cancelled = try await Self.post(base + "/v1/jobs/\(Int(sleeper))/cancel")
+            #expect(cancelled["state"] == "cancelled")
+            _ = try await Self.post(base + "/v1/jobs", #"{"delay": "1h", "stages": [{"task": "noop"}]}"#)
+            _ = try await Self.post(base + "/v1/jobs", #"{"queue": "idle", "stages": [{"task": "noop"}]}"#)
+            let blocking = try await Self.post(
+                base + "/v1/jobs?unchecked=true",
+                #"{"stages": [{"task": "missing", "lane": "l-1", "max_attempts": 5, "backoff": {"kind": "constant", "initial": "1h"}}]}"#)
+            guard case .number(let blocker)? = blocking["id"] else { throw TestFailure("no id: \(blocking)") }
+            try await Self.awaitState("retryable", job: Int(blocker), base: base)
+
+            let work = Scrape(try await Self.get(metrics + "/metrics").body)
+            let noop = ["queue": "default", "task": "noop"]
+            let missing = ["queue": "default", "task": "missing"]
+            #expect(work.value("baton_jobs_completed_total", noop) == 1)
+            #expect(work.value("baton_stages_completed_total", noop) == 1)
+            #expect(work.value("baton_jobs_retried_total", missing) == 2)  // the discarded job's first try, the lane holder's
+            #expect(work.value("baton_jobs_discarded_total", missing) == 1)
+            #expect(work.value("baton_stage_duration_seconds_count", noop.merging(["outcome": "succeeded"]) { $1 }) == 1)
+            #expect(work.value("baton_stage_duration_seconds_count", missing.merging(["outcome": "failed"]) { $1 }) == 3)
+            #expect((work.value("baton_pickup_latency_seconds_count", ["queue": "default"]) ?? 0) >= 4)
+            #expect((work.value("baton_db_connection_wait_seconds_count") ?? 0) > 0)
+            #expect(work.value("baton_db_connections_in_use") != nil)
+
+            #expect(try await Self.get(base + "/metrics").status == 401)
+            let control = Scrape(try await Self.get(base + "/metrics", token: Self.token).body)
+            #expect(control.value("baton_jobs_enqueued_total", noop) == 2)
+            #expect(control.value("baton_jobs_enqueued_total", ["queue": "idle", "task": "noop"]) == 1)
+            #expect(control.value("baton_jobs_enqueued_total", missing) == 2)
+            #expect(control.value("baton_jobs_enqueued_total", ["queue": "default", "task": "sleep"]) == 1)
+            #expect(control.value("baton_jobs_cancelled_total", ["queue": "default", "task": "sleep"]) == 1)
+            #expect(control.value("baton_queue_jobs", ["queue": "default", "state": "scheduled"]) == 1)
+            #expect(control.value("baton_queue_jobs", ["queue": "default", "state": "retryable"]) == 1)
+            #expect(control.value("baton_queue_jobs", ["queue": "idle", "state": "available"]) == 1)
+            #expect((control.value("baton_queue_oldest_available_seconds", ["queue": "idle"]) ?? 0) > 0)
+            #expect(control.value("baton_lanes_blocked") == 1)
+            #expect(control.value("baton_workers_alive") == 1)
+        }
+    }
+
+    /// Waits until job `id` is in `state` (the API's long poll answers at once when nothing changes).
+    static func awaitState(_ state: String, job id: Int, base: String) async throws {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline {
+            let job = try JSONValue(parsing: Array(try await get(base + "/v1/jobs/\(id)", token: token).body.utf8))
+            if job["state"] == .string(state) { return }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw TestFailure("job \(id) never became \(state)")
+    }
+}

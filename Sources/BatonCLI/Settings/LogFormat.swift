@@ -33,7 +33,7 @@ struct LineLogHandler: LogHandler {
         var fields = metadata
         if let provided = metadataProvider?.get() { fields.merge(provided) { _, new in new } }
         if let extra = event.metadata { fields.merge(extra) { _, new in new } }
-        let timestamp = Date().formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true))
+        let timestamp = Date().formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
         var line: String
         switch format {
         case .json:

@@ -51,13 +51,13 @@ struct RunScenarios: AsyncParsableCommand {
         var failed = false
         for scenario in scenarios {
             let started = ContinuousClock.now
-            print("== \(scenario.rawValue)\(quick ? " (quick)" : ""): \(scenario.summary)")
+            say("== \(scenario.rawValue)\(quick ? " (quick)" : ""): \(scenario.summary)")
             let result = try await scenario.run(quick: quick, logger: logger)
             var settingsLine = Rig.settings.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
             if settingsLine.isEmpty { settingsLine = ["defaults"] }
-            print("  server settings: " + settingsLine.joined(separator: " "))
+            say("  server settings: " + settingsLine.joined(separator: " "))
             let seconds = (ContinuousClock.now - started).seconds
-            print(result.text(seconds: seconds))
+            say(result.text(seconds: seconds))
             if let report {
                 let line = result.json(seconds: seconds, quick: quick, settings: Rig.settings) + "\n"
                 if let handle = FileHandle(forWritingAtPath: report) {
@@ -75,6 +75,12 @@ struct RunScenarios: AsyncParsableCommand {
 }
 
 extension Scenario: ExpressibleByArgument {}
+
+/// Writes a line to standard output at once (unbuffered), so that a result is seen as soon as it
+/// is known, also through a pipe or in a file.
+private func say(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
 
 /// A worker process for the scenarios: the built-in tasks and `record`, which sleeps, fails a
 /// share of its runs on purpose, and writes every run (job, stage, attempt, lane, worker, start,

@@ -166,6 +166,19 @@ final class Rig: Sendable {
             let states = rows.compactMap { try? $0.decode((String, Int).self) }.map { "\($0.0) \($0.1)" }
             lines.append("jobs: " + states.joined(separator: ", "))
         }
+        // The unfinished jobs themselves, with what their holder (if any) last said of them.
+        if let rows = try? await client.rows(
+            """
+            SELECT format('job %s: %s at stage %s attempt %s, lane %s, worker %s (alive: %s, holds it: %s), \
+            attempted %s, run_at %s, errors %s', j.id, j.state, j.stage, j.attempt, coalesce(j.lane, '-'),
+                coalesce(j.worker_id, '-'), w.heartbeat_at > now() - interval '5 seconds', j.id = ANY (w.holds),
+                to_char(j.attempted_at, 'HH24:MI:SS.MS'), to_char(j.run_at, 'HH24:MI:SS.MS'), j.errors::text)
+            FROM \(unescaped: Self.schema).jobs j LEFT JOIN \(unescaped: Self.schema).workers w ON w.id = j.worker_id
+            WHERE j.state NOT IN ('completed', 'discarded', 'cancelled') ORDER BY j.id LIMIT 10
+            """, logger: logger)
+        {
+            lines += rows.compactMap { try? $0.decode(String.self) }.map { "  " + $0.prefix(600) }
+        }
         let (api, workers) = processes.withLock { ($0.api, $0.workers) }
         var named = workers.sorted { $0.key < $1.key }.map { ("worker-\($0.key)", $0.value) }
         if let api { named.insert(("api", api), at: 0) }

@@ -1,4 +1,5 @@
 import Foundation
+import PostgresNIO
 
 /// What became of the jobs a scenario enqueued: from the jobs table and from the ledger the workers'
 /// `record` task wrote before returning (its own idempotency log).
@@ -34,15 +35,41 @@ struct Tally: Sendable {
         tally.discarded = try await rig.count(sql: "SELECT count(*)::int FROM \(schema).jobs WHERE state = 'discarded'")
         tally.lost = max(0, enqueued - tally.completed - tally.discarded)
         if tally.lost > 0 { tally.diagnostics = await rig.diagnostics() }
+        // A ledger row is written before the task returns, so a row whose insert committed while
+        // its answer was lost (the connection killed) belongs to a run that failed: the job's
+        // errors hold that stage and attempt. Only runs without such an error returned success.
+        let succeeded = """
+            SELECT r.* FROM \(schema).reliability_runs r JOIN \(schema).jobs j ON j.id = r.job
+            WHERE NOT r.failed AND NOT EXISTS (
+                SELECT 1 FROM jsonb_array_elements(j.errors) e
+                WHERE (e ->> 'stage')::int = r.stage AND (e ->> 'attempt')::int = r.attempt
+                  AND e ->> 'error' NOT LIKE 'worker lost%')
+            """
         let twice = """
             SELECT r.job, r.stage, EXISTS (
                 SELECT 1 FROM \(schema).jobs j, jsonb_array_elements(j.errors) e
                 WHERE j.id = r.job AND (e ->> 'stage')::int = r.stage AND e ->> 'error' LIKE 'worker lost%') AS rescued
-            FROM \(schema).reliability_runs r WHERE NOT r.failed GROUP BY r.job, r.stage HAVING count(*) > 1
+            FROM (\(succeeded)) r GROUP BY r.job, r.stage HAVING count(*) > 1
             """
         tally.completedTwice = try await rig.count(sql: "SELECT count(*)::int FROM (\(twice)) d")
         tally.completedTwiceAfterLostLease = try await rig.count(
             sql: "SELECT count(*)::int FROM (\(twice)) d WHERE rescued")
+        if tally.completedTwice > tally.completedTwiceAfterLostLease {
+            let runs = try await rig.client.rows(
+                PostgresQuery(
+                    unsafeSQL: """
+                        SELECT format('job %s stage %s: runs %s; errors %s', d.job, d.stage,
+                            (SELECT string_agg(format('attempt %s on %s %s–%s failed=%s', r.attempt, r.worker,
+                                to_char(r.started_at, 'HH24:MI:SS.MS'), to_char(r.ended_at, 'HH24:MI:SS.MS'), r.failed),
+                                '; ' ORDER BY r.started_at)
+                             FROM \(schema).reliability_runs r WHERE r.job = d.job AND r.stage = d.stage),
+                            (SELECT errors::text FROM \(schema).jobs WHERE id = d.job))
+                        FROM (\(twice)) d WHERE NOT d.rescued LIMIT 10
+                        """), logger: rig.logger)
+            let lines = try runs.map { "  " + (try $0.decode(String.self)) }
+            tally.diagnostics = ([tally.diagnostics].compactMap { $0 } + ["completed twice:"] + lines)
+                .joined(separator: "\n")
+        }
         tally.laneOverlaps = try await rig.count(
             sql: """
                 SELECT count(*)::int FROM (

@@ -35,6 +35,9 @@ final class Fetcher: Sendable {
         self.refill = max(1, capacity / 4)
     }
 
+    /// Jobs the completer claimed for this fetcher that it has not started yet.
+    var handedOverJobs: [Int64] { state.withLock { $0.inbox.map(\.id) } }
+
     /// Jobs are (or may be) available.
     func wake() {
         state.withLock { $0.backlog = true }
@@ -76,11 +79,11 @@ final class Fetcher: Sendable {
         await withDiscardingTaskGroup { group in
             while !Task.isCancelled {
                 // Run what the completer claimed for us, even while draining (it is ours now).
-                let handedOver = state.withLock { state in
-                    defer { state.inbox.removeAll() }
-                    return state.inbox
-                }
-                for job in handedOver { start(job, in: &group, for: worker) }
+                // Admitted before they leave the inbox: never out of the worker's holdings.
+                let handedOver = state.withLock { $0.inbox }
+                let controls = handedOver.map { worker.admit($0) }
+                state.withLock { $0.inbox.removeFirst(handedOver.count) }
+                for (job, control) in zip(handedOver, controls) { start(job, control, in: &group, for: worker) }
                 if worker.isDraining {
                     if state.withLock({ $0.reservations == 0 && $0.inbox.isEmpty }) { break }
                     await signal.wait()
@@ -100,7 +103,7 @@ final class Fetcher: Sendable {
                         }
                         for job in jobs {
                             if let waited = job.waited { worker.metrics.pickedUp(queue: queue, waited: waited) }
-                            start(job, in: &group, for: worker)
+                            start(job, worker.admit(job), in: &group, for: worker)
                         }
                         if jobs.count == free { continue }
                     } catch {
@@ -117,9 +120,11 @@ final class Fetcher: Sendable {
         }
     }
 
-    private func start(_ job: ClaimedJob, in group: inout DiscardingTaskGroup, for worker: Worker) {
+    private func start(
+        _ job: ClaimedJob, _ control: RunControl, in group: inout DiscardingTaskGroup, for worker: Worker
+    ) {
         group.addTask {
-            await worker.execute(job)
+            await worker.execute(job, control: control)
             // Claim again once a quarter of the slots are free, not slot by slot.
             let claimNow = self.state.withLock { state -> Bool in
                 state.running -= 1

@@ -81,10 +81,16 @@ public final class Worker: Service, Sendable {
     /// Ids of the jobs running on this worker now.
     public var runningJobs: [Int64] { state.withLock { Array($0.running.keys) } }
 
-    /// The jobs this worker answers for: running, or their outcome not yet written. A job the
-    /// database says this worker runs that is not among them was never received (its claim's
-    /// answer was lost); maintenance puts it back.
-    var holdings: [Int64] { runningJobs + completer.pendingJobs }
+    /// The jobs this worker answers for: handed over and not yet started, running, or their
+    /// outcome not yet written. A job the database says this worker runs that is not among them
+    /// was never received (its claim's answer was lost); maintenance puts it back.
+    ///
+    /// Read in the order a job moves through (inbox, running, completer), and a job enters each
+    /// place before it leaves the one before: so a job on its way is always seen in one of them.
+    var holdings: [Int64] {
+        let waiting = fetchers.values.flatMap(\.handedOverJobs)
+        return waiting + runningJobs + completer.pendingJobs
+    }
 
     public func run() async throws {
         try await register()
@@ -201,12 +207,17 @@ public final class Worker: Service, Sendable {
 
     // MARK: running a job
 
-    /// Runs the claimed stage, and the stages after it while they may hop (background, same
-    /// worker), committing each outcome before the next stage starts.
-    func execute(_ claimed: ClaimedJob) async {
-        var job = claimed
+    /// Registers a received job as running here (see `holdings`), before its task starts.
+    func admit(_ job: ClaimedJob) -> RunControl {
         let control = RunControl()
         state.withLock { $0.running[job.id] = control }
+        return control
+    }
+
+    /// Runs the claimed stage, and the stages after it while they may hop (background, same
+    /// worker), committing each outcome before the next stage starts. `control` is from `admit`.
+    func execute(_ claimed: ClaimedJob, control: RunControl) async {
+        var job = claimed
         // Only this run's entry: a retried job may already run again here under the same id.
         defer {
             state.withLock { state in

@@ -110,7 +110,7 @@ final class Rig: Sendable {
             [
                 "worker", "--database-url", url, "--concurrency", "\(concurrency)", "--lease",
                 "\(lease.milliseconds)ms", "--id", id,
-            ], environment: ["BATON_LOG_LEVEL": "warning"])
+            ], environment: ["BATON_LOG_LEVEL": ProcessInfo.processInfo.environment["BATON_WORKER_LOG_LEVEL"] ?? "warning"])
         processes.withLock {
             $0.workers[index] = worker
             $0.workerIDs[index] = id
@@ -188,6 +188,19 @@ final class Rig: Sendable {
             lines += log.map { "    " + $0.prefix(300) }
         }
         return lines.joined(separator: "\n")
+    }
+
+    /// The lines of every process's log that mention one of `jobs` (as `job=ID` or in a list).
+    func logLines(mentioning jobs: [Int64]) -> [String] {
+        let (api, workers) = processes.withLock { ($0.api, $0.workers) }
+        var named = workers.sorted { $0.key < $1.key }.map { ("worker-\($0.key)", $0.value) }
+        if let api { named.insert(("api", api), at: 0) }
+        let needles = jobs.flatMap { ["job=\($0)", "job: \($0)", "\($0),", "\($0)]"] }
+        return named.flatMap { name, process in
+            process.standardError.split(separator: "\n")
+                .filter { line in needles.contains { line.contains($0) } }
+                .map { "    \(name): \($0.prefix(400))" }
+        }
     }
 
     /// Stops the workers with SIGTERM (they drain), then the API.

@@ -66,7 +66,9 @@ struct Tally: Sendable {
                             (SELECT errors::text FROM \(schema).jobs WHERE id = d.job))
                         FROM (\(twice)) d WHERE NOT d.rescued LIMIT 10
                         """), logger: rig.logger)
-            let lines = try runs.map { "  " + (try $0.decode(String.self)) }
+            var lines = try runs.map { "  " + (try $0.decode(String.self)) }
+            let jobs = lines.compactMap { line in line.split(separator: " ").dropFirst(1).first.flatMap { Int64($0) } }
+            lines += rig.logLines(mentioning: jobs)
             tally.diagnostics = ([tally.diagnostics].compactMap { $0 } + ["completed twice:"] + lines)
                 .joined(separator: "\n")
         }

@@ -70,7 +70,7 @@ struct Maintenance: Sendable {
             let result = try await store.apply(outcomes, worker: workerID)
             worker.logger.warning(
                 "rescued stages of a lost worker",
-                metadata: ["lost_worker": "\(workerID)", "jobs": "\(result.applied.count)"])
+                metadata: ["lost_worker": "\(workerID)", "jobs": "\(result.applied.sorted().prefix(50))"])
             worker.waker.wake(result.woken)
             worker.waker.announceFinished(result.finished)
         }
@@ -89,7 +89,7 @@ struct Maintenance: Sendable {
             let result = try await store.apply(outcomes, worker: workerID)
             worker.logger.warning(
                 "put back stages their worker never received",
-                metadata: ["holder": "\(workerID)", "jobs": "\(result.applied.count)"])
+                metadata: ["holder": "\(workerID)", "jobs": "\(result.applied.sorted().prefix(50))"])
             worker.waker.wake(result.woken)
         }
     }

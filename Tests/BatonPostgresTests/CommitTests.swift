@@ -1,0 +1,68 @@
+import BatonPostgres
+import BatonTestSupport
+import PostgresNIO
+import Testing
+
+/// A statement's rows are an answer only once its transaction has committed. PostgreSQL sends the
+/// rows and CommandComplete before it commits (at Sync); a backend that dies in between rolls the
+/// change back after the caller had its rows. Here a deferred constraint trigger, which runs at
+/// commit, makes the commit fail in the two ways it does in production: the backend terminated
+/// (as by `pg_terminate_backend` or a fast shutdown), and an error raised at commit.
+@Suite(.timeLimit(.minutes(2)))
+struct CommitTests {
+    static func withFailingCommit(
+        _ failure: String, _ body: @Sendable (TestDatabase, String) async throws -> Void
+    ) async throws {
+        try await TestDatabase.with { db async throws in
+            let table = "\(db.configuration.schema).commit_probe"
+            try await db.client.perform("CREATE TABLE \(unescaped: table) (x int)")
+            try await db.client.perform(
+                """
+                CREATE FUNCTION \(unescaped: db.configuration.schema).fail_commit() RETURNS trigger
+                LANGUAGE plpgsql AS $$ BEGIN \(unescaped: failure); RETURN NULL; END $$
+                """)
+            try await db.client.perform(
+                """
+                CREATE CONSTRAINT TRIGGER fail_commit AFTER INSERT ON \(unescaped: table)
+                DEFERRABLE INITIALLY DEFERRED FOR EACH ROW
+                EXECUTE FUNCTION \(unescaped: db.configuration.schema).fail_commit()
+                """)
+            try await body(db, table)
+        }
+    }
+
+    /// The rows in `table`. The failed commit closed its connection, and the pool may hand that
+    /// connection out once more before it learns of the close: a statement on it fails unsent.
+    static func count(_ table: String, in db: TestDatabase) async throws -> Int {
+        while true {
+            do {
+                return try await db.values("SELECT count(*)::int FROM \(unescaped: table)", as: Int.self)[0]
+            } catch is DatabaseUnavailable {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        }
+    }
+
+    @Test(arguments: [
+        "PERFORM pg_terminate_backend(pg_backend_pid()); PERFORM pg_sleep(5)",
+        "RAISE EXCEPTION 'refused at commit'",
+    ])
+    func rowsOfAStatementWhoseCommitFailedAreNotReturned(failure: String) async throws {
+        try await Self.withFailingCommit(failure) { db, table async throws in
+            await #expect(throws: (any Error).self) {
+                try await db.client.rows("INSERT INTO \(unescaped: table) VALUES (1) RETURNING x", logger: db.logger)
+            }
+            #expect(try await Self.count(table, in: db) == 0)
+        }
+    }
+
+    @Test func rowsOfACommittedStatementAreReturned() async throws {
+        try await Self.withFailingCommit("NULL") { db, table async throws in
+            let rows = try await db.client.rows(
+                "INSERT INTO \(unescaped: table) VALUES (1), (2) RETURNING x", logger: db.logger)
+            #expect(try rows.map { try $0.decode(Int.self) } == [1, 2])
+            let stored = try await db.values("SELECT count(*)::int FROM \(unescaped: table)", as: Int.self)
+            #expect(stored == [2])
+        }
+    }
+}

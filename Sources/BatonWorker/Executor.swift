@@ -1,6 +1,7 @@
 import Baton
 import BatonPostgres
 import Logging
+import PostgresNIO
 import Synchronization
 import Tracing
 
@@ -113,7 +114,16 @@ struct Executor: Sendable {
         case .finished(.failure(let failure as TaskFailure)):
             return .ended(.failed(error: failure.message, retry: failure.retry))
         case .finished(.failure(let error)):
-            return .ended(.failed(error: String(describing: error), retry: .byPolicy))
+            return .ended(.failed(error: Self.describe(error), retry: .byPolicy))
         }
+    }
+
+    /// What a task's error says, for the job's errors. PostgresNIO describes every `PSQLError` with
+    /// one fixed text (so as not to leak a statement's data into logs); what the server said and
+    /// its SQLSTATE are kept instead, or the kind of failure when the server said nothing.
+    static func describe(_ error: any Error) -> String {
+        guard let error = error as? PSQLError else { return String(describing: error) }
+        guard let message = error.serverInfo?[.message] else { return "PostgreSQL: \(error.code)" }
+        return "PostgreSQL: \(message) (SQLSTATE \(error.serverInfo?[.sqlState] ?? "?"))"
     }
 }

@@ -92,6 +92,24 @@ struct ChainSemanticsTests {
         }
     }
 
+    @Test func aTasksFailedStatementIsRecordedAsPostgreSQLSaidIt() async throws {
+        try await TestDatabase.with { db async throws in
+            var tasks = TaskRegistry()
+            tasks.register(name: "divide") { _, input, _ in
+                try await db.client.perform("SELECT 1 / 0")
+                return input
+            }
+            try await withWorker(db, tasks: tasks) { baton, _ async throws in
+                let job = try await baton.enqueue([
+                    NewJob(chain: ChainDefinition(input: 1, stages: [.task("divide", retry: .constant(.zero, attempts: 1))]))
+                ])[0]
+                let record = try await baton.waitUntilFinished(job.id)
+                #expect(record.state == .discarded)
+                #expect(record.errors.map(\.error) == ["PostgreSQL: division by zero (SQLSTATE 22012)"])
+            }
+        }
+    }
+
     @Test func aStageThatOutrunsItsTimeoutFails() async throws {
         try await TestDatabase.with { db async throws in
             try await withWorker(db, tasks: testTasks) { baton, _ async throws in

@@ -179,10 +179,7 @@ final class Rig: Sendable {
         {
             lines += rows.compactMap { try? $0.decode(String.self) }.map { "  " + $0.prefix(600) }
         }
-        let (api, workers) = processes.withLock { ($0.api, $0.workers) }
-        var named = workers.sorted { $0.key < $1.key }.map { ("worker-\($0.key)", $0.value) }
-        if let api { named.insert(("api", api), at: 0) }
-        for (name, process) in named {
+        for (name, process) in namedProcesses {
             let log = process.standardError.split(separator: "\n").suffix(15)
             lines.append("\(name) (pid \(process.pid), \(process.isRunning ? "running" : "exited")), last lines:")
             lines += log.map { "    " + $0.prefix(300) }
@@ -190,13 +187,17 @@ final class Rig: Sendable {
         return lines.joined(separator: "\n")
     }
 
+    /// The API (first) and the workers, by the names the diagnostics give them.
+    private var namedProcesses: [(String, ChildProcess)] {
+        let (api, workers) = processes.withLock { ($0.api, $0.workers) }
+        let named = workers.sorted { $0.key < $1.key }.map { ("worker-\($0.key)", $0.value) }
+        return (api.map { [("api", $0)] } ?? []) + named
+    }
+
     /// The lines of every process's log that mention one of `jobs` (as `job=ID` or in a list).
     func logLines(mentioning jobs: [Int64]) -> [String] {
-        let (api, workers) = processes.withLock { ($0.api, $0.workers) }
-        var named = workers.sorted { $0.key < $1.key }.map { ("worker-\($0.key)", $0.value) }
-        if let api { named.insert(("api", api), at: 0) }
         let needles = jobs.flatMap { ["job=\($0)", "job: \($0)", "\($0),", "\($0)]"] }
-        return named.flatMap { name, process in
+        return namedProcesses.flatMap { name, process in
             process.standardError.split(separator: "\n")
                 .filter { line in needles.contains { line.contains($0) } }
                 .map { "    \(name): \($0.prefix(400))" }

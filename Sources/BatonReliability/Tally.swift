@@ -51,14 +51,16 @@ struct Tally: Sendable {
                 WHERE j.id = r.job AND (e ->> 'stage')::int = r.stage AND e ->> 'error' LIKE 'worker lost%') AS rescued
             FROM (\(succeeded)) r GROUP BY r.job, r.stage HAVING count(*) > 1
             """
-        tally.completedTwice = try await rig.count(sql: "SELECT count(*)::int FROM (\(twice)) d")
-        tally.completedTwiceAfterLostLease = try await rig.count(
-            sql: "SELECT count(*)::int FROM (\(twice)) d WHERE rescued")
+        let counts = try await rig.client.rows(
+            PostgresQuery(
+                unsafeSQL: "SELECT count(*)::int, (count(*) FILTER (WHERE rescued))::int FROM (\(twice)) d"),
+            logger: rig.logger)
+        (tally.completedTwice, tally.completedTwiceAfterLostLease) = try counts[0].decode((Int, Int).self)
         if tally.completedTwice > tally.completedTwiceAfterLostLease {
             let runs = try await rig.client.rows(
                 PostgresQuery(
                     unsafeSQL: """
-                        SELECT format('job %s stage %s: runs %s; errors %s', d.job, d.stage,
+                        SELECT d.job, format('job %s stage %s: runs %s; errors %s', d.job, d.stage,
                             (SELECT string_agg(format('attempt %s on %s %s–%s failed=%s', r.attempt, r.worker,
                                 to_char(r.started_at, 'HH24:MI:SS.MS'), to_char(r.ended_at, 'HH24:MI:SS.MS'), r.failed),
                                 '; ' ORDER BY r.started_at)
@@ -66,9 +68,8 @@ struct Tally: Sendable {
                             (SELECT errors::text FROM \(schema).jobs WHERE id = d.job))
                         FROM (\(twice)) d WHERE NOT d.rescued LIMIT 10
                         """), logger: rig.logger)
-            var lines = try runs.map { "  " + (try $0.decode(String.self)) }
-            let jobs = lines.compactMap { line in line.split(separator: " ").dropFirst(1).first.flatMap { Int64($0) } }
-            lines += rig.logLines(mentioning: jobs)
+            let doubles = try runs.map { try $0.decode((Int64, String).self) }
+            let lines = doubles.map { "  " + $0.1 } + rig.logLines(mentioning: doubles.map(\.0))
             tally.diagnostics = ([tally.diagnostics].compactMap { $0 } + ["completed twice:"] + lines)
                 .joined(separator: "\n")
         }

@@ -17,6 +17,7 @@ public struct ChainDefinition: Sendable, Hashable {
     /// Checks what the database cannot: sizes, names and policies. Throws the first problem with
     /// the JSON path of the field at fault (e.g. `stages[2].group[0].lane`).
     public func validate() throws(BatonError) {
+        try input.checkStorable(at: "input")
         guard !stages.isEmpty else { throw .invalidChain(path: "stages", reason: "a chain needs at least one stage") }
         try Self.validate(stages, path: "stages")
         var seen = Set<String>()
@@ -44,6 +45,7 @@ public struct ChainDefinition: Sendable, Hashable {
                 try validate(members, path: "\(here).group")
             case .task(let task):
                 try checkName(task.task, path: "\(here).task", what: "task name")
+                try task.args.checkStorable(at: "\(here).args")
                 if let lane = task.lane { try checkName(lane, path: "\(here).lane", what: "lane") }
                 guard task.retry.maxAttempts >= 1 else {
                     throw .invalidChain(path: "\(here).max_attempts", reason: "must be at least 1")

@@ -42,7 +42,7 @@ public struct RetryPolicy: Sendable, Hashable, Codable {
 
     /// The stored form: `{"max_attempts", "backoff"}`.
     public var json: JSONValue {
-        ["max_attempts": .number(Double(maxAttempts)), "backoff": backoff.json]
+        ["max_attempts": .number(maxAttempts), "backoff": backoff.json]
     }
 }
 
@@ -128,8 +128,8 @@ public struct Backoff: Sendable, Hashable, Codable {
     /// The stored form: `{"kind", "initial_ms", "max_ms", "jitter"}`.
     public var json: JSONValue {
         [
-            "kind": .string(kind.rawValue), "initial_ms": .number(Double(initial.milliseconds)),
-            "max_ms": .number(Double(max.milliseconds)), "jitter": .number(jitter),
+            "kind": .string(kind.rawValue), "initial_ms": .number(initial.milliseconds),
+            "max_ms": .number(max.milliseconds), "jitter": JSONNumber(jitter).map(JSONValue.number) ?? 0,
         ]
     }
 }

@@ -83,7 +83,7 @@ public struct StageSpec: Sendable, Hashable, Codable {
             if let lane = task.lane { fields["lane"] = .string(lane) }
             if task.retry != .default { fields["retry"] = task.retry.json }
             if task.timeout != TaskStage.defaultTimeout {
-                fields["timeout_ms"] = .number(Double(task.timeout.milliseconds))
+                fields["timeout_ms"] = .number(task.timeout.milliseconds)
             }
         }
         return .object(fields)

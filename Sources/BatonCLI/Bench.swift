@@ -88,7 +88,7 @@ struct Bench: AsyncParsableCommand {
             let lane = lanes > 0 ? "lane-\(index % lanes)" : nil
             return NewJob(
                 chain: ChainDefinition(
-                    input: .number(Double(index)),
+                    input: .number(index),
                     stages: Array(
                         repeating: .task("bench", lane: lane, retry: .constant(.zero, attempts: 3)), count: chain)),
                 queue: "bench")
@@ -313,19 +313,21 @@ struct Report {
     var statementsPerJob: (sent: Double, all: Double)?
 
     var json: String {
-        func number(_ value: Double) -> String { String(format: "%.3f", value) }
-        var fields = [
-            "\"mode\":\"\(mode)\"", "\"jobs\":\(jobs)", "\"stages\":\(stages)", "\"lanes\":\(lanes)",
-            "\"concurrency\":\(concurrency)", "\"enqueue_per_s\":\(number(enqueuePerSecond))",
-            "\"process_per_s\":\(number(processPerSecond))", "\"stages_per_s\":\(number(stagesPerSecond))",
-            "\"pickup_p50_ms\":\(number(pickupP50))", "\"pickup_p99_ms\":\(number(pickupP99))",
-            "\"hop_p50_ms\":\(number(hopP50))", "\"hop_p99_ms\":\(number(hopP99))", "\"lost\":\(lost)",
+        func number(_ value: Double) -> JSONValue {
+            JSONNumber(String(format: "%.3f", value)).map(JSONValue.number) ?? .null
+        }
+        var fields: [String: JSONValue] = [
+            "mode": .string(mode), "jobs": .number(jobs), "stages": .number(stages), "lanes": .number(lanes),
+            "concurrency": .number(concurrency), "enqueue_per_s": number(enqueuePerSecond),
+            "process_per_s": number(processPerSecond), "stages_per_s": number(stagesPerSecond),
+            "pickup_p50_ms": number(pickupP50), "pickup_p99_ms": number(pickupP99), "hop_p50_ms": number(hopP50),
+            "hop_p99_ms": number(hopP99), "lost": .number(lost),
         ]
         if let statementsPerJob {
-            fields.append("\"statements_per_job\":\(number(statementsPerJob.sent))")
-            fields.append("\"statements_per_job_in_functions_too\":\(number(statementsPerJob.all))")
+            fields["statements_per_job"] = number(statementsPerJob.sent)
+            fields["statements_per_job_in_functions_too"] = number(statementsPerJob.all)
         }
-        return "{" + fields.joined(separator: ",") + "}"
+        return JSONValue.object(fields).jsonText
     }
 
     var summary: String {

@@ -178,7 +178,7 @@ enum StoredChain {
     /// Swift API: by hand, in SQL), stand-ins that never retry and the reason: such a job fails
     /// alone instead of failing the claim or the rescue it is part of.
     static func decode(_ text: String, stage: Int) -> (chain: [StageSpec], invalid: String?) {
-        if let chain = try? JSONText.decode([StageSpec].self, from: text), chain.indices.contains(stage) {
+        if let chain = try? JSONValue(parsing: text).decode(as: [StageSpec].self), chain.indices.contains(stage) {
             return (chain, nil)
         }
         return (

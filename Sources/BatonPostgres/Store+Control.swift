@@ -57,7 +57,7 @@ extension Store {
                 MemberRecord(
                     stage: stage, index: index, id: id, state: JobState(rawValue: state) ?? .available,
                     attempt: attempt, output: try output.map { try JSONValue(parsing: $0) },
-                    errors: try JSONText.decode([JobRecord.AttemptError].self, from: errors)))
+                    errors: try JSONValue(parsing: errors).decode(as: [JobRecord.AttemptError].self)))
         }
         return members
     }

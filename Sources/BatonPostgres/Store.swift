@@ -65,8 +65,9 @@ extension Store {
             guard case .object = job.metadata else {
                 throw BatonError.invalidChain(path: "metadata", reason: "metadata must be a JSON object")
             }
+            try job.metadata.checkStorable(at: "metadata")
             var row: [String: JSONValue] = [
-                "queue": .string(job.queue), "priority": .number(Double(job.priority)),
+                "queue": .string(job.queue), "priority": .number(job.priority),
                 "chain": .array(job.chain.stages.map(\.json)), "input": job.chain.input, "metadata": job.metadata,
             ]
             if let runAt = job.runAt {
@@ -142,7 +143,9 @@ extension Store {
             }
             return ClaimedJob(
                 id: id, queue: queue, stage: stage, attempt: attempt, chain: chain, input: input,
-                earlierOutputs: results.flatMap { try? JSONText.decode([OutputOnly].self, from: $0).map(\.output) }
+                earlierOutputs: results.flatMap {
+                    try? JSONValue(parsing: $0).decode(as: [OutputOnly].self).map(\.output)
+                }
                     ?? [],
                 metadata: metadata == "{}" ? [:] : (try? JSONValue(parsing: metadata)) ?? [:],
                 groupOutput: groupOutput, invalid: invalid)
@@ -216,24 +219,9 @@ extension Store {
         return json + "]"
     }
 
-    /// `value` as a JSON string literal.
+    /// `value` as a JSON string literal, a NUL (which `jsonb` cannot hold) as U+FFFD.
     static func jsonString(_ value: String) -> String {
-        var out = "\""
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case "\u{0}": out += "\u{FFFD}"  // jsonb cannot hold NUL
-            case _ where scalar.value < 0x20:
-                out +=
-                    "\\u" + String(repeating: "0", count: 4 - String(scalar.value, radix: 16).count)
-                    + String(scalar.value, radix: 16)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
+        JSONValue.string(value.contains("\u{0}") ? value.replacingOccurrences(of: "\u{0}", with: "\u{FFFD}") : value)
+            .jsonText
     }
 }

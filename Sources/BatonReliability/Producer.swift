@@ -75,10 +75,10 @@ final class Producer: Sendable {
                 let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
                 let body = try await response.body.collect(upTo: 1 << 20)
                 if (200..<300).contains(response.status.code),
-                    case .number(let id)? = try JSONValue(parsing: body.readableBytesView)["id"]
+                    let id = try JSONValue(parsing: body.readableBytesView)["id"]?.numberValue?.integer(as: Int64.self)
                 {
                     state.withLock { state in
-                        state.ids.insert(Int64(id))
+                        state.ids.insert(id)
                         state.lastAccepted = .now
                     }
                     return
@@ -99,11 +99,11 @@ enum Chains {
         lane: String? = nil, ms: ClosedRange<Int> = 5...25, failPercent: Int = 2, attempts: Int = 25
     ) -> JSONValue {
         var stage: [String: JSONValue] = [
-            "task": "record", "max_attempts": .number(Double(attempts)),
+            "task": "record", "max_attempts": .number(attempts),
             "backoff": ["kind": "constant", "initial": "50ms"],
             "args": [
-                "min_ms": .number(Double(ms.lowerBound)), "max_ms": .number(Double(ms.upperBound)),
-                "fail_percent": .number(Double(failPercent)),
+                "min_ms": .number(ms.lowerBound), "max_ms": .number(ms.upperBound),
+                "fail_percent": .number(failPercent),
             ],
         ]
         if let lane { stage["lane"] = .string(lane) }
@@ -120,7 +120,7 @@ enum Chains {
             case 1: [record(), record(lane: lane)]
             default: [record(lane: lane), record()]
             }
-        return ["input": .number(Double(number)), "stages": .array(stages)]
+        return ["input": .number(number), "stages": .array(stages)]
     }
 }
 

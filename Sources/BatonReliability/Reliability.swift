@@ -31,7 +31,9 @@ struct RunScenarios: AsyncParsableCommand {
     @Option(help: "Append each result as a JSON line to this file.")
     var report: String?
 
-    @Option(name: .customLong("setting"), help: "A PostgreSQL server setting for every scenario, as NAME=VALUE (repeatable).")
+    @Option(
+        name: .customLong("setting"),
+        help: "A PostgreSQL server setting for every scenario, as NAME=VALUE (repeatable).")
     var settings: [String] = []
 
     func run() async throws {
@@ -41,7 +43,9 @@ struct RunScenarios: AsyncParsableCommand {
         var serverSettings: [String: String] = [:]
         for setting in settings {
             let parts = setting.split(separator: "=", maxSplits: 1).map(String.init)
-            guard parts.count == 2, !parts[0].isEmpty else { throw ValidationError("--setting \(setting): expected NAME=VALUE") }
+            guard parts.count == 2, !parts[0].isEmpty else {
+                throw ValidationError("--setting \(setting): expected NAME=VALUE")
+            }
             serverSettings[parts[0]] = parts[1]
         }
         try await Rig.$settings.withValue(serverSettings) { try await runAll(logger: logger) }
@@ -107,7 +111,7 @@ struct ScenarioWorker: AsyncParsableCommand {
         var tasks = TaskRegistry()
         tasks.register(name: "record") { args, input, context in
             let started = Date()
-            func int(_ key: String) -> Int? { if case .number(let n)? = args[key] { Int(n) } else { nil } }
+            func int(_ key: String) -> Int? { args[key]?.numberValue?.integer() }
             let low = int("min_ms") ?? 0
             try await Task.sleep(for: .milliseconds(Int.random(in: low...max(low, int("max_ms") ?? low))))
             let failed = Int.random(in: 0..<100) < int("fail_percent") ?? 0

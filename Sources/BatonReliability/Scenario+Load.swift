@@ -29,8 +29,8 @@ extension Scenario {
         .task(
             "record",
             args: [
-                "min_ms": .number(Double(ms.lowerBound)), "max_ms": .number(Double(ms.upperBound)),
-                "fail_percent": .number(Double(failPercent)),
+                "min_ms": .number(ms.lowerBound), "max_ms": .number(ms.upperBound),
+                "fail_percent": .number(failPercent),
             ], lane: lane, retry: .constant(.milliseconds(10), attempts: attempts))
     }
 
@@ -74,7 +74,7 @@ extension Scenario {
                                 let jobs = (first..<first + 2000).map { number in
                                     NewJob(
                                         chain: ChainDefinition(
-                                            input: .number(Double(number)),
+                                            input: .number(number),
                                             stages: [recordStage(ms: 0...2, failPercent: 0)]))
                                 }
                                 _ = try await baton.enqueue(jobs)
@@ -106,11 +106,14 @@ extension Scenario {
                         after.append(try await throughput.measure(for: .seconds(5)))
                         if after.last! >= before * 0.9 { recovered = ContinuousClock.now - released }
                     }
-                    measured.append(("stages_per_s_after_5s_windows", after.map { format($0, 0) }.joined(separator: ", ")))
-                    measured.append((
-                        "recovered_to_90_percent",
-                        recovered.map { "\(format($0.seconds)) s after the transaction ended" } ?? "not within \(phase * 2)"
-                    ))
+                    measured.append(
+                        ("stages_per_s_after_5s_windows", after.map { format($0, 0) }.joined(separator: ", ")))
+                    measured.append(
+                        (
+                            "recovered_to_90_percent",
+                            recovered.map { "\(format($0.seconds)) s after the transaction ended" }
+                                ?? "not within \(phase * 2)"
+                        ))
                     measured.append(("jobs_table_after", try await jobsTable(rig)))
                     done.withLock { $0 = true }
                     try await group.waitForAll()
@@ -136,7 +139,7 @@ extension Scenario {
             let backlog = Shared<(peak: Int, drainedAt: ContinuousClock.Instant?)>((0, nil))
             @Sendable func job(_ number: Int) -> JSONValue {
                 [
-                    "priority": .number(Double(number % 2 == 0 ? 0 : 5)), "input": .number(Double(number)),
+                    "priority": .number(number % 2 == 0 ? 0 : 5), "input": .number(number),
                     "stages": [Chains.record(ms: 40...60, failPercent: 0)],
                 ]
             }
@@ -216,7 +219,7 @@ extension Scenario {
                         (offset..<min(jobs, offset + 1000)).map { number in
                             NewJob(
                                 chain: ChainDefinition(
-                                    input: .number(Double(number)),
+                                    input: .number(number),
                                     stages: [recordStage(lane: "lane-\(number % lanes)", ms: 0...2, failPercent: 5)]))
                         })
                 }

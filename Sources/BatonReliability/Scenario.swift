@@ -61,12 +61,12 @@ struct ScenarioResult: Sendable {
 
     func json(seconds: Double, quick: Bool, settings: [String: String]) -> String {
         var object: [String: JSONValue] = [
-            "scenario": .string(scenario.rawValue), "quick": .bool(quick), "seconds": .number(seconds.rounded()),
+            "scenario": .string(scenario.rawValue), "quick": .bool(quick), "seconds": .number(Int(seconds.rounded())),
             "server_settings": .object(settings.mapValues(JSONValue.string)),
             "violations": .array(violations.map(JSONValue.string)),
         ]
         for (key, value) in tally.fields + measured {
-            object[key] = Double(value).map(JSONValue.number) ?? .string(value)
+            object[key] = JSONNumber(value).map(JSONValue.number) ?? .string(value)
         }
         return JSONValue.object(object).jsonText
     }

@@ -30,9 +30,9 @@ let schema = database.schema
 var tasks = TaskRegistry()
 tasks.register(name: "record") { args, input, context in
     let started = Date()
-    let minMs = args["min_ms"].flatMap { if case .number(let n) = $0 { Int(n) } else { nil } } ?? 0
-    let maxMs = args["max_ms"].flatMap { if case .number(let n) = $0 { Int(n) } else { nil } } ?? minMs
-    let failPercent = args["fail_percent"].flatMap { if case .number(let n) = $0 { Int(n) } else { nil } } ?? 0
+    let minMs = args["min_ms"]?.numberValue?.integer(as: Int.self) ?? 0
+    let maxMs = args["max_ms"]?.numberValue?.integer(as: Int.self) ?? minMs
+    let failPercent = args["fail_percent"]?.numberValue?.integer(as: Int.self) ?? 0
     try await Task.sleep(for: .milliseconds(Int.random(in: minMs...max(minMs, maxMs))))
     let failed = Int.random(in: 0..<100) < failPercent
     try await postgres.query(

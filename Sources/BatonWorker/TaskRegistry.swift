@@ -42,11 +42,11 @@ public struct TaskRegistry: Sendable {
                 throw TaskFailure.permanent("args do not decode as \(T.name): \(error)")
             }
             do {
-                value = try JSONText.decode(T.Input.self, from: input)
+                value = try JSONValue(parsing: input).decode(as: T.Input.self)
             } catch {
                 throw TaskFailure.permanent("input does not decode as \(T.Input.self): \(error)")
             }
-            return try JSONText.encode(try await task.run(value, context: context))
+            return try JSONValue(encoding: try await task.run(value, context: context)).jsonText
         }
     }
 

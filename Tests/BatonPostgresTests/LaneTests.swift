@@ -9,7 +9,7 @@ import Testing
 @Suite(.timeLimit(.minutes(3)))
 struct LaneTests {
     func laned(_ lane: String, _ input: Int) -> NewJob {
-        NewJob(chain: ChainDefinition(input: .number(Double(input)), stages: [.task("t", lane: lane)]))
+        NewJob(chain: ChainDefinition(input: .number(input), stages: [.task("t", lane: lane)]))
     }
 
     func states(_ db: TestDatabase, _ ids: [Int64]) async throws -> [JobState] {

@@ -130,3 +130,54 @@ struct StoreTests {
         }
     }
 }
+
+/// Numbers through the store: what `enqueue` writes, PostgreSQL keeps with the same value, and
+/// `JSONNumber.isStorable` says beforehand exactly what PostgreSQL will refuse.
+@Suite(.timeLimit(.minutes(2)))
+struct StoredNumberTests {
+    static let edges = [
+        "1e131071", "1e131072", "9.9e131071", "10e131071", "1e-16383", "1e-16384", "1.5e-16382", "1.5e-16383",
+        "0e-16383", "0e-16384", "1e200000", "-1e400", "1e-400", "0.5", "1e99999999999999999999", "0e1073741822",
+        "0e1073741823", "12345678901234567890",
+    ]
+
+    @Test func isStorableAgreesWithPostgreSQL() async throws {
+        try await TestDatabase.with { db async throws in
+            for text in Self.edges {
+                let stored: Bool
+                do {
+                    _ = try await db.values("SELECT length(\(text)::jsonb::text)", as: Int.self)
+                    stored = true
+                } catch {
+                    stored = false
+                }
+                #expect(JSONNumber(text)!.isStorable == stored, "\(text)")
+            }
+        }
+    }
+
+    @Test func aJobReadsBackWithTheValuesItWasGiven() async throws {
+        try await TestDatabase.with { db async throws in
+            let input = try JSONValue(
+                parsing:
+                    #"{"a": 9007199254740993, "b": 123456789012345678901234567890, "c": 0.1, "d": 1e-7, "e": 1e400}"#)
+            let metadata: JSONValue = ["m": .number(JSONNumber("-18446744073709551617")!)]
+            let enqueued = try await db.store.enqueue([
+                NewJob(chain: ChainDefinition(input: input, stages: [.task("noop")]), metadata: metadata)
+            ])
+            let job = try #require(try await db.store.job(enqueued[0].id))
+            #expect(job.input == input)
+            #expect(job.metadata == metadata)
+            #expect(job.input["d"]?.numberValue?.text == "0.0000001", "PostgreSQL writes it without an exponent")
+            let refused = await #expect(throws: BatonError.self) {
+                _ = try await db.store.enqueue([
+                    NewJob(
+                        chain: ChainDefinition(stages: [.task("noop")]),
+                        metadata: ["m": .number(JSONNumber("1e200000")!)])
+                ])
+            }
+            guard case .invalidChain(let path, _)? = refused else { return }
+            #expect(path == "metadata.m")
+        }
+    }
+}

@@ -15,7 +15,7 @@ struct AdminCLITests {
 
         /// Standard output decoded as the API's JSON.
         func json<T: Decodable>(_ type: T.Type) throws -> T {
-            try WireCoding.decoder().decode(T.self, from: Data(out.utf8))
+            try JSONValue(parsing: out).decode(as: T.self)
         }
 
         var lines: [Substring] { out.split(separator: "\n") }
@@ -87,9 +87,9 @@ struct AdminCLITests {
             let stored = try await server.call(.GET, "/v1/jobs/\(quickID)").json
             #expect(stored["queue"] == "idle")
             #expect(stored["input"] == ["x": [1, 2]])
-            #expect(stored["stages"]?.arrayValue.count == 1)
-            #expect(stored["stages"]?.arrayValue.first?["lane"] == "acct-9")
-            #expect(stored["stages"]?.arrayValue.first?["task"] == "noop")
+            #expect(stored["stages"]?.items.count == 1)
+            #expect(stored["stages"]?.items.first?["lane"] == "acct-9")
+            #expect(stored["stages"]?.items.first?["task"] == "noop")
 
             let batch = try await Self.baton(
                 ["enqueue", "-"], server,
@@ -100,7 +100,7 @@ struct AdminCLITests {
 
     @Test func enqueueRefusesBadInputWithAUsageErrorAndTheServersRefusalWithItsReason() async throws {
         try await withServer { server async throws in
-            let before = try await server.call(.GET, "/v1/jobs?limit=1000")["jobs"]?.arrayValue.count
+            let before = try await server.call(.GET, "/v1/jobs?limit=1000")["jobs"]?.items.count
             let notJSON = try await Self.baton(["enqueue", "-"], server, input: "{stages: oops")
             #expect(notJSON.status == 2)
             #expect(notJSON.err.contains("standard input is not JSON"))
@@ -118,7 +118,7 @@ struct AdminCLITests {
             let unknown = try await Self.baton(["enqueue", "--task", "no-such-task"], server)
             #expect(unknown.status == 1)
             #expect(unknown.err.contains("no-such-task") && unknown.err.contains("--unchecked"))
-            #expect(try await server.call(.GET, "/v1/jobs?limit=1000")["jobs"]?.arrayValue.count == before)
+            #expect(try await server.call(.GET, "/v1/jobs?limit=1000")["jobs"]?.items.count == before)
         }
     }
 
@@ -230,7 +230,7 @@ struct AdminCLITests {
             #expect(delete.status == 0)
             #expect(
                 try JSONValue(parsing: delete.out.trimmingCharacters(in: .newlines)) == [
-                    "id": .number(Double(idle)), "deleted": true,
+                    "id": .number(idle), "deleted": true,
                 ])
             #expect(try await Self.baton(["jobs", "show", "\(idle)"], server).status == 5)
         }

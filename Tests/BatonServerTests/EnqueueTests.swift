@@ -92,7 +92,7 @@ struct EnqueueTests {
                 .POST, "/v1/jobs/batch",
                 body: ["jobs": [good, ["stages": [Self.noop], "queue": "other", "idempotency_key": "b-1"], good]])
             #expect(ok.status == 201)
-            let jobs = ok["jobs"]?.arrayValue ?? []
+            let jobs = ok["jobs"]?.items ?? []
             #expect(jobs.count == 3)
             #expect(jobs.map { $0["inserted"] } == [true, true, true])
             #expect(jobs[1]["queue"] == "other")
@@ -100,8 +100,8 @@ struct EnqueueTests {
                 .POST, "/v1/jobs/batch",
                 body: ["jobs": [["stages": [Self.noop], "queue": "other", "idempotency_key": "b-1"]]])
             #expect(again.status == 200)
-            #expect(again["jobs"]?.arrayValue.first?["id"] == jobs[1]["id"])
-            #expect(again["jobs"]?.arrayValue.first?["inserted"] == false)
+            #expect(again["jobs"]?.items.first?["id"] == jobs[1]["id"])
+            #expect(again["jobs"]?.items.first?["inserted"] == false)
         }
     }
 

@@ -25,10 +25,40 @@ struct HTTPTaskTests {
     }
 
     static func lastError(_ job: JSONValue) -> String {
-        job["stages"]?.arrayValue.flatMap { $0["errors"]?.arrayValue ?? [] }.last?["error"]?.stringValue ?? ""
+        job["stages"]?.items.flatMap { $0["errors"]?.items ?? [] }.last?["error"]?.stringValue ?? ""
     }
 
     // MARK: chains
+
+    /// Numbers go into a request (URL, JSON body) and come out of a response with their value: a
+    /// template fills in the text a number was stored as, never a rounded `Double`.
+    @Test func numbersInTemplatesAndResponsesAreExact() async throws {
+        let big = "12345678901234567890123"
+        try await withTargetServer({ request in
+            TargetServer.text(
+                #"{"balance": 98765432109876543210.25, "rate": 1e-7}"#, headers: [.contentType: "application/json"])
+        }) { target async throws in
+            try await withServer { server async throws in
+                let created = try await server.call(
+                    .POST, "/v1/jobs",
+                    raw: """
+                        {"input": {"account": \(big), "ratio": 0.30000000000000004441},
+                         "stages": [{"task": "http", "args": {"method": "POST",
+                            "url": "\(target.base)/accounts/{{input.account}}?ratio={{input.ratio}}",
+                            "json": {"account": "{{input.account}}", "text": "n={{input.account}}"}}}]}
+                        """)
+                let id = try #require(created["id"]?.int64, "\(created.text)")
+                let job = try await Self.finished(server, id)
+                #expect(job["state"] == "completed", "\(job)")
+                let received = try #require(target.received.first)
+                #expect(received.path == "/accounts/\(big)")
+                #expect(received.query == "ratio=0.30000000000000004441")
+                #expect(received.body == #"{"account":\#(big),"text":"n=\#(big)"}"#)
+                #expect(job["output"]?["body"]?["balance"]?.numberValue == JSONNumber("98765432109876543210.25"))
+                #expect(job["output"]?["body"]?["rate"]?.numberValue == JSONNumber("1e-7"))
+            }
+        }
+    }
 
     /// Allocate an upload at an API, upload to the URL it answered with (its `&` intact) with the
     /// form field it gave, confirm with the id from the first answer.
@@ -86,7 +116,7 @@ struct HTTPTaskTests {
                 #expect(job["output"]?["body"] == ["confirmed": true])
 
                 let allocate = try #require(target.received(path: "/uploads").first)
-                #expect(allocate.json == ["name": "report.pdf", "size": 11, "job": .number(Double(id))])
+                #expect(allocate.json == ["name": "report.pdf", "size": 11, "job": .number(id)])
                 #expect(allocate["Content-Type"] == "application/json")
                 let upload = try #require(target.received(path: "/storage/bucket/obj-1").first)
                 #expect(upload.method == "PUT")
@@ -138,11 +168,11 @@ struct HTTPTaskTests {
                 for seq in 0..<50 {
                     let customer = "customer-\(seq % 5)"
                     let id = try await server.enqueue([
-                        "input": ["seq": .number(Double(seq))],
+                        "input": ["seq": .number(seq)],
                         "stages": [
                             [
                                 "name": "render", "task": "sleep",
-                                "args": ["ms": .number(Double(Int.random(in: 0...5)))],
+                                "args": ["ms": .number(Int.random(in: 0...5))],
                             ],
                             [
                                 "name": "deliver", "task": "http", "lane": .string(customer), "max_attempts": 50,
@@ -208,7 +238,7 @@ struct HTTPTaskTests {
                 ])
                 let done = try await Self.finished(server, limited)
                 #expect(done["state"] == "completed")
-                #expect(done["stages"]?.arrayValue.first?["attempts"] == 2)
+                #expect(done["stages"]?.items.first?["attempts"] == 2)
                 let attempts = target.received(path: "/limited").map(\.at)
                 try #require(attempts.count == 2)
                 let gap = attempts[1] - attempts[0]
@@ -293,12 +323,12 @@ struct HTTPTaskTests {
 
                 let slow = try await run(["method": "GET", "url": .string(target.base + "/slow"), "timeout": "200ms"])
                 #expect(slow["state"] == "discarded")
-                #expect(slow["stages"]?.arrayValue.first?["attempts"] == 2, "a timeout is retried")
+                #expect(slow["stages"]?.items.first?["attempts"] == 2, "a timeout is retried")
                 #expect(Self.lastError(slow).contains("deadline"), "\(Self.lastError(slow))")
 
                 let closed = try await run(["method": "GET", "url": "http://127.0.0.1:1/nothing-listens"])
                 #expect(closed["state"] == "discarded")
-                #expect(closed["stages"]?.arrayValue.first?["errors"]?.arrayValue.count == 2, "retried")
+                #expect(closed["stages"]?.items.first?["errors"]?.items.count == 2, "retried")
             }
         }
     }
@@ -333,7 +363,7 @@ struct HTTPTaskTests {
                 func get(_ path: String, limit: Int? = nil) -> JSONValue {
                     var args: JSONValue = ["method": "GET", "url": .string(target.base + path)]
                     if let limit, case .object(var fields) = args {
-                        fields["max_response_bytes"] = .number(Double(limit))
+                        fields["max_response_bytes"] = .number(limit)
                         args = .object(fields)
                     }
                     return ["stages": [["task": "http", "args": args]]]

@@ -127,13 +127,13 @@ struct HostileInputTests {
             #expect(stored["idempotency_key"]?.stringValue == nasty)
             #expect(stored["metadata"] == [.init(stringLiteral: nasty): .string(nasty)])
             #expect(stored["input"]?["v"]?.stringValue == nasty)
-            #expect(stored["stages"]?.arrayValue.first?["task"]?.stringValue == nasty)
-            #expect(stored["stages"]?.arrayValue.first?["lane"]?.stringValue == nasty)
+            #expect(stored["stages"]?.items.first?["task"]?.stringValue == nasty)
+            #expect(stored["stages"]?.items.first?["lane"]?.stringValue == nasty)
 
             let encoded = nasty.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
             for filter in ["queue", "lane", "task"] {
                 let found = try await server.call(.GET, "/v1/jobs?\(filter)=\(encoded)")
-                #expect(found["jobs"]?.arrayValue.map { $0["id"]?.int64 } == [id], "\(filter)")
+                #expect(found["jobs"]?.items.map { $0["id"]?.int64 } == [id], "\(filter)")
             }
             for wildcard in ["%25", "_", "x%25"] {
                 #expect(try await server.call(.GET, "/v1/jobs?lane=\(wildcard)")["jobs"] == [], "LIKE is not used")
@@ -144,7 +144,7 @@ struct HostileInputTests {
                 try await server.call(.POST, "/v1/queues/\(encoded)/pause").json == [
                     "name": .string(nasty), "paused": true,
                 ])
-            let queues = try await server.call(.GET, "/v1/queues")["queues"]?.arrayValue ?? []
+            let queues = try await server.call(.GET, "/v1/queues")["queues"]?.items ?? []
             #expect(queues.contains { $0["name"]?.stringValue == nasty && $0["paused"] == true })
             #expect(try await Self.counts(server) == [1, 1])
         }

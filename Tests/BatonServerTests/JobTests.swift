@@ -28,14 +28,14 @@ struct JobTests {
             ])
             let job = try await server.job(id) { $0["state"] == "completed" }
             #expect(job["output"] == 324)  // 112 + 212
-            let stages = job["stages"]?.arrayValue ?? []
+            let stages = job["stages"]?.items ?? []
             #expect(stages.map { $0["output"] } == [2, 12, [112, 212], 324])
             #expect(stages.map { $0["state"] } == ["completed", "completed", "completed", "completed"])
             #expect(stages.map { $0["attempts"] } == [1, 1, 1, 1])
             #expect(stages[1]["lane"] == "customer-7")
             #expect(stages[1]["max_attempts"] == 3)
             #expect(stages[0]["name"] == "first")
-            let members = stages[2]["members"]?.arrayValue ?? []
+            let members = stages[2]["members"]?.items ?? []
             #expect(members.map { $0["output"] } == [112, 212])
             #expect(members.map { $0["state"] } == ["completed", "completed"])
             #expect(job["metadata"] == ["order": "A-1"])
@@ -56,7 +56,7 @@ struct JobTests {
             #expect(again.status == 409)
             // The worker lets go of it: nothing of this job runs any more.
             try await server.db.eventually("the worker to stop the stage") {
-                try await server.call(.GET, "/v1/workers")["workers"]?.arrayValue.first?["running_jobs"] == []
+                try await server.call(.GET, "/v1/workers")["workers"]?.items.first?["running_jobs"] == []
             }
             #expect(try await server.call(.POST, "/v1/jobs/424242/cancel").status == 404)
         }
@@ -73,13 +73,13 @@ struct JobTests {
             ])
             let discarded = try await server.job(id) { $0["state"] == "discarded" }
             #expect(discarded["current_stage"] == 1)
-            #expect(discarded["stages"]?.arrayValue[1]["errors"]?.arrayValue.count == 1)
+            #expect(discarded["stages"]?.items[1]["errors"]?.items.count == 1)
             let retried = try await server.call(.POST, "/v1/jobs/\(id)/retry")
             #expect(retried.status == 200)
             let done = try await server.job(id) { $0["state"] == "completed" }
             #expect(done["output"] == 6)
-            #expect(done["stages"]?.arrayValue[1]["errors"]?.arrayValue.count == 1)
-            #expect(done["stages"]?.arrayValue[0]["attempts"] == 1)
+            #expect(done["stages"]?.items[1]["errors"]?.items.count == 1)
+            #expect(done["stages"]?.items[0]["attempts"] == 1)
             let again = try await server.call(.POST, "/v1/jobs/\(id)/retry")
             #expect(again.status == 409)
         }
@@ -106,13 +106,13 @@ struct JobTests {
         try await withServer(worker: nil) { server async throws in
             let jobs = JSONValue.array(Array(repeating: ["stages": [["task": "noop"]], "queue": "idle"], count: 120))
             let first = try await server.call(.POST, "/v1/jobs/batch?unchecked=true", body: ["jobs": jobs])
-            let existing = Set((first["jobs"]?.arrayValue ?? []).compactMap { $0["id"]?.int64 })
+            let existing = Set((first["jobs"]?.items ?? []).compactMap { $0["id"]?.int64 })
             #expect(existing.count == 120)
             let inserting = Task {
                 for _ in 0..<20 {
                     try await server.call(
                         .POST, "/v1/jobs/batch?unchecked=true",
-                        body: ["jobs": .array(Array(jobs.arrayValue.prefix(5)))])
+                        body: ["jobs": .array(Array(jobs.items.prefix(5)))])
                 }
             }
             var seen: [Int64] = []
@@ -120,7 +120,7 @@ struct JobTests {
             repeat {
                 let page = try await server.call(
                     .GET, "/v1/jobs?queue=idle&limit=25" + (cursor.map { "&cursor=\($0)" } ?? ""), token: Token.read)
-                seen += (page["jobs"]?.arrayValue ?? []).compactMap { $0["id"]?.int64 }
+                seen += (page["jobs"]?.items ?? []).compactMap { $0["id"]?.int64 }
                 cursor = page["next_cursor"]?.stringValue
             } while cursor != nil
             try await inserting.value
@@ -129,7 +129,7 @@ struct JobTests {
             #expect(existing.isSubset(of: Set(seen)))
 
             let filtered = try await server.call(.GET, "/v1/jobs?state=available,running&task=noop&limit=5")
-            #expect(filtered["jobs"]?.arrayValue.count == 5)
+            #expect(filtered["jobs"]?.items.count == 5)
             #expect(try await server.call(.GET, "/v1/jobs?state=done").status == 400)
             #expect(try await server.call(.GET, "/v1/jobs?limit=0").status == 400)
             #expect(try await server.call(.GET, "/v1/jobs?cursor=%%%").status == 400)

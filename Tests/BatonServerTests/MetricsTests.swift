@@ -93,21 +93,27 @@ struct MetricsTests {
             #expect(completed["state"] == "completed")
             let discarded = try await Self.post(
                 base + "/v1/jobs?unchecked=true&wait=30s",
-                #"{"stages": [{"task": "missing", "max_attempts": 2, "backoff": {"kind": "constant", "initial": "10ms"}}]}"#)
+                #"{"stages": [{"task": "missing", "max_attempts": 2, "backoff": {"kind": "constant", "initial": "10ms"}}]}"#
+            )
             #expect(discarded["state"] == "discarded")
             let sleeping = try await Self.post(
                 base + "/v1/jobs", #"{"stages": [{"task": "sleep", "args": {"ms": 60000}}]}"#)
-            guard case .number(let sleeper)? = sleeping["id"] else { throw TestFailure("no id: \(sleeping)") }
-            try await Self.awaitState("running", job: Int(sleeper), base: base)
-            let cancelled = try await Self.post(base + "/v1/jobs/\(Int(sleeper))/cancel")
+            guard let sleeper = sleeping["id"]?.numberValue?.integer(as: Int.self) else {
+                throw TestFailure("no id: \(sleeping)")
+            }
+            try await Self.awaitState("running", job: sleeper, base: base)
+            let cancelled = try await Self.post(base + "/v1/jobs/\(sleeper)/cancel")
             #expect(cancelled["state"] == "cancelled")
             _ = try await Self.post(base + "/v1/jobs", #"{"delay": "1h", "stages": [{"task": "noop"}]}"#)
             _ = try await Self.post(base + "/v1/jobs", #"{"queue": "idle", "stages": [{"task": "noop"}]}"#)
             let blocking = try await Self.post(
                 base + "/v1/jobs?unchecked=true",
-                #"{"stages": [{"task": "missing", "lane": "l-1", "max_attempts": 5, "backoff": {"kind": "constant", "initial": "1h"}}]}"#)
-            guard case .number(let blocker)? = blocking["id"] else { throw TestFailure("no id: \(blocking)") }
-            try await Self.awaitState("retryable", job: Int(blocker), base: base)
+                #"{"stages": [{"task": "missing", "lane": "l-1", "max_attempts": 5, "backoff": {"kind": "constant", "initial": "1h"}}]}"#
+            )
+            guard let blocker = blocking["id"]?.numberValue?.integer(as: Int.self) else {
+                throw TestFailure("no id: \(blocking)")
+            }
+            try await Self.awaitState("retryable", job: blocker, base: base)
 
             let work = Scrape(try await Self.get(metrics + "/metrics").body)
             let noop = ["queue": "default", "task": "noop"]
@@ -116,8 +122,10 @@ struct MetricsTests {
             #expect(work.value("baton_stages_completed_total", noop) == 1)
             #expect(work.value("baton_jobs_retried_total", missing) == 2)  // the discarded job's first try, the lane holder's
             #expect(work.value("baton_jobs_discarded_total", missing) == 1)
-            #expect(work.value("baton_stage_duration_seconds_count", noop.merging(["outcome": "succeeded"]) { $1 }) == 1)
-            #expect(work.value("baton_stage_duration_seconds_count", missing.merging(["outcome": "failed"]) { $1 }) == 3)
+            #expect(
+                work.value("baton_stage_duration_seconds_count", noop.merging(["outcome": "succeeded"]) { $1 }) == 1)
+            #expect(
+                work.value("baton_stage_duration_seconds_count", missing.merging(["outcome": "failed"]) { $1 }) == 3)
             #expect((work.value("baton_pickup_latency_seconds_count", ["queue": "default"]) ?? 0) >= 4)
             #expect((work.value("baton_db_connection_wait_seconds_count") ?? 0) > 0)
             #expect(work.value("baton_db_connections_in_use") != nil)

@@ -47,7 +47,7 @@ struct OpenAPITests {
             for route in api.routes {
                 let operation = try #require(contract.operation(method: route.method.rawValue, path: route.path))
                 let documentedRoles = Set(
-                    operation.operation["x-baton-roles"]?.arrayValue.compactMap(\.stringValue) ?? [])
+                    operation.operation["x-baton-roles"]?.items.compactMap(\.stringValue) ?? [])
                 let roles: Set<String> =
                     switch route.access {
                     case .open: []

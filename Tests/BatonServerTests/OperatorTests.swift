@@ -18,7 +18,7 @@ struct OperatorTests {
             // What a worker's fetch would do: nothing is claimable.
             #expect(try await server.db.store.claim(queue: "default", limit: 10, worker: "probe").isEmpty)
             let queues = try await server.call(.GET, "/v1/queues", token: Token.read)
-            let queue = try #require(queues["queues"]?.arrayValue.first { $0["name"] == "default" })
+            let queue = try #require(queues["queues"]?.items.first { $0["name"] == "default" })
             #expect(queue["paused"] == true)
             #expect(queue["counts"]?["available"] == 1)
             #expect(queue["oldest_available_age_seconds"] != .null)
@@ -39,25 +39,25 @@ struct OperatorTests {
             try await server.enqueue(
                 ["stages": [["task": "noop", "lane": "acct-2"]], "queue": "idle"], query: "?unchecked=true")
             let lanes = try await server.call(.GET, "/v1/lanes", token: Token.read)
-            let list = lanes["lanes"]?.arrayValue ?? []
+            let list = lanes["lanes"]?.items ?? []
             #expect(list.map { $0["lane"] } == ["acct-1", "acct-2"])
             #expect(list.map { $0["waiting"] } == [2, 0])
             #expect(list.map { $0["head_state"] } == ["available", "available"])
             let page = try await server.call(.GET, "/v1/lanes?limit=1")
-            #expect(page["lanes"]?.arrayValue.count == 1)
+            #expect(page["lanes"]?.items.count == 1)
             let cursor = try #require(page["next_cursor"]?.stringValue)
             let next = try await server.call(.GET, "/v1/lanes?limit=1&cursor=\(cursor)")
-            #expect(next["lanes"]?.arrayValue.map { $0["lane"] } == ["acct-2"])
+            #expect(next["lanes"]?.items.map { $0["lane"] } == ["acct-2"])
             #expect(next["next_cursor"] == .null)
         }
     }
 
     @Test func workersListTheirQueuesTasksAndHeartbeat() async throws {
         try await withServer { server async throws in
-            let workers = try await server.call(.GET, "/v1/workers", token: Token.read)["workers"]?.arrayValue ?? []
+            let workers = try await server.call(.GET, "/v1/workers", token: Token.read)["workers"]?.items ?? []
             #expect(workers.count == 1)
             #expect(workers.first?["queues"] == ["default"])
-            #expect(workers.first?["tasks"]?.arrayValue.contains("add") == true)
+            #expect(workers.first?["tasks"]?.items.contains("add") == true)
             #expect(workers.first?["pid"]?.int64 == Int64(ProcessInfo.processInfo.processIdentifier))
         }
     }

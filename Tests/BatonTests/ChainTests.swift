@@ -63,12 +63,12 @@ struct ChainTests {
                 timeout: .milliseconds(1500)),
             .group([.task("noop"), .group([.task("sleep", args: ["ms": 5])])], name: "fan"),
         ]
-        let text = try JSONText.encode(stages)
-        #expect(try JSONText.decode([StageSpec].self, from: text) == stages)
+        let text = try JSONValue(encoding: stages).jsonText
+        #expect(try JSONValue(parsing: text).decode(as: [StageSpec].self) == stages)
     }
 
     @Test func aMinimalStoredStageGetsTheDefaults() throws {
-        let stage = try JSONText.decode(StageSpec.self, from: #"{"task":"noop"}"#)
+        let stage = try JSONValue(parsing: #"{"task":"noop"}"#).decode(as: StageSpec.self)
         #expect(stage.task == TaskStage(task: "noop"))
     }
 

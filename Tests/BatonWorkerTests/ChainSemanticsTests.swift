@@ -22,6 +22,22 @@ struct ChainSemanticsTests {
         }
     }
 
+    @Test func numbersPassThroughAChainExactly() async throws {
+        try await TestDatabase.with { db async throws in
+            try await withWorker(db, tasks: testTasks) { baton, _ async throws in
+                let given = Measurement(
+                    id: .max, amount: Decimal(string: "1234567890123456789.2")!,
+                    reading: try JSONValue(parsing: #"{"raw": 123456789012345678901234567890, "scale": 1e-400}"#))
+                let job = try await baton.enqueue(
+                    Chain(input: given).then(Measure(), name: "measured").then(Restate(stage: "measured")))
+                var expected = given
+                expected.amount = Decimal(string: "1234567890123456789.3")!
+                #expect(try await job.result() == expected)
+                #expect(try await job.record().input == (try JSONValue(encoding: given)))
+            }
+        }
+    }
+
     @Test func aStageReadsAnEarlierOutputByName() async throws {
         try await TestDatabase.with { db async throws in
             try await withWorker(db, tasks: testTasks) { baton, _ async throws in
@@ -101,7 +117,9 @@ struct ChainSemanticsTests {
             }
             try await withWorker(db, tasks: tasks) { baton, _ async throws in
                 let job = try await baton.enqueue([
-                    NewJob(chain: ChainDefinition(input: 1, stages: [.task("divide", retry: .constant(.zero, attempts: 1))]))
+                    NewJob(
+                        chain: ChainDefinition(
+                            input: 1, stages: [.task("divide", retry: .constant(.zero, attempts: 1))]))
                 ])[0]
                 let record = try await baton.waitUntilFinished(job.id)
                 #expect(record.state == .discarded)

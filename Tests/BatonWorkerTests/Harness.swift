@@ -53,7 +53,33 @@ var testTasks: TaskRegistry {
     tasks.register(Refuse.self)
     tasks.register(Hang.self)
     tasks.register(SleepThenAdd.self)
+    tasks.register(Measure.self)
+    tasks.register(Restate.self)
     return tasks
+}
+
+/// Numbers a Swift service would not want rounded.
+struct Measurement: Codable, Sendable, Equatable {
+    var id: UInt64
+    var amount: Decimal
+    var reading: JSONValue
+}
+
+/// Adds a tenth to the amount, exactly.
+struct Measure: BatonTask {
+    func run(_ input: Measurement, context: StageContext) async throws -> Measurement {
+        var output = input
+        output.amount += Decimal(string: "0.1")!
+        return output
+    }
+}
+
+/// Returns the output of the stage named `stage`, as read through the context.
+struct Restate: BatonTask {
+    var stage: String
+    func run(_ input: Measurement, context: StageContext) async throws -> Measurement {
+        try context.output(of: stage, as: Measurement.self)
+    }
 }
 
 struct Add: BatonTask {

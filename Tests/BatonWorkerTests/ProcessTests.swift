@@ -38,7 +38,7 @@ struct ProcessTests {
             let jobs = (0..<240).map { index in
                 NewJob(
                     chain: ChainDefinition(
-                        input: .number(Double(index)),
+                        input: .number(index),
                         stages: [
                             record(["min_ms": 0, "max_ms": 4]),
                             // Every 40th job always fails: after 3 attempts it is discarded and must release its lane.

@@ -117,10 +117,9 @@ public struct HTTPRequestArgs: Sendable, Hashable {
         }
         expect = try HTTPExpectations(args["expect"] ?? .object([:]), path: "\(path).expect")
         if let limit = args["max_response_bytes"] {
-            guard case .number(let bytes) = limit, bytes == bytes.rounded(), bytes >= 1,
-                bytes <= Double(Self.maxResponseBytesLimit)
+            guard let bytes = limit.numberValue?.integer(as: Int.self), (1...Self.maxResponseBytesLimit).contains(bytes)
             else { throw invalid("max_response_bytes", "must be an integer from 1 to \(Self.maxResponseBytesLimit)") }
-            maxResponseBytes = Int(bytes)
+            maxResponseBytes = bytes
         } else {
             maxResponseBytes = Self.defaultMaxResponseBytes
         }

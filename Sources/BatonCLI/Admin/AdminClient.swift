@@ -78,7 +78,7 @@ struct AdminClient: Sendable {
 
     func decode<T: Decodable>(_ type: T.Type, from reply: Reply, _ target: String) throws -> T {
         do {
-            return try WireCoding.decoder().decode(T.self, from: Data(reply.body))
+            return try JSONValue(parsing: reply.body).decode(as: T.self)
         } catch {
             throw AdminFailure(
                 .failed,
@@ -88,7 +88,7 @@ struct AdminClient: Sendable {
     }
 
     private func failure(status: Int, body: [UInt8]) -> AdminFailure {
-        guard let problem = try? WireCoding.decoder().decode(ProblemDetails.self, from: Data(body)) else {
+        guard let problem = try? JSONValue(parsing: body).decode(as: ProblemDetails.self) else {
             let text = Text.truncate(Text.printable(String(decoding: body.prefix(200), as: UTF8.self)), to: 120)
             return AdminFailure(
                 .failed, "\(base) answered HTTP \(status), not a Baton problem (\(text)); is --url a Baton API?")

@@ -40,7 +40,7 @@ struct Console: Sendable {
 
     /// `value` as the API's JSON, on one line: what `--json` prints.
     func json(_ value: some Encodable) throws {
-        out(String(decoding: try WireCoding.encoder().encode(value), as: UTF8.self))
+        out(try JSONValue(encoding: value).jsonText)
     }
 
     // MARK: colours

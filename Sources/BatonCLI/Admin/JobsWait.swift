@@ -50,7 +50,7 @@ extension Jobs {
             if admin.json { try console.json(job) }
             switch job.state {
             case .completed:
-                if !admin.json { console.out(try Self.pretty(job.output)) }
+                if !admin.json { console.out(Self.pretty(job.output)) }
             default:
                 let stage = job.stages[job.currentStage]
                 let cause = stage.errors.last?.error ?? stage.members?.lazy.compactMap(\.errors.last?.error).first
@@ -62,11 +62,7 @@ extension Jobs {
             }
         }
 
-        static func pretty(_ value: JSONValue) throws -> String {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-            return String(decoding: try encoder.encode(value), as: UTF8.self)
-        }
+        static func pretty(_ value: JSONValue) -> String { value.prettyText }
     }
 }
 

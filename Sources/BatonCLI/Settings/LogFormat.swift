@@ -1,3 +1,4 @@
+import Baton
 import Foundation
 import Logging
 import Synchronization
@@ -37,14 +38,15 @@ struct LineLogHandler: LogHandler {
         var line: String
         switch format {
         case .json:
-            var object: [String: Any] = [
-                "ts": timestamp, "level": event.level.rawValue, "logger": label, "msg": "\(event.message)",
+            var object: [String: JSONValue] = [
+                "ts": .string(timestamp), "level": .string(event.level.rawValue), "logger": .string(label),
+                "msg": .string("\(event.message)"),
             ]
             for (key, value) in fields where object[key] == nil { object[key] = Self.json(value) }
-            let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
-            line = String(decoding: data, as: UTF8.self)
+            line = JSONValue.object(object).jsonText
         case .logfmt, .text:  // text goes to swift-log's StreamLogHandler instead
-            line = "ts=\(timestamp) level=\(event.level.rawValue) logger=\(Self.logfmt(label)) msg=\(Self.logfmt("\(event.message)"))"
+            line =
+                "ts=\(timestamp) level=\(event.level.rawValue) logger=\(Self.logfmt(label)) msg=\(Self.logfmt("\(event.message)"))"
             for (key, value) in fields.sorted(by: { $0.key < $1.key }) {
                 line += " \(key)=\(Self.logfmt(Self.text(value)))"
             }
@@ -62,7 +64,11 @@ struct LineLogHandler: LogHandler {
 
     /// A logfmt value: bare when it can be, else quoted with `"` and `\` escaped.
     static func logfmt(_ value: String) -> String {
-        let plain = !value.isEmpty && value.unicodeScalars.allSatisfy { $0.value > 0x20 && $0 != "=" && $0 != "\"" && $0 != "\\" && $0.value != 0x7f }
+        let plain =
+            !value.isEmpty
+            && value.unicodeScalars.allSatisfy {
+                $0.value > 0x20 && $0 != "=" && $0 != "\"" && $0 != "\\" && $0.value != 0x7f
+            }
         if plain { return value }
         var quoted = "\""
         for scalar in value.unicodeScalars {
@@ -86,12 +92,12 @@ struct LineLogHandler: LogHandler {
         }
     }
 
-    static func json(_ value: Logger.MetadataValue) -> Any {
+    static func json(_ value: Logger.MetadataValue) -> JSONValue {
         switch value {
-        case .string(let text): text
-        case .stringConvertible(let convertible): convertible.description
-        case .array(let items): items.map(json)
-        case .dictionary(let entries): entries.mapValues(json)
+        case .string(let text): .string(text)
+        case .stringConvertible(let convertible): .string(convertible.description)
+        case .array(let items): .array(items.map(json))
+        case .dictionary(let entries): .object(entries.mapValues(json))
         }
     }
 }

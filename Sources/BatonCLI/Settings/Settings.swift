@@ -40,7 +40,9 @@ struct Settings: Sendable {
                 provider: InMemoryProvider(
                     name: "flags",
                     values: Dictionary(
-                        uniqueKeysWithValues: flags.map { (AbsoluteConfigKey($0.key.components), ConfigValue($0.value, isSecret: $0.key.isSecret)) }
+                        uniqueKeysWithValues: flags.map {
+                            (AbsoluteConfigKey($0.key.components), ConfigValue($0.value, isSecret: $0.key.isSecret))
+                        }
                     ))),
             Source(
                 describe: { $0.environmentVariable },
@@ -71,7 +73,7 @@ struct Settings: Sendable {
         let tree: Any?
         do {
             if isJSON {
-                tree = try JSONSerialization.jsonObject(with: data)
+                tree = try JSONValue(parsing: data).objectTree
             } else {
                 tree = try Yams.load(yaml: String(decoding: data, as: UTF8.self))
             }
@@ -81,7 +83,8 @@ struct Settings: Sendable {
         let known = Set(Setting.all.map(\.key)).subtracting(["config"])
         for key in leafKeys(tree) where !known.contains(key) {
             throw ValidationError(
-                "config file \(path): unknown setting \"\(key)\"; settings are \(known.sorted().joined(separator: ", "))")
+                "config file \(path): unknown setting \"\(key)\"; settings are \(known.sorted().joined(separator: ", "))"
+            )
         }
         let provider: any ConfigProvider
         do {
@@ -165,7 +168,8 @@ struct Settings: Sendable {
 
     /// The first source that has `setting`, as the first of `types` it converts to. A source that
     /// has it in none of them is an error naming the source; an empty string counts as unset.
-    private func lookup(_ setting: Setting, as types: [ConfigType]) throws -> (content: ConfigContent, source: String)? {
+    private func lookup(_ setting: Setting, as types: [ConfigType]) throws -> (content: ConfigContent, source: String)?
+    {
         for source in sources {
             let key = AbsoluteConfigKey(source.prefix + setting.components)
             var failure: (any Error)?
@@ -218,5 +222,14 @@ extension Dictionary where Key == Setting, Value == ConfigContent {
     /// Adds `value` under `setting` when it was given.
     mutating func add(_ setting: Setting, _ value: ConfigContent?) {
         if let value { self[setting] = value }
+    }
+}
+
+extension JSONValue {
+    /// Objects as `[String: Any]` and anything else as itself, as Yams loads YAML: the shape
+    /// `leafKeys` walks.
+    fileprivate var objectTree: Any {
+        guard case .object(let fields) = self else { return self }
+        return fields.mapValues(\.objectTree)
     }
 }

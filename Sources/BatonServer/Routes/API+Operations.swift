@@ -36,7 +36,7 @@ extension API {
                     "the schema is at version \(version), this binary needs \(Migrator.latestVersion): run `baton migrate`"
             )
         }
-        return JSONBody.response(["status": "ready", "schema_version": .number(Double(version))] as JSONValue)
+        return JSONBody.response(["status": "ready", "schema_version": .number(version)] as JSONValue)
     }
 
     /// `GET /metrics`: Prometheus text.

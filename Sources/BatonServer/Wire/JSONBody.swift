@@ -7,20 +7,19 @@ import NIOCore
 
 /// JSON in and out of HTTP bodies.
 enum JSONBody {
-    /// Shared: `JSONEncoder` is safe to use from many requests at once.
-    static let encoder = WireCoding.encoder()
-
-    /// `value` as the body, written as the wire types say (explicit nulls, RFC 3339 times).
+    /// `value` as the body, written as the wire types say (explicit nulls, RFC 3339 times, numbers
+    /// exactly as stored).
     static func response(
         _ value: some Encodable, status: HTTPResponse.Status = .ok, contentType: String = "application/json"
     ) -> Response {
-        let buffer: ByteBuffer
+        var bytes: [UInt8] = []
         do {
-            buffer = ByteBuffer(bytes: try encoder.encode(value))
+            try JSONValue(encoding: value).write(into: &bytes)
         } catch {
-            // Only a non-finite number could fail, and JSONValue writes those as null.
+            // Only a non-finite Double could fail, and the wire types hold none.
             preconditionFailure("a response did not encode: \(error)")
         }
+        let buffer = ByteBuffer(bytes: bytes)
         return Response(
             status: status, headers: [.contentType: contentType, .contentLength: String(buffer.readableBytes)],
             body: .init(byteBuffer: buffer))

@@ -19,7 +19,6 @@ struct JobRequest {
     func job(_ value: JSONValue, now: Date = Date()) throws -> NewJob {
         let fields = try object(value, at: "", allowed: Self.jobFields)
         var job = NewJob(chain: ChainDefinition(input: fields["input"] ?? .null, stages: []))
-        try storable(job.chain.input, at: "input")
         if let queue = fields["queue"] { job.queue = try string(queue, at: "queue") }
         if let priority = fields["priority"] {
             job.priority = try integer(priority, at: "priority", within: Int(Int16.min)...Int(Int16.max))
@@ -86,7 +85,6 @@ struct JobRequest {
         }
         try checkFields(fields, at: path, allowed: Self.taskFields, form: "a task stage")
         guard let task = fields["task"] else { throw invalid("\(path).task", "a stage needs task (or group)") }
-        if let args = fields["args"] { try storable(args, at: "\(path).args") }
         var retry = RetryPolicy.default
         if let attempts = fields["max_attempts"] {
             retry.maxAttempts = try integer(attempts, at: "\(path).max_attempts", within: 1...10_000)
@@ -123,7 +121,7 @@ struct JobRequest {
         if let max = fields["max"] { backoff.max = try duration(max, at: "\(path).max") }
         if backoff.kind == .constant, fields["max"] == nil { backoff.max = backoff.initial }
         if let jitter = fields["jitter"] {
-            guard case .number(let fraction) = jitter, (0...1).contains(fraction) else {
+            guard let fraction = jitter.numberValue?.double, (0...1).contains(fraction) else {
                 throw invalid("\(path).jitter", "jitter must be a number from 0 to 1")
             }
             backoff.jitter = fraction
@@ -156,12 +154,10 @@ struct JobRequest {
     }
 
     private func integer(_ value: JSONValue, at path: String, within range: ClosedRange<Int>) throws -> Int {
-        guard case .number(let number) = value, number == number.rounded(),
-            number >= Double(range.lowerBound), number <= Double(range.upperBound)
-        else {
+        guard let integer = value.numberValue?.integer(as: Int.self), range.contains(integer) else {
             throw invalid(path, "\(path) must be an integer within \(range.lowerBound)...\(range.upperBound)")
         }
-        return Int(number)
+        return integer
     }
 
     private func duration(_ value: JSONValue, at path: String) throws -> Duration {
@@ -171,21 +167,12 @@ struct JobRequest {
         return duration
     }
 
-    /// PostgreSQL's `jsonb` cannot hold a NUL character (`\u0000`) in a string or key.
+    /// What PostgreSQL's `jsonb` cannot hold (a NUL character, a number beyond `numeric`).
     private func storable(_ value: JSONValue, at path: String) throws {
-        switch value {
-        case .string(let string) where string.unicodeScalars.contains("\u{0}"):
-            throw invalid(path, "\(path) contains a NUL character (\\u0000), which cannot be stored")
-        case .array(let items):
-            for (index, item) in items.enumerated() { try storable(item, at: "\(path)[\(index)]") }
-        case .object(let fields):
-            for (key, item) in fields {
-                if key.unicodeScalars.contains("\u{0}") {
-                    throw invalid(path, "\(path) has a key with a NUL character (\\u0000), which cannot be stored")
-                }
-                try storable(item, at: "\(path).\(key)")
-            }
-        default: break
+        do {
+            try value.checkStorable(at: path)
+        } catch {
+            throw Problem.invalid(error, prefix: prefix)
         }
     }
 

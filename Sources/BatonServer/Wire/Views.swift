@@ -31,7 +31,7 @@ extension StageView {
         if finished {
             state = .completed
             attempts = result?.attempts ?? 0
-            startedAt = result?.startedAt.flatMap(WireCoding.parseTime)
+            startedAt = result?.startedAt.flatMap(RFC3339.parse)
         } else if index == job.stage {
             state = StageState(job.state)
             attempts = job.attempt
@@ -44,7 +44,7 @@ extension StageView {
         self.init(
             index: index, name: spec.name, task: spec.task?.task, lane: spec.lane, state: state, attempts: attempts,
             maxAttempts: spec.task?.retry.maxAttempts, startedAt: startedAt,
-            finishedAt: result?.finishedAt.flatMap(WireCoding.parseTime), output: result?.output ?? .null,
+            finishedAt: result?.finishedAt.flatMap(RFC3339.parse), output: result?.output ?? .null,
             errors: job.errors.filter { $0.stage == index }.map(AttemptErrorView.init),
             members: isGroup ? members.map(MemberView.init) : nil)
     }
@@ -53,7 +53,7 @@ extension StageView {
 extension AttemptErrorView {
     fileprivate init(_ error: JobRecord.AttemptError) {
         self.init(
-            attempt: error.attempt, at: WireCoding.parseTime(error.at) ?? .distantPast, worker: error.worker,
+            attempt: error.attempt, at: RFC3339.parse(error.at) ?? .distantPast, worker: error.worker,
             error: error.error)
     }
 }

@@ -50,8 +50,8 @@ public struct HTTPTask: Sendable {
         let scope: JSONValue = [
             "input": try JSONValue(parsing: input), "stages": .object(stages),
             "job": [
-                "id": .number(Double(context.jobID)), "metadata": context.metadata, "queue": .string(context.queue),
-                "stage": .number(Double(context.stageIndex)), "attempt": .number(Double(context.attempt)),
+                "id": .number(context.jobID), "metadata": context.metadata, "queue": .string(context.queue),
+                "stage": .number(context.stageIndex), "attempt": .number(context.attempt),
             ],
             "secrets": .object(secrets),
         ]
@@ -186,7 +186,7 @@ public struct HTTPTask: Sendable {
             switch args.expect.outcome(for: status) {
             case .success:
                 return [
-                    "status": .number(Double(status)), "headers": Self.object(response.headers),
+                    "status": .number(status), "headers": Self.object(response.headers),
                     "body": Self.body(
                         try await Self.read(response, limit: args.maxResponseBytes),
                         contentType: response.headers.first(name: "Content-Type")),

@@ -6,10 +6,10 @@ enum SleepTask {
     static let name = "sleep"
 
     @Sendable static func run(args: JSONValue, input: String, context: StageContext) async throws -> String {
-        guard case .number(let ms)? = args["ms"], ms >= 0, ms <= 86_400_000 else {
+        guard let ms = args["ms"]?.numberValue?.integer(as: Int64.self), (0...86_400_000).contains(ms) else {
             throw TaskFailure.permanent("sleep needs args {\"ms\": N} with 0 ≤ N ≤ 86400000")
         }
-        try await Task.sleep(for: .milliseconds(Int64(ms)))
+        try await Task.sleep(for: .milliseconds(ms))
         return input
     }
 }

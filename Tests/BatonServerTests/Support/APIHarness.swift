@@ -92,19 +92,10 @@ struct TestServer: Sendable {
 
 extension JSONValue {
     var int64: Int64? {
-        if case .number(let number) = self, number == number.rounded() { return Int64(number) }
-        return nil
+        numberValue?.integer()
     }
 
-    var stringValue: String? {
-        if case .string(let string) = self { return string }
-        return nil
-    }
-
-    var arrayValue: [JSONValue] {
-        if case .array(let array) = self { return array }
-        return []
-    }
+    var items: [JSONValue] { arrayValue ?? [] }
 }
 
 /// Metrics go to one registry per test process (swift-metrics is bootstrapped once).

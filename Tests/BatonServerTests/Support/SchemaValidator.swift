@@ -138,10 +138,10 @@ extension SchemaValidator {
             return checkSize(key, argument, value, path)
 
         case "minimum", "maximum":
-            guard case .number(let limit) = argument else {
+            guard let limit = argument.numberValue?.double else {
                 return [.problem(path, "\(key) must be a number, not \(brief(argument))")]
             }
-            guard case .number(let number) = value else { return [] }
+            guard let number = value.numberValue?.double else { return [] }
             if key == "minimum" ? number >= limit : number <= limit { return [] }
             let relation = key == "minimum" ? "less than minimum" : "greater than maximum"
             return [.failure(path, "\(brief(value)) is \(relation) \(brief(argument))")]
@@ -255,7 +255,7 @@ extension SchemaValidator {
     }
 
     private func checkSize(_ key: String, _ argument: JSONValue, _ value: JSONValue, _ path: String) -> [Issue] {
-        guard case .number(let number) = argument, let limit = Int(exactly: number), limit >= 0 else {
+        guard let limit = argument.numberValue?.integer(as: Int.self), limit >= 0 else {
             return [.problem(path, "\(key) must be a non-negative integer, not \(brief(argument))")]
         }
         let size: Int
@@ -350,7 +350,7 @@ extension SchemaValidator {
             ("string", .string), ("number", .number):
             true
         case ("integer", .number(let number)):
-            number.isFinite && number == number.rounded(.towardZero)
+            number.integer(as: Int64.self) != nil
         default:
             false
         }

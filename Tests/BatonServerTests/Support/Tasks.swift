@@ -1,5 +1,6 @@
 import Baton
 import BatonWorker
+import Foundation
 import Synchronization
 
 /// The built-in tasks and the test tasks below.
@@ -8,8 +9,28 @@ let serverTestTasks: TaskRegistry = {
     tasks.register(Add.self)
     tasks.register(Sum.self)
     tasks.register(FailFirst.self)
+    tasks.register(Carry.self)
+    // What a stage sees: its input, args, the job's metadata and the first stage's output.
+    tasks.register(name: "echo") { args, input, context in
+        ["input": input, "args": args, "metadata": context.metadata, "first": context.output(at: 0) ?? nil]
+    }
     return tasks
 }()
+
+/// Hands on numbers a typed task reads as Swift's exact types.
+struct Carry: BatonTask {
+    static let name = "carry"
+
+    struct Numbers: Codable, Sendable {
+        var id: Int64
+        var count: UInt64
+        var price: Decimal
+        var big: JSONValue
+        var rest: [String: JSONValue]
+    }
+
+    func run(_ input: Numbers, context: StageContext) async throws -> Numbers { input }
+}
 
 struct Add: BatonTask {
     static let name = "add"

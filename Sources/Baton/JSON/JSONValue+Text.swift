@@ -1,18 +1,31 @@
-/// JSON text to and from `JSONValue` without `Codable`.
+/// JSON text to and from `JSONValue`: Baton's one JSON reader and writer.
 ///
-/// Every request body, response, job row and stage input passes through here; Foundation's
-/// `JSONDecoder` and `JSONEncoder` spent most of the control plane's CPU on them (measured:
-/// three quarters of a 1,000-job batch request). This is RFC 8259, strict (no trailing commas, no
-/// comments, no NaN), nesting up to 512 deep; numbers are doubles, as in `JSONValue`; of repeated
-/// keys the last wins. Output has sorted keys and unescaped slashes, like `JSONText.encode`.
+/// Every request body, response, job row and stage input passes through here. RFC 8259, strict
+/// (no trailing commas, no comments, no NaN), nesting up to 512 deep. Numbers are kept as the text
+/// they were written in (``JSONNumber``), so nothing is rounded on the way through; of repeated
+/// keys the last wins, as in PostgreSQL's `jsonb`, unless the caller asks for them to be refused.
+/// Output has sorted keys and unescaped slashes.
+///
+/// Foundation's `JSONDecoder` and `JSONEncoder` cannot do this (they read numbers into `Double`,
+/// `Int64` or `Decimal`), and were slower: `bench/` compares the two.
 extension JSONValue {
     /// The largest nesting accepted: deeper input is refused rather than risking the stack.
     public static let maxDepth = 512
 
+    /// What to do with a key an object repeats.
+    public enum DuplicateKeys: Sendable {
+        /// The last one wins, as in PostgreSQL's `jsonb`.
+        case lastWins
+        /// Refuse the text: what a caller meant is ambiguous (I-JSON, RFC 7493).
+        case refuse
+    }
+
     /// Parses UTF-8 JSON text.
-    public init(parsing bytes: some Collection<UInt8>) throws(JSONParseError) {
+    public init(parsing bytes: some Collection<UInt8>, duplicateKeys: DuplicateKeys = .lastWins)
+        throws(JSONParseError)
+    {
         func parse(_ buffer: UnsafeBufferPointer<UInt8>) -> Result<JSONValue, JSONParseError> {
-            var parser = JSONParser(bytes: buffer)
+            var parser = JSONParser(bytes: buffer, refusingDuplicates: duplicateKeys == .refuse)
             return Result { () throws(JSONParseError) in try parser.document() }
         }
         let result = bytes.withContiguousStorageIfAvailable(parse) ?? Array(bytes).withUnsafeBufferPointer(parse)
@@ -20,15 +33,15 @@ extension JSONValue {
     }
 
     /// Parses JSON text.
-    public init(parsing text: String) throws(JSONParseError) {
+    public init(parsing text: String, duplicateKeys: DuplicateKeys = .lastWins) throws(JSONParseError) {
         var text = text
         self = try text.withUTF8 { buffer in
-            var parser = JSONParser(bytes: buffer)
+            var parser = JSONParser(bytes: buffer, refusingDuplicates: duplicateKeys == .refuse)
             return Result { () throws(JSONParseError) in try parser.document() }
         }.get()
     }
 
-    /// Compact JSON text: sorted keys, integers without a fraction, non-finite numbers as null.
+    /// Compact JSON text with sorted keys.
     public var jsonText: String {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(64)
@@ -36,20 +49,39 @@ extension JSONValue {
         return String(decoding: bytes, as: UTF8.self)
     }
 
+    /// Indented JSON text with sorted keys, for people to read.
+    public var prettyText: String {
+        var bytes: [UInt8] = []
+        write(into: &bytes, indent: 0)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
     /// Appends this value's JSON text to `bytes`; object keys sorted unless `sortingKeys` is false
     /// (for text only a machine reads, such as a `jsonb` parameter, where order is moot).
     public func write(into bytes: inout [UInt8], sortingKeys: Bool = true) {
+        write(into: &bytes, sortingKeys: sortingKeys, indent: nil)
+    }
+
+    private func write(into bytes: inout [UInt8], sortingKeys: Bool = true, indent: Int?) {
+        func newline(_ depth: Int) {
+            guard let indent else { return }
+            bytes.append(UInt8(ascii: "\n"))
+            bytes.append(contentsOf: repeatElement(UInt8(ascii: " "), count: 2 * (indent + depth)))
+        }
+        let inner = indent.map { $0 + 1 }
         switch self {
         case .null: bytes.append(contentsOf: "null".utf8)
         case .bool(let value): bytes.append(contentsOf: (value ? "true" : "false").utf8)
-        case .number(let value): Self.write(number: value, into: &bytes)
+        case .number(let value): bytes.append(contentsOf: value.text.utf8)
         case .string(let value): Self.write(string: value, into: &bytes)
         case .array(let items):
             bytes.append(UInt8(ascii: "["))
             for (index, item) in items.enumerated() {
                 if index > 0 { bytes.append(UInt8(ascii: ",")) }
-                item.write(into: &bytes, sortingKeys: sortingKeys)
+                newline(1)
+                item.write(into: &bytes, sortingKeys: sortingKeys, indent: inner)
             }
+            if !items.isEmpty { newline(0) }
             bytes.append(UInt8(ascii: "]"))
         case .object(let fields):
             bytes.append(UInt8(ascii: "{"))
@@ -57,26 +89,19 @@ extension JSONValue {
             func member(_ key: String, _ value: JSONValue) {
                 if !first { bytes.append(UInt8(ascii: ",")) }
                 first = false
+                newline(1)
                 Self.write(string: key, into: &bytes)
                 bytes.append(UInt8(ascii: ":"))
-                value.write(into: &bytes, sortingKeys: sortingKeys)
+                if indent != nil { bytes.append(UInt8(ascii: " ")) }
+                value.write(into: &bytes, sortingKeys: sortingKeys, indent: inner)
             }
             if sortingKeys {
                 for (key, value) in fields.sorted(by: { $0.key < $1.key }) { member(key, value) }
             } else {
                 for (key, value) in fields { member(key, value) }
             }
+            if !fields.isEmpty { newline(0) }
             bytes.append(UInt8(ascii: "}"))
-        }
-    }
-
-    private static func write(number: Double, into bytes: inout [UInt8]) {
-        if !number.isFinite {
-            bytes.append(contentsOf: "null".utf8)
-        } else if number == number.rounded(), abs(number) < 1e15 {
-            bytes.append(contentsOf: String(Int64(number)).utf8)
-        } else {
-            bytes.append(contentsOf: "\(number)".utf8)
         }
     }
 
@@ -112,11 +137,13 @@ public struct JSONParseError: Error, Sendable, Hashable, CustomStringConvertible
 
 private struct JSONParser {
     let bytes: UnsafeBufferPointer<UInt8>
+    let refusingDuplicates: Bool
     var index = 0
     var depth = 0
 
-    init(bytes: UnsafeBufferPointer<UInt8>) {
+    init(bytes: UnsafeBufferPointer<UInt8>, refusingDuplicates: Bool) {
         self.bytes = bytes
+        self.refusingDuplicates = refusingDuplicates
     }
 
     mutating func document() throws(JSONParseError) -> JSONValue {
@@ -179,7 +206,11 @@ private struct JSONParser {
         }
         while true {
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw error("expected a key") }
+            let keyOffset = index
             let key = try string()
+            if refusingDuplicates, fields[key] != nil {
+                throw JSONParseError(offset: keyOffset, reason: "the key \"\(key)\" appears twice in an object")
+            }
             skipSpace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw error("expected ':'") }
             index += 1
@@ -225,7 +256,7 @@ private struct JSONParser {
         }
     }
 
-    private mutating func number() throws(JSONParseError) -> Double {
+    private mutating func number() throws(JSONParseError) -> JSONNumber {
         let start = index
         func digits() -> Int {
             let from = index
@@ -247,12 +278,8 @@ private struct JSONParser {
             }
             guard digits() > 0 else { throw error("expected a digit in the exponent") }
         }
-        let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
-        guard let value = Double(text), value.isFinite else {
-            index = start
-            throw error("number out of range")
-        }
-        return value
+        return JSONNumber(
+            validated: String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self))
     }
 
     private mutating func string() throws(JSONParseError) -> String {

@@ -1,0 +1,101 @@
+import Foundation
+import Testing
+
+@testable import Baton
+
+/// `JSONValue(encoding:)` and `decode(as:)`: Swift values to JSON and back without rounding.
+struct JSONCodingTests {
+    struct Order: Codable, Equatable {
+        var id: Int64
+        var count: UInt64
+        var price: Decimal
+        var ratio: Double
+        var small: Float
+        var payload: JSONValue
+        var extra: [String: JSONValue]
+        var placed: Date
+        var blob: Data
+        var link: URL
+        var note: String?
+        var tags: [String]
+        var nested: [[Int8]]
+    }
+
+    static let order = Order(
+        id: .min, count: .max, price: Decimal(string: "123456789012345678901234567890.5")!, ratio: 0.1, small: 0.1,
+        payload: try! JSONValue(parsing: #"{"big": 12345678901234567890123, "tiny": 1e-400, "huge": 1e400}"#),
+        extra: ["n": 9_007_199_254_740_993], placed: Date(timeIntervalSince1970: 1_790_000_000.125),
+        blob: Data([0, 1, 255]), link: URL(string: "https://example.com/a?b=c")!, note: nil, tags: ["x"],
+        nested: [[-128, 127], []])
+
+    @Test func aValueGoesToJSONTextAndBackUnchanged() throws {
+        let json = try JSONValue(encoding: Self.order)
+        let text = json.jsonText
+        #expect(text.contains(#""id":-9223372036854775808"#))
+        #expect(text.contains(#""count":18446744073709551615"#))
+        #expect(text.contains(#""price":123456789012345678901234567890.5"#))
+        #expect(text.contains(#""big":12345678901234567890123"#))
+        #expect(text.contains(#""huge":1e400"#))
+        #expect(text.contains(#""tiny":1e-400"#))
+        #expect(text.contains(#""n":9007199254740993"#))
+        #expect(text.contains(#""ratio":0.1"#))
+        #expect(text.contains(#""small":0.1"#))
+        #expect(text.contains(#""placed":"2026-09-21T14:13:20.125Z""#))
+        #expect(text.contains(#""blob":"AAH/""#))
+        #expect(!text.contains("note"), "a nil optional is left out")
+        #expect(try JSONValue(parsing: text).decode(as: Order.self) == Self.order)
+    }
+
+    @Test func anIntegerFieldRefusesWhatItCannotHoldExactly() throws {
+        struct Count: Decodable { var n: Int32 }
+        for refused in ["1.5", "2147483648", "1e10", "\"1\"", "null", "1e400"] {
+            #expect(throws: DecodingError.self, "\(refused)") {
+                try JSONValue(parsing: "{\"n\": \(refused)}").decode(as: Count.self)
+            }
+        }
+        #expect(try JSONValue(parsing: #"{"n": 1e3}"#).decode(as: Count.self).n == 1000)
+        #expect(throws: DecodingError.self) { try JSONValue(parsing: "1e400").decode(as: Double.self) }
+    }
+
+    @Test func aDecodingErrorNamesThePath() throws {
+        struct Outer: Decodable { var items: [Inner] }
+        struct Inner: Decodable { var n: Int }
+        do {
+            _ = try JSONValue(parsing: #"{"items": [{"n": 1}, {"n": 0.5}]}"#).decode(as: Outer.self)
+            Issue.record("decoded 0.5 as an Int")
+        } catch let DecodingError.dataCorrupted(context) {
+            #expect(JSONPath.render(context.codingPath) == "items[1].n")
+        }
+    }
+
+    @Test func datesFromPostgreSQLAndFromBatonBothDecode() throws {
+        let time = Date(timeIntervalSince1970: 1_790_000_000.125)
+        #expect(try JSONValue.string("2026-09-21T14:13:20.125Z").decode(as: Date.self) == time)
+        #expect(try JSONValue.string("2026-09-21T16:13:20.125+02:00").decode(as: Date.self) == time)
+        #expect(
+            try JSONValue.string("2026-09-21T14:13:20Z").decode(as: Date.self)
+                == Date(timeIntervalSince1970: 1_790_000_000))
+        #expect(throws: DecodingError.self) { try JSONValue.string("yesterday").decode(as: Date.self) }
+    }
+
+    @Test func classesEnumsAndDictionariesUseTheirOwnCodable() throws {
+        enum Kind: String, Codable { case a, b }
+        let value: [String: [Kind?]] = ["x": [.a, nil, .b]]
+        let json = try JSONValue(encoding: value)
+        #expect(json == ["x": ["a", nil, "b"]])
+        #expect(try json.decode(as: [String: [Kind?]].self) == value)
+        let keyedByInt: [Int: String] = [1: "one", 20: "twenty"]
+        #expect(try JSONValue(encoding: keyedByInt) == ["1": "one", "20": "twenty"])
+        #expect(try JSONValue(encoding: keyedByInt).decode(as: [Int: String].self) == keyedByInt)
+        #expect(throws: EncodingError.self) { try JSONValue(encoding: [Double.infinity]) }
+    }
+
+    /// Foundation's `JSONDecoder` rounds such numbers: the reason Baton has coders of its own. A
+    /// `JSONValue` it decodes is as exact as its 64-bit integers and `Double` allow.
+    @Test func foundationRoundsWhatBatonKeeps() throws {
+        let text = #"{"a": 9007199254740993, "b": 12345678901234567890123}"#
+        let viaFoundation = try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))
+        #expect(viaFoundation["a"] == 9_007_199_254_740_993, "a 64-bit integer survives")
+        #expect(viaFoundation["b"] != (try JSONValue(parsing: text))["b"], "a larger one does not")
+    }
+}

@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "BatonPostgres", targets: ["BatonPostgres"]),
         .library(name: "BatonWorker", targets: ["BatonWorker"]),
         .library(name: "BatonAPI", targets: ["BatonAPI"]),
+        .library(name: "BatonHTTPClient", targets: ["BatonHTTPClient"]),
         .library(name: "BatonServer", targets: ["BatonServer"]),
         .executable(name: "baton", targets: ["BatonCLI"]),
         .executable(name: "baton-reliability", targets: ["BatonReliability"]),
@@ -31,6 +32,11 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        .package(url: "https://github.com/apple/swift-openapi-generator", from: "1.14.3"),
+        .package(url: "https://github.com/apple/swift-openapi-runtime", from: "1.13.4", traits: []),
+        .package(url: "https://github.com/hummingbird-project/swift-openapi-hummingbird", from: "2.1.0"),
+        .package(url: "https://github.com/swift-server/swift-openapi-async-http-client", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
     ],
     targets: [
         .target(name: "Baton", dependencies: [.product(name: "Logging", package: "swift-log")]),
@@ -47,8 +53,9 @@ let package = Package(
             ],
             plugins: ["EmbedMigrations"]
         ),
-        .executableTarget(name: "EmbedMigrationsTool"),
-        .plugin(name: "EmbedMigrations", capability: .buildTool(), dependencies: ["EmbedMigrationsTool"]),
+        .executableTarget(name: "EmbedTool", dependencies: ["Baton", .product(name: "Yams", package: "Yams")]),
+        .plugin(name: "EmbedMigrations", capability: .buildTool(), dependencies: ["EmbedTool"]),
+        .plugin(name: "EmbedOpenAPI", capability: .buildTool(), dependencies: ["EmbedTool"]),
         .target(
             name: "BatonWorker",
             dependencies: [
@@ -61,13 +68,33 @@ let package = Package(
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]
         ),
-        // The control plane's request and response types, shared by the server and its clients.
-        .target(name: "BatonAPI", dependencies: ["Baton"]),
+        // The control plane's contract: types, server protocol and client generated from
+        // openapi.yaml, which is also compiled in as the document `/openapi.json` serves.
+        .target(
+            name: "BatonAPI",
+            dependencies: [
+                "Baton", .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+            ],
+            plugins: [.plugin(name: "OpenAPIGenerator", package: "swift-openapi-generator"), "EmbedOpenAPI"]
+        ),
+        // The control plane over HTTP, for Swift services that enqueue without PostgreSQL.
+        .target(
+            name: "BatonHTTPClient",
+            dependencies: [
+                "Baton", "BatonAPI",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client"),
+            ]
+        ),
         .target(
             name: "BatonServer",
             dependencies: [
                 "Baton", "BatonAPI", "BatonPostgres",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "OpenAPIHummingbird", package: "swift-openapi-hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -79,7 +106,7 @@ let package = Package(
         .executableTarget(
             name: "BatonCLI",
             dependencies: [
-                "Baton", "BatonAPI", "BatonPostgres", "BatonWorker", "BatonServer", "LocalPostgres",
+                "Baton", "BatonAPI", "BatonHTTPClient", "BatonPostgres", "BatonWorker", "BatonServer", "LocalPostgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Configuration", package: "swift-configuration"),
@@ -118,7 +145,13 @@ let package = Package(
                 "Baton", "BatonTestSupport", .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),
-        .testTarget(name: "BatonAPITests", dependencies: ["Baton", "BatonAPI"]),
+        .testTarget(
+            name: "BatonAPITests",
+            dependencies: [
+                "Baton", "BatonAPI", .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+            ]
+        ),
         .testTarget(
             name: "BatonPostgresTests",
             dependencies: [

@@ -18,8 +18,8 @@ struct EmbedMigrations: BuildToolPlugin {
         return [
             .buildCommand(
                 displayName: "Embedding \(files.count) migrations",
-                executable: try context.tool(named: "EmbedMigrationsTool").url,
-                arguments: [output.path] + files.map(\.path),
+                executable: try context.tool(named: "EmbedTool").url,
+                arguments: ["migrations", output.path] + files.map(\.path),
                 inputFiles: files,
                 outputFiles: [output]
             )

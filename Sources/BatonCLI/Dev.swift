@@ -5,6 +5,7 @@ import BatonWorker
 import Foundation
 import LocalPostgres
 import Logging
+import Synchronization
 
 struct Dev: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -26,6 +27,8 @@ struct Dev: AsyncParsableCommand {
         let generated = configured == nil ? APITokens.generateToken() : nil
         let tokens = configured ?? APITokens([(.admin, generated!)])
         let token = try generated ?? (settings.list(.apiTokens) != nil ? "$ADMIN_TOKEN" : "$BATON_API_TOKEN")
+        // The token the admin commands can use: the one generated, or the one admin token given.
+        let adminToken = try generated ?? settings.string(.apiToken)
         let serverConfiguration = try settings.server(tokens: tokens)
         let workerConfiguration = try settings.worker()
         let tasks = try settings.builtinTasks()
@@ -33,6 +36,7 @@ struct Dev: AsyncParsableCommand {
         try FileManager.default.createDirectory(
             at: dataDirectory.deletingLastPathComponent(), withIntermediateDirectories: true)
         let cluster = try await LocalPostgres.start(LocalPostgres.Options(dataDirectory: dataDirectory), logger: logger)
+        let session = Mutex<DevSession?>(nil)
         do {
             let database = try DatabaseConfiguration(url: cluster.url)
             let postgres = database.makeClient(logger: logger)
@@ -45,6 +49,13 @@ struct Dev: AsyncParsableCommand {
                 configuration: serverConfiguration, client: client, registry: Metrics.registry, logger: logger,
                 onListening: { port in
                     let base = "http://\(serverConfiguration.host):\(port)"
+                    let dev = DevSession(url: base, token: adminToken)
+                    do {
+                        try dev.write()
+                        session.withLock { $0 = dev }
+                    } catch {
+                        logger.warning("cannot write \(DevSession.file)", metadata: ["error": "\(error)"])
+                    }
                     say(
                         """
                         Baton dev is up.
@@ -55,6 +66,8 @@ struct Dev: AsyncParsableCommand {
                           curl -s -H "Authorization: Bearer \(token)" -H 'Content-Type: application/json' \\
                             -d '{"stages": [{"task": "sleep", "args": {"ms": 100}}, {"task": "noop"}]}' \\
                             '\(base)/v1/jobs?wait=5s'
+                          baton jobs list      (from this directory; elsewhere first:)
+                          export BATON_URL=\(base) BATON_TOKEN=\(adminToken ?? token)
                         Press Ctrl-C to stop.
                         """)
                 })
@@ -62,9 +75,11 @@ struct Dev: AsyncParsableCommand {
                 try await Migrator(schema: database.schema, logger: logger).migrate(postgres)
             }
         } catch {
+            session.withLock { $0?.remove() }
             cluster.stop()
             throw error
         }
+        session.withLock { $0?.remove() }
         cluster.stop()
     }
 }

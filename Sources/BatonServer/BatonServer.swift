@@ -1,8 +1,10 @@
+import BatonAPI
 import BatonPostgres
 import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
+import OpenAPIHummingbird
 import Prometheus
 import ServiceLifecycle
 
@@ -40,28 +42,33 @@ public struct BatonServer: Service {
         try await application.run()
     }
 
-    /// Every route of `api`, each behind its access rule; every other method on those paths is
+    /// Every operation of the OpenAPI document, registered by the generated code, behind the
+    /// checks it declares (roles, query parameters, the body); every other method on those paths is
     /// a 405 naming the allowed ones, and any error a problem+json.
     static func router(_ api: API) -> Router<BatonRequestContext> {
+        let document = APIDocument.shared
         let router = Router(context: BatonRequestContext.self)
         router.add(middleware: RequestLogMiddleware(level: api.configuration.requestLogLevel))
         router.add(middleware: MetricsMiddleware())
         // A span per request (a no-op until the process bootstraps a tracer); enqueues nest in it.
         router.add(middleware: TracingMiddleware())
-        router.add(middleware: ProblemMiddleware(allowed: AllowedMethods(api.routes)))
-        let tokens = api.configuration.tokens
-        var methods: [String: [HTTPRequest.Method]] = [:]
-        for route in api.routes {
-            router.on(RouterPath(route.path), method: route.method) { request, context in
-                try await route.handler(request, context, try route.access.authorize(request, tokens: tokens))
-            }
-            methods[route.path, default: []].append(route.method)
-        }
+        router.add(middleware: ProblemMiddleware(allowed: document.allowedMethods))
+        // The document and the generated code come from the same file: registration cannot fail.
+        try! api.registerHandlers(
+            on: router, configuration: .baton,
+            middlewares: [
+                AccessMiddleware(
+                    tokens: api.configuration.tokens, document: document,
+                    metricsOpen: !api.configuration.metricsRequireToken),
+                QueryParametersMiddleware(document: document), RawHeaderValuesServerMiddleware(),
+                ExactJSONServerMiddleware(maxBodySize: api.configuration.maxBodySize),
+                RequestDecodingMiddleware(),
+            ])
         // The usual methods get routes of their own, so that `/v1/jobs/batch` answers 405 rather
         // than reaching `/v1/jobs/{id}`; any other method (QUERY, PROPFIND …) is answered by the
         // problem middleware.
         let usual: [HTTPRequest.Method] = [.get, .head, .post, .put, .patch, .delete, .options, .trace]
-        for (path, allowed) in methods {
+        for (path, allowed) in document.allowedMethods.all {
             for method in usual where !allowed.contains(method) {
                 router.on(RouterPath(path), method: method) { request, _ -> Response in
                     throw Problem.methodNotAllowed(request.method, path: path, allow: allowed)

@@ -3,12 +3,12 @@ import BatonAPI
 import Foundation
 import HTTPTypes
 import Hummingbird
+import NIOCore
 
 /// An error answered as `application/problem+json` (RFC 9457).
 ///
-/// `type` is `about:blank` for plain HTTP errors (not found, method not allowed) and a
-/// `urn:baton:problem:…` name for Baton's own, which clients can switch on. `path` is the JSON path
-/// of the field at fault in the request body (or the name of the query parameter).
+/// `type` is a `urn:baton:problem:…` name, which clients can switch on. `path` is the JSON path of
+/// the field at fault in the request body (or the name of the query parameter or header).
 struct Problem: Error, HTTPResponseError {
     var status: HTTPResponse.Status
     var type: String
@@ -24,18 +24,25 @@ struct Problem: Error, HTTPResponseError {
         path: String? = nil
     ) {
         self.status = status
-        self.type = type.map { ProblemDetails.typePrefix + $0 } ?? "about:blank"
+        self.type =
+            Self.typePrefix + (type ?? status.reasonPhrase.lowercased().replacingOccurrences(of: " ", with: "-"))
         self.title = title ?? status.reasonPhrase
         self.detail = detail
         self.path = path
     }
 
+    static let typePrefix = "urn:baton:problem:"
+
     func response(from request: Request, context: some RequestContext) throws -> Response {
-        let body = ProblemDetails(
-            type: type, title: title, status: Int(status.code), detail: detail, path: path, tasks: tasks)
-        var response = JSONBody.response(body, status: status, contentType: "application/problem+json")
-        response.headers.append(contentsOf: headers)
-        return response
+        let body = Components.Schemas.Problem(
+            _type: type, title: title, status: Int(status.code), detail: detail, path: path, tasks: tasks)
+        var bytes: [UInt8] = []
+        // A problem holds strings and an integer: it always encodes.
+        try! JSONValue(encoding: body).write(into: &bytes)
+        var headers = headers
+        headers[.contentType] = "application/problem+json"
+        headers[.contentLength] = String(bytes.count)
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
     }
 
     // MARK: the problems Baton answers with
@@ -56,26 +63,37 @@ struct Problem: Error, HTTPResponseError {
             path: path)
     }
 
-    static func notFound(_ detail: String) -> Problem { Problem(.notFound, detail: detail) }
+    static func notFound(_ detail: String) -> Problem { Problem(.notFound, type: "not-found", detail: detail) }
 
     static func methodNotAllowed(_ method: HTTPRequest.Method, path: String, allow: [HTTPRequest.Method]) -> Problem {
         let allowed = allow.map(\.rawValue).joined(separator: ", ")
-        var problem = Problem(.methodNotAllowed, detail: "\(method) is not allowed on \(path); use \(allowed)")
+        var problem = Problem(
+            .methodNotAllowed, type: "method-not-allowed", detail: "\(method) is not allowed on \(path); use \(allowed)"
+        )
         problem.headers[.allow] = allowed
         return problem
+    }
+
+    static func tooLarge(limit: Int) -> Problem {
+        Problem(
+            .contentTooLarge, type: "body-too-large", title: "The request body is too large",
+            detail: "the limit is \(limit) bytes")
     }
 
     static func conflict(_ detail: String) -> Problem {
         Problem(.conflict, type: "conflict", title: "The job is not in a state that allows this", detail: detail)
     }
 
-    static let unauthorized: Problem = {
+    /// No token, or one this server does not know (`tokenSent`).
+    static func unauthorized(tokenSent: Bool) -> Problem {
         var problem = Problem(
             .unauthorized, type: "unauthorized", title: "A valid bearer token is required",
-            detail: "send Authorization: Bearer <token>")
+            detail: tokenSent
+                ? "the bearer token sent is not one this server accepts"
+                : "send Authorization: Bearer <token>")
         problem.headers[.wwwAuthenticate] = "Bearer"
         return problem
-    }()
+    }
 
     static func forbidden(_ role: Role) -> Problem {
         Problem(

@@ -1,4 +1,5 @@
 import Baton
+import BatonAPI
 import BatonTestSupport
 import Foundation
 import PropertyBased
@@ -6,8 +7,9 @@ import Testing
 
 @testable import BatonServer
 
-/// The control plane's chain decoder (`POST /v1/jobs` bodies) fed thousands of mutated jobs: each
-/// is a job that validates, or a 400/422-style `Problem` naming where; nothing else, no crash.
+/// The control plane's reading of `POST /v1/jobs` bodies (the generated types, then the checks no
+/// schema states) fed thousands of mutated jobs: each is a job that validates, or a refusal naming
+/// where; nothing else, no crash.
 @Suite(.timeLimit(.minutes(1)))
 struct JobRequestFuzzTests {
     static let corpus: [String] = [
@@ -21,8 +23,14 @@ struct JobRequestFuzzTests {
         ) { index, edits in
             let bytes = Mutations.apply(edits, to: Array(Self.corpus[index].utf8))
             guard let body = try? JSONValue(parsing: bytes) else { return }
+            let request: Components.Schemas.JobRequest
             do {
-                let job = try JobRequest().job(body)
+                request = try RequestBody.decode(Components.Schemas.JobRequest.self, from: body)
+            } catch {
+                return
+            }
+            do {
+                let job = try JobReader().job(request)
                 try job.chain.validate()
                 #expect(try JSONValue(encoding: job.chain.stages).decode(as: [StageSpec].self) == job.chain.stages)
             } catch let problem as Problem {

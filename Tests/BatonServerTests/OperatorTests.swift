@@ -42,13 +42,14 @@ struct OperatorTests {
             let list = lanes["lanes"]?.items ?? []
             #expect(list.map { $0["lane"] } == ["acct-1", "acct-2"])
             #expect(list.map { $0["waiting"] } == [2, 0])
-            #expect(list.map { $0["head_state"] } == ["available", "available"])
+            #expect(list.map { $0["head"]?["state"] } == ["available", "available"])
+            #expect(list.map { $0["blocked"] } == [false, false])
             let page = try await server.call(.GET, "/v1/lanes?limit=1")
             #expect(page["lanes"]?.items.count == 1)
             let cursor = try #require(page["next_cursor"]?.stringValue)
             let next = try await server.call(.GET, "/v1/lanes?limit=1&cursor=\(cursor)")
             #expect(next["lanes"]?.items.map { $0["lane"] } == ["acct-2"])
-            #expect(next["next_cursor"] == .null)
+            #expect(next["next_cursor"] == nil, "the last page has none")
         }
     }
 

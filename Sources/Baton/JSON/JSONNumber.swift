@@ -207,8 +207,9 @@ extension JSONNumber: ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral {
 }
 
 extension JSONNumber: Codable {
-    /// Exact with Baton's coders (``JSONValue/init(encoding:)``, ``JSONValue/decode(as:)``); with
-    /// another decoder, as exact as the types it offers (64-bit integers, `Decimal`, `Double`).
+    /// Exact with Baton's coders (``JSONValue/init(encoding:)``, ``JSONValue/decode(as:)``) and
+    /// where a ``ForeignJSON`` bridge is set up; with another coder, as exact as the types it offers
+    /// (64-bit integers, `Decimal`, `Double`).
     public init(from decoder: any Decoder) throws {
         if let decoder = decoder as? JSONValueDecoding {
             guard case .number(let number) = decoder.value else {
@@ -242,6 +243,8 @@ extension JSONNumber: Codable {
             try container.encode(value)
         } else if let value = decimal {
             try container.encode(value)
+        } else if let bridge = ForeignJSON.current {
+            try container.encode(bridge.placeholder(for: self))
         } else {
             try container.encode(double)
         }

@@ -57,11 +57,16 @@ public enum JSONValue: Sendable, Hashable {
 }
 
 extension JSONValue: Codable {
-    /// Exact with Baton's decoder. Decoded by another (Foundation's `JSONDecoder`, say), numbers
+    /// Exact with Baton's decoder, and with a foreign one (Foundation's `JSONDecoder`) reading a
+    /// body Baton's control plane or client has read too (see ``ForeignJSON``). Otherwise numbers
     /// are only as exact as that decoder's types: integers within 64 bits, others as `Double`.
     public init(from decoder: any Decoder) throws {
         if let decoder = decoder as? JSONValueDecoding {
             self = decoder.value
+            return
+        }
+        if let value = ForeignJSON.current?.value(at: decoder.codingPath) {
+            self = value
             return
         }
         let container = try decoder.singleValueContainer()

@@ -1,20 +1,25 @@
 import AsyncHTTPClient
 import Baton
 import BatonAPI
+import BatonHTTPClient
 import Foundation
-import NIOCore
-import NIOHTTP1
 
-/// The control plane over HTTP, answers decoded into the wire types the server encodes them with
-/// (`BatonAPI`), so the CLI and the server cannot drift apart. Every failure is an `AdminFailure`
-/// whose message says what to do next.
-struct AdminClient: Sendable {
-    /// `http://host:port`, without a trailing slash.
-    let base: String
-    let token: String?
+// The control plane's types as the admin commands show them.
+typealias JobView = Components.Schemas.Job
+typealias StageView = Components.Schemas.Stage
+typealias AttemptErrorView = Components.Schemas.AttemptError
+typealias JobSummaryView = Components.Schemas.JobSummary
+typealias LaneView = Components.Schemas.Lane
 
-    /// One client for the process. A refused connection is reported at once rather than retried
-    /// until the request's deadline (AsyncHTTPClient's default, right for servers, not for a CLI).
+extension Components.Schemas.JobState {
+    /// Completed, discarded or cancelled: nothing more will happen to the job.
+    var isFinished: Bool { self == .completed || self == .discarded || self == .cancelled }
+}
+
+extension AdminOptions {
+    /// One HTTP client for the process. A refused connection is reported at once rather than
+    /// retried until the request's deadline (AsyncHTTPClient's default, right for servers, not for a
+    /// CLI).
     static let http: HTTPClient = {
         var configuration = HTTPClient.Configuration()
         configuration.timeout.connect = .seconds(5)
@@ -22,94 +27,85 @@ struct AdminClient: Sendable {
         return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     }()
 
-    init(base: String, token: String?) throws {
+    /// The control plane at `--url`, `$BATON_URL`, the address `baton dev` left in `.baton/dev.json`
+    /// in this directory, or `http://127.0.0.1:8080`; with the token from the same places.
+    func client() throws -> AdminClient {
+        let environment = ProcessInfo.processInfo.environment
+        func nonEmpty(_ name: String) -> String? { environment[name].flatMap { $0.isEmpty ? nil : $0 } }
+        let dev = DevSession.read()
+        let base = url ?? nonEmpty("BATON_URL") ?? dev?.url ?? "http://127.0.0.1:8080"
+        let token = token ?? nonEmpty("BATON_TOKEN") ?? nonEmpty("BATON_API_TOKEN") ?? dev?.token
         let trimmed = base.hasSuffix("/") ? String(base.dropLast()) : base
-        guard let url = URL(string: trimmed), url.scheme == "http" || url.scheme == "https", url.host != nil else {
+        guard let address = URL(string: trimmed), address.scheme == "http" || address.scheme == "https",
+            address.host != nil
+        else {
             throw AdminFailure(.usage, "--url must be an http:// or https:// address, such as http://127.0.0.1:8080")
         }
-        self.base = trimmed
-        self.token = token
-    }
-
-    /// A 2xx answer.
-    struct Reply {
-        var status: Int
-        var body: [UInt8]
-    }
-
-    /// Sends a request; a 2xx answer is returned, anything else thrown as an `AdminFailure`.
-    func send(
-        _ method: HTTPMethod, _ target: String, body: [UInt8]? = nil, headers: [(String, String)] = [],
-        timeout: Duration = .seconds(30)
-    ) async throws -> Reply {
-        var request = HTTPClientRequest(url: base + target)
-        request.method = method
-        request.headers.add(name: "User-Agent", value: "baton-cli/\(BatonVersion.current)")
-        request.headers.add(name: "Accept", value: "application/json")
-        if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
-        for (name, value) in headers { request.headers.add(name: name, value: value) }
-        if let body {
-            request.headers.add(name: "Content-Type", value: "application/json")
-            request.body = .bytes(ByteBuffer(bytes: body))
-        }
-        let status: Int
-        let bytes: [UInt8]
-        do {
-            let response = try await Self.http.execute(request, timeout: .milliseconds(timeout.milliseconds))
-            status = Int(response.status.code)
-            bytes = Array(buffer: try await response.body.collect(upTo: 256 << 20))
-        } catch {
+        guard address.path.isEmpty else {
             throw AdminFailure(
+                .usage,
+                "--url is the server's address without a path: \(address.scheme!)://\(address.host!)"
+                    + (address.port.map { ":\($0)" } ?? "") + " (not \(trimmed))")
+        }
+        return AdminClient(
+            http: try BatonHTTPClient(url: address, token: token, httpClient: Self.http), base: trimmed,
+            hasToken: token != nil)
+    }
+}
+
+/// The control plane, each failure an `AdminFailure` whose message says what to do next.
+struct AdminClient: Sendable {
+    let http: BatonHTTPClient
+    let base: String
+    let hasToken: Bool
+
+    func call<T>(_ call: (BatonHTTPClient) async throws(BatonHTTPError) -> T) async throws -> T {
+        do {
+            return try await call(http)
+        } catch {
+            throw failure(error)
+        }
+    }
+
+    func failure(_ error: BatonHTTPError) -> AdminFailure {
+        switch error {
+        case .refused(let problem):
+            let detail = Text.printable(problem.detail ?? problem.title)
+            switch problem.kind {
+            case .unauthorized:
+                return AdminFailure(
+                    .unauthorized,
+                    hasToken
+                        ? "\(base) refused the token: set --token or BATON_TOKEN to one it accepts "
+                            + "(`baton dev` prints its token; `baton serve` takes them from BATON_API_TOKENS)"
+                        : "no token: set --token or BATON_TOKEN (`baton dev` prints one)")
+            case .forbidden:
+                return AdminFailure(.unauthorized, "the token's role may not do this: \(detail); use an admin token")
+            case .notFound:
+                return AdminFailure(.notFound, detail)
+            default:
+                var message = "\(Text.printable(problem.title)): \(detail)"
+                if let path = problem.path, !path.isEmpty { message += " (at \(Text.printable(path)))" }
+                if problem.kind == .unknownTask {
+                    message += "; `baton workers` lists the tasks each worker serves, --unchecked enqueues anyway"
+                }
+                return AdminFailure(.failed, message)
+            }
+        case .unreachable(_, let reason):
+            return AdminFailure(
                 .unreachable,
-                "cannot reach the Baton API at \(base): \(error)\n"
-                    + "is `baton serve` running at \(base)? set --url or BATON_URL")
-        }
-        guard (200..<300).contains(status) else { throw failure(status: status, body: bytes) }
-        return Reply(status: status, body: bytes)
-    }
-
-    /// Sends a request and decodes its answer as `T`.
-    func call<T: Decodable>(
-        _ method: HTTPMethod, _ target: String, as type: T.Type, body: [UInt8]? = nil,
-        headers: [(String, String)] = [], timeout: Duration = .seconds(30)
-    ) async throws -> T {
-        try decode(T.self, from: try await send(method, target, body: body, headers: headers, timeout: timeout), target)
-    }
-
-    func decode<T: Decodable>(_ type: T.Type, from reply: Reply, _ target: String) throws -> T {
-        do {
-            return try JSONValue(parsing: reply.body).decode(as: T.self)
-        } catch {
-            throw AdminFailure(
+                "cannot reach the Baton API at \(base): \(reason)\n"
+                    + "is `baton serve` running at \(base)? set --url or BATON_URL (from the directory it runs in, "
+                    + "`baton dev` is found by itself)")
+        case .unexpectedAnswer(let status, let text):
+            return AdminFailure(
                 .failed,
-                "the answer from \(base)\(target) is not what this baton \(BatonVersion.current) expects (\(error)); "
-                    + "is --url a Baton API of the same version?")
-        }
-    }
-
-    private func failure(status: Int, body: [UInt8]) -> AdminFailure {
-        guard let problem = try? JSONValue(parsing: body).decode(as: ProblemDetails.self) else {
-            let text = Text.truncate(Text.printable(String(decoding: body.prefix(200), as: UTF8.self)), to: 120)
-            return AdminFailure(
-                .failed, "\(base) answered HTTP \(status), not a Baton problem (\(text)); is --url a Baton API?")
-        }
-        let detail = Text.printable(problem.detail ?? problem.title)
-        switch status {
-        case 401:
-            return AdminFailure(
-                .unauthorized,
-                token == nil
-                    ? "no token: set --token or BATON_TOKEN (`baton dev` prints one)"
-                    : "the server refused the token; set --token or BATON_TOKEN to a token it accepts")
-        case 403:
-            return AdminFailure(.unauthorized, "the token's role may not do this: \(detail); use an admin token")
-        case 404:
-            return AdminFailure(.notFound, detail)
-        default:
-            var message = "\(Text.printable(problem.title)): \(detail)"
-            if let path = problem.path, !path.isEmpty { message += " (at \(Text.printable(path)))" }
-            if problem.name == "unknown-task" { message += "; --unchecked enqueues it anyway" }
-            return AdminFailure(.failed, message)
+                "\(base) answered HTTP \(status), not as a Baton API of version \(BatonVersion.current) does "
+                    + "(\(Text.truncate(Text.printable(text), to: 120))); is --url a Baton API of this version?")
+        case .invalidURL(let url):
+            return AdminFailure(.usage, "--url must be an http:// or https:// address, not \(url)")
+        case .cancelled:
+            return AdminFailure(.failed, "cancelled")
         }
     }
 }

@@ -28,14 +28,6 @@ struct AdminOptions: ParsableArguments {
     @Flag(help: "No colours, even on a terminal (NO_COLOR does the same).")
     var noColor = false
 
-    func client() throws -> AdminClient {
-        let environment = ProcessInfo.processInfo.environment
-        func nonEmpty(_ name: String) -> String? { environment[name].flatMap { $0.isEmpty ? nil : $0 } }
-        return try AdminClient(
-            base: url ?? nonEmpty("BATON_URL") ?? "http://127.0.0.1:8080",
-            token: token ?? nonEmpty("BATON_TOKEN") ?? nonEmpty("BATON_API_TOKEN"))
-    }
-
     var console: Console { Console(noColor: noColor) }
 
     /// These options, with what they leave unset taken from `global`.
@@ -47,19 +39,4 @@ struct AdminOptions: ParsableArguments {
         merged.noColor = noColor || global.noColor
         return merged
     }
-}
-
-/// A path segment or query value, percent-encoded.
-func escaped(_ text: String) -> String {
-    text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? text
-}
-
-/// RFC 3986's unreserved characters: ASCII only, so that a name in any script is encoded.
-private let unreserved = CharacterSet(
-    charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
-
-/// `?a=1&b=2` from the pairs whose value is set.
-func query(_ items: [(String, String?)]) -> String {
-    let set = items.compactMap { name, value in value.map { "\(name)=\(escaped($0))" } }
-    return set.isEmpty ? "" : "?" + set.joined(separator: "&")
 }

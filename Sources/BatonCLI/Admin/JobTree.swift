@@ -37,7 +37,7 @@ struct JobTree {
         var lines = [
             fit(
                 "job \(job.id)  " + console.state(job.state.rawValue) + "  queue \(Text.printable(job.queue))"
-                    + "  priority \(job.priority)" + (job.parentID.map { "  member of job \($0)" } ?? ""))
+                    + "  priority \(job.priority)" + (job.parentId.map { "  member of job \($0)" } ?? ""))
         ]
         var times = "created \(Text.time(job.createdAt)) (\(Text.age(job.createdAt, now: now)) ago)"
         if let finished = job.finishedAt {

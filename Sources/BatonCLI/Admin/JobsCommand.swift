@@ -1,6 +1,7 @@
 import ArgumentParser
 import Baton
 import BatonAPI
+import BatonHTTPClient
 import Foundation
 
 struct Jobs: AsyncParsableCommand {
@@ -61,20 +62,20 @@ extension Jobs {
             let client = try admin.client()
             var jobs: [JobSummaryView] = []
             var cursor: String?
+            let states = (state?.split(separator: ",") ?? []).compactMap {
+                Components.Schemas.JobState(rawValue: String($0))
+            }
             repeat {
                 let size = all ? 1000 : min(1000, limit - jobs.count)
-                let page = try await client.call(
-                    .GET,
-                    "/v1/jobs"
-                        + query([
-                            ("state", state), ("queue", queue), ("lane", lane), ("task", task), ("limit", "\(size)"),
-                            ("cursor", cursor),
-                        ]), as: JobPage.self)
+                let page = try await client.call { [cursor] baton async throws(BatonHTTPError) in
+                    try await baton.jobs(
+                        states: states, queue: queue, lane: lane, task: task, limit: size, cursor: cursor)
+                }
                 jobs += page.jobs
                 cursor = page.nextCursor
             } while cursor != nil && (all || jobs.count < limit)
             let console = admin.console
-            if admin.json { return try console.json(JobPage(jobs: jobs, nextCursor: cursor)) }
+            if admin.json { return try console.json(Components.Schemas.JobPage(jobs: jobs, nextCursor: cursor)) }
             guard !jobs.isEmpty else { return console.err("no jobs match") }
             console.out(Self.table(jobs, now: Date()).render(on: console))
             if cursor != nil { console.err("more jobs match: --limit N or --all to see them") }
@@ -110,7 +111,9 @@ extension Jobs {
         @ParentCommand var root: BatonCommand
 
         func run() async throws {
-            let job = try await admin.client().call(.GET, "/v1/jobs/\(id.value)", as: JobView.self)
+            let job = try await admin.client().call { baton async throws(BatonHTTPError) in
+                try await baton.job(id.value)
+            }
             let console = admin.console
             if admin.json { return try console.json(job) }
             console.out(JobTree(job, console: console, now: Date()).lines().joined(separator: "\n"))

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Baton
 import BatonAPI
+import BatonHTTPClient
 import Foundation
 
 extension Jobs {
@@ -16,7 +17,7 @@ extension Jobs {
 
         func run() async throws {
             try await steer(ids, admin) { client, id in
-                let job = try await client.call(.POST, "/v1/jobs/\(id)/cancel", as: JobView.self)
+                let job = try await client.call { baton async throws(BatonHTTPError) in try await baton.cancel(id) }
                 return (job, "cancelled job \(id)")
             }
         }
@@ -34,7 +35,7 @@ extension Jobs {
 
         func run() async throws {
             try await steer(ids, admin) { client, id in
-                let job = try await client.call(.POST, "/v1/jobs/\(id)/retry", as: JobView.self)
+                let job = try await client.call { baton async throws(BatonHTTPError) in try await baton.retry(id) }
                 return (job, "retrying job \(id) at stage \(job.currentStage + 1)/\(job.stages.count)")
             }
         }
@@ -51,7 +52,7 @@ extension Jobs {
 
         func run() async throws {
             try await steer(ids, admin) { client, id in
-                _ = try await client.send(.DELETE, "/v1/jobs/\(id)")
+                try await client.call { baton async throws(BatonHTTPError) in try await baton.delete(id) }
                 return (Deleted(id: id), "deleted job \(id)")
             }
         }

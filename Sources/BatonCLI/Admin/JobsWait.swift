@@ -1,6 +1,7 @@
 import ArgumentParser
 import Baton
 import BatonAPI
+import BatonHTTPClient
 import Foundation
 
 extension Jobs {
@@ -32,9 +33,9 @@ extension Jobs {
                 // On a terminal a short long-poll, to redraw; else as long as the server holds one.
                 var wait: Duration = console.interactiveErrors ? .milliseconds(500) : .seconds(60)
                 if let deadline { wait = max(.zero, min(wait, deadline - ContinuousClock.now)) }
-                job = try await client.call(
-                    .GET, "/v1/jobs/\(id.value)?wait=\(wait.milliseconds)ms", as: JobView.self,
-                    timeout: wait + .seconds(30))
+                job = try await client.call { [wait] baton async throws(BatonHTTPError) in
+                    try await baton.job(id.value, wait: wait)
+                }
                 progress.show(job)
                 if job.state.isFinished { break }
                 if let deadline, ContinuousClock.now >= deadline {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Baton
 import BatonAPI
+import BatonHTTPClient
 import Foundation
 
 struct Lanes: AdminCommand {
@@ -22,13 +23,14 @@ struct Lanes: AdminCommand {
         var lanes: [LaneView] = []
         var cursor: String?
         repeat {
-            let page = try await client.call(
-                .GET, "/v1/lanes" + query([("limit", "1000"), ("cursor", cursor)]), as: LanePage.self)
-            lanes += blocked ? page.lanes.filter(\.isBlocked) : page.lanes
+            let page = try await client.call { [cursor] baton async throws(BatonHTTPError) in
+                try await baton.lanes(limit: 1000, cursor: cursor)
+            }
+            lanes += blocked ? page.lanes.filter(\.blocked) : page.lanes
             cursor = page.nextCursor
         } while cursor != nil
         let console = admin.console
-        if admin.json { return try console.json(LanePage(lanes: lanes, nextCursor: nil)) }
+        if admin.json { return try console.json(Components.Schemas.LanePage(lanes: lanes)) }
         guard !lanes.isEmpty else { return console.err(blocked ? "no blocked lanes" : "no lanes hold jobs") }
         var table = Table(
             [

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Baton
 import BatonAPI
+import BatonHTTPClient
 import Foundation
 
 struct Queues: AsyncParsableCommand {
@@ -16,10 +17,11 @@ struct Queues: AsyncParsableCommand {
         @ParentCommand var root: BatonCommand
 
         func run() async throws {
-            let list = try await admin.client().call(.GET, "/v1/queues", as: QueueList.self)
+            let queues = try await admin.client().call { baton async throws(BatonHTTPError) in try await baton.queues()
+            }
             let console = admin.console
-            if admin.json { return try console.json(list) }
-            guard !list.queues.isEmpty else { return console.err("no queues: no jobs yet") }
+            if admin.json { return try console.json(Components.Schemas.QueueList(queues: queues)) }
+            guard !queues.isEmpty else { return console.err("no queues: no jobs yet") }
             var table = Table(
                 [
                     .init(title: "QUEUE", minimumWidth: 8),
@@ -28,7 +30,7 @@ struct Queues: AsyncParsableCommand {
                     + Self.columns.map { Table.Column(title: $0.title, alignRight: true) }
                     + [.init(title: "WAITED", alignRight: true)],
                 shrinkOrder: [0])
-            for queue in list.queues {
+            for queue in queues {
                 table.append(
                     [queue.name, queue.paused ? "paused" : "active"] + Self.columns.map { "\(queue.counts[$0.state])" }
                         + [queue.oldestAvailableAgeSeconds.map(Text.span) ?? "-"])
@@ -69,9 +71,24 @@ struct Queues: AsyncParsableCommand {
 }
 
 private func setPaused(_ paused: Bool, _ name: String, _ admin: AdminOptions) async throws {
-    let state = try await admin.client().call(
-        .POST, "/v1/queues/\(escaped(name))/\(paused ? "pause" : "resume")", as: QueuePauseState.self)
+    try await admin.client().call { baton async throws(BatonHTTPError) in try await baton.setPaused(paused, queue: name)
+    }
     let console = admin.console
-    if admin.json { return try console.json(state) }
-    console.out("\(state.paused ? "paused" : "resumed") queue \(Text.printable(state.name))")
+    if admin.json { return try console.json(Components.Schemas.QueuePause(name: name, paused: paused)) }
+    console.out("\(paused ? "paused" : "resumed") queue \(Text.printable(name))")
+}
+
+extension Components.Schemas.StateCounts {
+    subscript(state: JobState) -> Int {
+        switch state {
+        case .scheduled: scheduled
+        case .available: available
+        case .running: running
+        case .retryable: retryable
+        case .waiting: waiting
+        case .completed: completed
+        case .discarded: discarded
+        case .cancelled: cancelled
+        }
+    }
 }

@@ -23,7 +23,7 @@ struct RequestLogMiddleware<Context: RequestContext>: RouterMiddleware {
         }
         context.logger[metadataKey: "request_id"] = .string(id)
         let start = ContinuousClock.now
-        var response = try await next(request, context)
+        var response = try await RequestScope.$logger.withValue(context.logger) { try await next(request, context) }
         response.headers[.requestID] = id
         let elapsed = ContinuousClock.now - start
         context.logger.log(

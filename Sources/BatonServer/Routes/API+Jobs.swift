@@ -2,47 +2,33 @@ import Baton
 import BatonAPI
 import BatonPostgres
 import Foundation
-import HTTPTypes
-import Hummingbird
 import Metrics
 import ServiceLifecycle
 
 extension API {
-    var jobRoutes: [Route] {
-        [
-            Route(method: .post, path: "/v1/jobs", access: .enqueuers, handler: enqueue),
-            Route(method: .post, path: "/v1/jobs/batch", access: .enqueuers, handler: enqueueBatch),
-            Route(method: .get, path: "/v1/jobs", access: .readers, handler: list),
-            Route(method: .get, path: "/v1/jobs/{id}", access: .jobReaders, handler: show),
-            Route(method: .post, path: "/v1/jobs/{id}/cancel", access: .admin, handler: cancel),
-            Route(method: .post, path: "/v1/jobs/{id}/retry", access: .admin, handler: retry),
-            Route(method: .delete, path: "/v1/jobs/{id}", access: .admin, handler: delete),
-        ]
-    }
-
     // MARK: enqueue
 
     /// `POST /v1/jobs`: 201 with the new job, or 200 with the job an idempotency key already names.
     /// With `?wait=30s`, answers once the job has finished or the time is up (request/response over
     /// a queue).
-    @Sendable func enqueue(_ request: Request, context: BatonRequestContext, caller: Caller?) async throws -> Response {
-        let query = Query(request)
-        let wait = try query.duration("wait", max: configuration.maxWait)
-        let body = try await JSONBody.read(request, limit: configuration.maxBodySize)
-        var job = try JobRequest().job(body)
-        if let header = request.headers[.idempotencyKey] {
-            let key = try JobRequest.idempotencyKey(header, path: "Idempotency-Key")
+    func enqueueJob(_ input: Operations.EnqueueJob.Input) async throws -> Operations.EnqueueJob.Output {
+        let wait = try wait(input.query.wait)
+        guard case .json(let request) = input.body else { throw Problem.invalid("", "the body must be JSON") }
+        var job = try JobReader().job(request)
+        if let header = input.headers.idempotencyKey {
+            let key = try JobReader.idempotencyKey(header, path: "Idempotency-Key")
             if let field = job.idempotencyKey, field != key {
                 throw Problem.invalid("idempotency_key", "the Idempotency-Key header and idempotency_key differ")
             }
             job.idempotencyKey = key
         }
+        let caller = Caller.current
         job.enqueuedBy = caller?.fingerprint
-        try await checkTasks([job], query: query)
+        try await checkTasks([job], unchecked: input.query.unchecked)
         let enqueued = try await client.enqueue([job])[0]
-        if enqueued.inserted { countEnqueued(job) }
         var record: JobRecord
         if enqueued.inserted {
+            countEnqueued(job)
             record = JobRecord(job: job, enqueued: enqueued)
         } else {
             record = try await client.job(enqueued.id)
@@ -54,32 +40,27 @@ extension API {
         // that would make the caller enqueue it again.
         if let wait, !record.state.isFinished { record = await waited(record, for: wait) }
         let members = wait != nil || !enqueued.inserted ? (try? await members(of: record)) ?? [] : []
-        var response = JSONBody.response(
-            JobView(record, members: members), status: enqueued.inserted ? .created : .ok)
-        response.headers[.location] = "/v1/jobs/\(enqueued.id)"
-        return response
+        let answer = Components.Schemas.Job(record, members: members)
+        let location = "/v1/jobs/\(enqueued.id)"
+        return enqueued.inserted
+            ? .created(.init(headers: .init(location: location), body: .json(answer)))
+            : .ok(.init(headers: .init(location: location), body: .json(answer)))
     }
 
     /// `POST /v1/jobs/batch`: every job or none, in one transaction.
-    @Sendable func enqueueBatch(_ request: Request, context: BatonRequestContext, caller: Caller?) async throws
-        -> Response
-    {
-        let body = try await JSONBody.read(request, limit: configuration.maxBodySize)
-        guard case .object(let fields) = body else { throw Problem.invalid("", "the body must be a JSON object") }
-        if let unknown = fields.keys.first(where: { BatchSubmission.CodingKeys(stringValue: $0) == nil }) {
-            throw Problem.invalid(unknown, "unknown field \"\(unknown)\"; a batch is {\"jobs\": [job, …]}")
+    func enqueueJobs(_ input: Operations.EnqueueJobs.Input) async throws -> Operations.EnqueueJobs.Output {
+        guard case .json(let request) = input.body else { throw Problem.invalid("", "the body must be JSON") }
+        guard (1...10_000).contains(request.jobs.count) else {
+            throw Problem.invalid("jobs", "a batch holds 1 to 10000 jobs, got \(request.jobs.count)")
         }
-        guard case .array(let items)? = fields["jobs"] else { throw Problem.invalid("jobs", "jobs must be an array") }
-        guard (1...10_000).contains(items.count) else {
-            throw Problem.invalid("jobs", "a batch holds 1 to 10000 jobs, got \(items.count)")
-        }
+        let caller = Caller.current
         let now = Date()
-        let jobs = try items.enumerated().map { index, item in
-            var job = try JobRequest(prefix: "jobs[\(index)].").job(item, now: now)
+        let jobs = try request.jobs.enumerated().map { index, item in
+            var job = try JobReader(prefix: "jobs[\(index)].", now: now).job(item)
             job.enqueuedBy = caller?.fingerprint
             return job
         }
-        try await checkTasks(jobs, query: Query(request))
+        try await checkTasks(jobs, unchecked: input.query.unchecked)
         if caller?.role == .enqueue {
             // A key naming another caller's job would answer with that job's id and state.
             let keys = jobs.compactMap(\.idempotencyKey)
@@ -91,14 +72,14 @@ extension API {
         }
         let enqueued = try await client.enqueue(jobs)
         for (job, result) in zip(jobs, enqueued) where result.inserted { countEnqueued(job) }
-        return JSONBody.response(
-            BatchResponse(jobs: enqueued.map(EnqueuedJobView.init)),
-            status: enqueued.contains(where: \.inserted) ? .created : .ok)
+        let response = Components.Schemas.BatchResponse(jobs: enqueued.map(Components.Schemas.EnqueuedJob.init))
+        return enqueued.contains(where: \.inserted)
+            ? .created(.init(body: .json(response))) : .ok(.init(body: .json(response)))
     }
 
     /// 422 naming the tasks no live worker serves, unless `?unchecked=true`.
-    private func checkTasks(_ jobs: [NewJob], query: Query) async throws {
-        guard try !query.bool("unchecked") else { return }
+    private func checkTasks(_ jobs: [NewJob], unchecked: Bool?) async throws {
+        guard unchecked != true else { return }
         var names: [String] = []
         var paths: [String: String] = [:]
         func collect(_ stages: [StageSpec], at path: String) {
@@ -130,12 +111,12 @@ extension API {
     // MARK: read
 
     /// `GET /v1/jobs/{id}`, optionally waiting (`?wait=30s`) until the job has finished.
-    @Sendable func show(_ request: Request, context: BatonRequestContext, caller: Caller?) async throws -> Response {
-        let id = try Self.jobID(context)
-        let wait = try Query(request).duration("wait", max: configuration.maxWait)
-        var job = try await readableJob(id, caller: caller)
+    func getJob(_ input: Operations.GetJob.Input) async throws -> Operations.GetJob.Output {
+        let id = try Self.jobID(input.path.id)
+        let wait = try wait(input.query.wait)
+        var job = try await readableJob(id)
         if let wait, !job.state.isFinished { job = await waited(job, for: wait) }
-        return JSONBody.response(JobView(job, members: try await members(of: job)))
+        return .ok(.init(body: .json(.init(job, members: try await members(of: job)))))
     }
 
     /// The job once it has finished, or as it is when `wait` runs out, the server begins to shut
@@ -152,7 +133,8 @@ extension API {
 
     /// The job, if the caller may see it: an `enqueue` token sees only its own (others are 404,
     /// so as not to tell which ids exist).
-    private func readableJob(_ id: Int64, caller: Caller?) async throws -> JobRecord {
+    private func readableJob(_ id: Int64) async throws -> JobRecord {
+        let caller = Caller.current
         guard let job = try await store.job(id), caller?.role != .enqueue || job.enqueuedBy == caller?.fingerprint
         else { throw Problem.notFound("no job has id \(id)") }
         return job
@@ -164,13 +146,13 @@ extension API {
     }
 
     /// `GET /v1/jobs`: newest first, `limit` at a time, `next_cursor` to go on.
-    @Sendable func list(_ request: Request, context: BatonRequestContext, caller: Caller?) async throws -> Response {
-        let query = Query(request)
+    func listJobs(_ input: Operations.ListJobs.Input) async throws -> Operations.ListJobs.Output {
+        let query = input.query
         var filter = JobFilter(
-            queue: try query.string("queue"), lane: try query.string("lane"), task: try query.string("task"),
-            limit: try query.int("limit", default: 50, range: 1...1000))
-        if let states = try query.string("state") {
-            filter.states = try states.split(separator: ",").map { name in
+            queue: try Self.name(query.queue, "queue"), lane: try Self.name(query.lane, "lane"),
+            task: try Self.name(query.task, "task"), limit: try Self.limit(query.limit, default: 50))
+        if let states = query.state {
+            filter.states = try states.split(separator: ",", omittingEmptySubsequences: false).map { name in
                 guard let state = JobState(rawValue: String(name)) else {
                     throw Problem.invalid(
                         "state",
@@ -180,7 +162,7 @@ extension API {
                 return state
             }
         }
-        if let key = try Cursor.decode(try query.string("cursor")) {
+        if let key = try Cursor.decode(query.cursor) {
             guard key.hasPrefix("job:"), let id = Int64(key.dropFirst(4)) else {
                 throw Problem.invalid("cursor", "cursor is not one this server handed out")
             }
@@ -191,14 +173,31 @@ extension API {
         let jobs = try await store.jobs(filter)
         let page = jobs.prefix(limit)
         let next = jobs.count > limit ? Cursor.encode("job:\(page.last!.id)") : nil
-        return JSONBody.response(JobPage(jobs: page.map(JobSummaryView.init), nextCursor: next))
+        return .ok(.init(body: .json(.init(jobs: page.map(Components.Schemas.JobSummary.init), nextCursor: next))))
+    }
+
+    /// A name filter, by the name rule.
+    static func name(_ value: String?, _ parameter: String) throws -> String? {
+        guard let value else { return nil }
+        do {
+            try ChainDefinition.checkName(value, path: parameter, what: parameter)
+        } catch {
+            throw Problem.invalid(error)
+        }
+        return value
+    }
+
+    static func limit(_ value: Int?, default: Int) throws -> Int {
+        guard let value else { return `default` }
+        guard (1...1000).contains(value) else { throw Problem.invalid("limit", "limit must be within 1...1000") }
+        return value
     }
 
     // MARK: steer
 
     /// `POST /v1/jobs/{id}/cancel`: 200 with the cancelled job; 409 if it had already finished.
-    @Sendable func cancel(_ request: Request, context: BatonRequestContext, caller: Caller?) async throws -> Response {
-        let id = try Self.jobID(context)
+    func cancelJob(_ input: Operations.CancelJob.Input) async throws -> Operations.CancelJob.Output {
+        let id = try Self.jobID(input.path.id)
         guard try await !store.cancel(id).isEmpty else {
             let state = try await store.job(id)?.state.rawValue ?? "finished"
             throw Problem.conflict("job \(id) is \(state): only a job that has not finished can be cancelled")
@@ -209,12 +208,12 @@ extension API {
             label: "baton_jobs_cancelled_total",
             dimensions: [("queue", queueLabels.label(job.queue)), ("task", taskLabels.label(task))]
         ).increment()
-        return JSONBody.response(JobView(job, members: try await members(of: job)))
+        return .ok(.init(body: .json(.init(job, members: try await members(of: job)))))
     }
 
     /// `POST /v1/jobs/{id}/retry`: a discarded or cancelled job starts again at its failed stage.
-    @Sendable func retry(_ request: Request, context: BatonRequestContext, caller: Caller?) async throws -> Response {
-        let id = try Self.jobID(context)
+    func retryJob(_ input: Operations.RetryJob.Input) async throws -> Operations.RetryJob.Output {
+        let id = try Self.jobID(input.path.id)
         guard try await store.retry(id) != nil else {
             guard let job = try await store.job(id) else { throw Problem.notFound("no job has id \(id)") }
             let reason =
@@ -225,28 +224,20 @@ extension API {
                     : "job \(id) is \(job.state.rawValue): only a discarded or cancelled job can be retried"
             throw Problem.conflict(reason)
         }
-        return try await showJob(id)
+        guard let job = try await store.job(id) else { throw Problem.notFound("no job has id \(id)") }
+        return .ok(.init(body: .json(.init(job, members: try await members(of: job)))))
     }
 
     /// `DELETE /v1/jobs/{id}`: 204; a job that has not finished is refused (409).
-    @Sendable func delete(_ request: Request, context: BatonRequestContext, caller: Caller?) async throws -> Response {
-        let id = try Self.jobID(context)
+    func deleteJob(_ input: Operations.DeleteJob.Input) async throws -> Operations.DeleteJob.Output {
+        let id = try Self.jobID(input.path.id)
         guard try await store.delete(id) else {
-            let job = try await store.job(id)
+            guard let job = try await store.job(id) else { throw Problem.notFound("no job has id \(id)") }
             throw Problem.conflict(
-                job?.parentID != nil
+                job.parentID != nil
                     ? "job \(id) is a group member: delete its parent"
-                    : "job \(id) is \(job?.state.rawValue ?? "gone"): only a finished job can be deleted")
+                    : "job \(id) is \(job.state.rawValue): only a finished job can be deleted")
         }
-        return Response(status: .noContent)
+        return .noContent(.init())
     }
-
-    private func showJob(_ id: Int64) async throws -> Response {
-        guard let job = try await store.job(id) else { throw Problem.notFound("no job has id \(id)") }
-        return JSONBody.response(JobView(job, members: try await members(of: job)))
-    }
-}
-
-extension HTTPField.Name {
-    static let idempotencyKey = HTTPField.Name("Idempotency-Key")!
 }

@@ -1,26 +1,15 @@
 import Baton
+import BatonAPI
 import BatonPostgres
-import Foundation
-import HTTPTypes
-import Hummingbird
 import Logging
 import Metrics
 import Prometheus
-import Synchronization
 
-/// The control plane's routes: one table, which the server registers and the OpenAPI document
-/// describes (a test holds them to each other).
-struct API: Sendable {
-    typealias Handler = @Sendable (Request, BatonRequestContext, Caller?) async throws -> Response
-
-    struct Route: Sendable {
-        var method: HTTPRequest.Method
-        /// OpenAPI's path template (`/v1/jobs/{id}`), which Hummingbird reads too.
-        var path: String
-        var access: Access
-        var handler: Handler
-    }
-
+/// The control plane's operations: the handler protocol generated from the OpenAPI document
+/// (`APIProtocol`), over the store. Roles, query parameters and body decoding are checked before a
+/// handler runs (see `BatonServer.router`); a handler throws a ``Problem`` for anything else it
+/// refuses.
+struct API: APIProtocol {
     let client: BatonClient
     let catalog: TaskCatalog
     let configuration: ServerConfiguration
@@ -42,13 +31,6 @@ struct API: Sendable {
 
     var store: Store { client.store }
 
-    var routes: [Route] {
-        jobRoutes + queueRoutes + [
-            Route(method: .get, path: "/v1/lanes", access: .readers, handler: lanes),
-            Route(method: .get, path: "/v1/workers", access: .readers, handler: workers),
-        ] + operationRoutes
-    }
-
     /// Counts enqueued jobs in `baton_jobs_enqueued_total{queue, task}` (the first stage's task).
     func countEnqueued(_ job: NewJob) {
         Counter(
@@ -57,19 +39,14 @@ struct API: Sendable {
         ).increment()
     }
 
-    /// The `{id}` of a job route: a path that names no job id is a job that does not exist.
-    static func jobID(_ context: BatonRequestContext) throws -> Int64 {
-        let text = context.parameters.get("id") ?? ""
-        guard let id = Int64(text), id > 0 else { throw Problem.notFound("no job has id \(text)") }
+    /// A job id from a path: one that names no job is a job that does not exist.
+    static func jobID(_ id: Int64) throws -> Int64 {
+        guard id > 0 else { throw Problem.notFound("no job has id \(id)") }
         return id
     }
 
-    /// A queue name from the path, percent-decoded (Hummingbird leaves path parameters as sent).
-    static func queueName(_ context: BatonRequestContext) throws -> String {
-        let raw = context.parameters.get("name") ?? ""
-        guard let name = raw.removingPercentEncoding else {
-            throw Problem.invalid("name", "the queue name in the path is not valid percent-encoding")
-        }
+    /// A queue name from a path, checked by the name rule.
+    static func queueName(_ name: String) throws -> String {
         do {
             try ChainDefinition.checkName(name, path: "name", what: "queue name")
         } catch {
@@ -77,4 +54,19 @@ struct API: Sendable {
         }
         return name
     }
+
+    /// A `?wait=` duration, cut to the server's longest.
+    func wait(_ text: String?) throws -> Duration? {
+        guard let text else { return nil }
+        guard let duration = DurationFormat.parse(text) else {
+            throw Problem.invalid("wait", "wait must be a duration such as 30s, 250ms or 5m")
+        }
+        return min(duration, configuration.maxWait)
+    }
+}
+
+/// The request being handled, for what a handler logs.
+enum RequestScope {
+    /// Carries the request id.
+    @TaskLocal static var logger = Logger(label: "baton.api")
 }

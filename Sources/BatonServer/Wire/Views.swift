@@ -3,29 +3,34 @@ import BatonAPI
 import BatonPostgres
 import Foundation
 
-// How the control plane shows what the store returns: the shared wire types (`BatonAPI`), which
-// the CLI decodes, made from the store's records.
+// What the store returns, as the OpenAPI document's types show it.
 
-extension JobView {
+extension Components.Schemas.Job {
     /// A job with every stage: state, attempts, output and errors.
     init(_ job: JobRecord, members: [MemberRecord] = []) {
         self.init(
-            id: job.id, queue: job.queue, priority: job.priority, state: job.state, runAt: job.runAt,
+            id: job.id, queue: job.queue, priority: job.priority, state: .init(job.state), runAt: job.runAt,
             createdAt: job.createdAt, finishedAt: job.finishedAt, metadata: job.metadata, input: job.input,
             output: job.output ?? .null, currentStage: job.stage,
             stages: job.chain.indices.map { index in
-                StageView(index, of: job, members: members.filter { $0.stage == index })
+                .init(index, of: job, members: members.filter { $0.stage == index })
             },
-            idempotencyKey: job.idempotencyKey, parentID: job.parentID)
+            idempotencyKey: job.idempotencyKey, parentId: job.parentID)
     }
 }
 
-extension StageView {
+extension Components.Schemas.JobState {
+    init(_ state: JobState) { self.init(rawValue: state.rawValue)! }
+}
+
+extension Components.Schemas.Stage {
+    /// Where stage `index` stands: `pending` until the chain reaches it, then the job's state
+    /// while it is the current stage, `completed` once passed.
     fileprivate init(_ index: Int, of job: JobRecord, members: [MemberRecord]) {
         let spec = job.chain[index]
         let finished = index < job.stage || (index == job.stage && job.state == .completed)
         let result = finished && job.results.indices.contains(index) ? job.results[index] : nil
-        let state: StageState
+        let state: Components.Schemas.StageState
         let attempts: Int
         var startedAt: Date?
         if finished {
@@ -33,7 +38,7 @@ extension StageView {
             attempts = result?.attempts ?? 0
             startedAt = result?.startedAt.flatMap(RFC3339.parse)
         } else if index == job.stage {
-            state = StageState(job.state)
+            state = .init(rawValue: job.state.rawValue)!
             attempts = job.attempt
             if job.attempt > 0 { startedAt = job.attemptedAt }
         } else {
@@ -45,12 +50,12 @@ extension StageView {
             index: index, name: spec.name, task: spec.task?.task, lane: spec.lane, state: state, attempts: attempts,
             maxAttempts: spec.task?.retry.maxAttempts, startedAt: startedAt,
             finishedAt: result?.finishedAt.flatMap(RFC3339.parse), output: result?.output ?? .null,
-            errors: job.errors.filter { $0.stage == index }.map(AttemptErrorView.init),
-            members: isGroup ? members.map(MemberView.init) : nil)
+            errors: job.errors.filter { $0.stage == index }.map(Components.Schemas.AttemptError.init),
+            members: isGroup ? members.map(Components.Schemas.Member.init) : nil)
     }
 }
 
-extension AttemptErrorView {
+extension Components.Schemas.AttemptError {
     fileprivate init(_ error: JobRecord.AttemptError) {
         self.init(
             attempt: error.attempt, at: RFC3339.parse(error.at) ?? .distantPast, worker: error.worker,
@@ -58,52 +63,56 @@ extension AttemptErrorView {
     }
 }
 
-extension MemberView {
+extension Components.Schemas.Member {
     fileprivate init(_ member: MemberRecord) {
         self.init(
-            index: member.index, id: member.id, state: member.state, attempts: member.attempt,
-            output: member.output ?? .null, errors: member.errors.map(AttemptErrorView.init))
+            index: member.index, id: member.id, state: .init(member.state), attempts: member.attempt,
+            output: member.output ?? .null, errors: member.errors.map(Components.Schemas.AttemptError.init))
     }
 }
 
-extension JobSummaryView {
+extension Components.Schemas.JobSummary {
     init(_ job: JobSummary) {
         self.init(
-            id: job.id, queue: job.queue, priority: job.priority, state: job.state, currentStage: job.stage,
+            id: job.id, queue: job.queue, priority: job.priority, state: .init(job.state), currentStage: job.stage,
             stageCount: job.stageCount, task: job.task, lane: job.lane, attempts: job.attempt, runAt: job.runAt,
             createdAt: job.createdAt, finishedAt: job.finishedAt, lastError: job.lastError)
     }
 }
 
-extension EnqueuedJobView {
+extension Components.Schemas.EnqueuedJob {
     init(_ job: EnqueuedJob) {
-        self.init(id: job.id, queue: job.queue, state: job.state, inserted: job.inserted)
+        self.init(id: job.id, queue: job.queue, state: .init(job.state), inserted: job.inserted)
     }
 }
 
-extension QueueView {
+extension Components.Schemas.Queue {
     init(_ queue: QueueStatus, now: Date) {
-        var counts = Counts()
-        for (state, count) in queue.counts { counts[state] = count }
+        func count(_ state: JobState) -> Int { queue.counts[state] ?? 0 }
         self.init(
-            name: queue.name, paused: queue.paused, counts: counts, oldestAvailableAt: queue.oldestAvailable,
+            name: queue.name, paused: queue.paused,
+            counts: .init(
+                scheduled: count(.scheduled), available: count(.available), running: count(.running),
+                retryable: count(.retryable), waiting: count(.waiting), completed: count(.completed),
+                discarded: count(.discarded), cancelled: count(.cancelled)),
+            oldestAvailableAt: queue.oldestAvailable,
             oldestAvailableAgeSeconds: queue.oldestAvailable.map { max(0, now.timeIntervalSince($0)) })
     }
 }
 
-extension LaneView {
+extension Components.Schemas.Lane {
     init(_ lane: LaneStatus) {
         self.init(
             lane: lane.lane,
             head: lane.head.map { head in
-                Head(
-                    id: head.id, queue: head.queue, state: head.state, stage: head.stage, task: head.task,
+                .init(
+                    id: head.id, queue: head.queue, state: .init(head.state), stage: head.stage, task: head.task,
                     attempts: head.attempt, runAt: head.runAt, lastError: head.lastError)
-            }, waiting: lane.waiting)
+            }, blocked: lane.head?.state == .retryable, waiting: lane.waiting)
     }
 }
 
-extension WorkerView {
+extension Components.Schemas.Worker {
     init(_ worker: WorkerRecord) {
         self.init(
             id: worker.id, host: worker.host, pid: worker.pid, queues: worker.queues, tasks: worker.tasks,

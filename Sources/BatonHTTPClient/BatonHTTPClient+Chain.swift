@@ -1,0 +1,68 @@
+import Baton
+import BatonAPI
+import Foundation
+
+extension BatonHTTPClient {
+    /// A job enqueued over HTTP from a typed chain.
+    public struct Handle<Output: Codable & Sendable>: Sendable {
+        public let id: Int64
+        /// False when an idempotency key named an existing job.
+        public let inserted: Bool
+        let client: BatonHTTPClient
+
+        /// Waits for the chain to finish and returns its final output; throws
+        /// `BatonError.jobFailed` when it is discarded or cancelled, `BatonError.outputMismatch`
+        /// when the output does not decode as `Output`, ``BatonHTTPError`` when the server cannot
+        /// be asked.
+        public func result() async throws -> Output {
+            let job = try await client.waitUntilFinished(id)
+            guard job.state == .completed else {
+                let error = job.stages.flatMap { $0.errors + ($0.members ?? []).flatMap(\.errors) }
+                    .max { $0.at < $1.at }?.error
+                throw BatonError.jobFailed(id: id, state: JobState(rawValue: job.state.rawValue)!, error: error)
+            }
+            do {
+                return try job.output.decode(as: Output.self)
+            } catch {
+                throw BatonError.outputMismatch(id: id, reason: "\(error)")
+            }
+        }
+
+        /// The job as stored now.
+        public func job() async throws(BatonHTTPError) -> Job { try await client.job(id) }
+
+        /// Cancels the job.
+        @discardableResult
+        public func cancel() async throws(BatonHTTPError) -> Job { try await client.cancel(id) }
+    }
+}
+
+extension Components.Schemas.JobRequest {
+    /// A chain as the API's JSON: what `BatonHTTPClient.enqueue(_:queue:…)` sends.
+    public init(_ chain: ChainDefinition) {
+        self.init(input: chain.input, stages: chain.stages.map(Components.Schemas.StageRequest.init))
+    }
+}
+
+extension Components.Schemas.StageRequest {
+    public init(_ stage: StageSpec) {
+        switch stage.body {
+        case .group(let members):
+            self = .GroupStageRequest(.init(name: stage.name, group: members.map(Self.init)))
+        case .task(let task):
+            // What is at its default is left out, as the stored chain leaves it out.
+            let retry = task.retry == .default ? nil : task.retry
+            self = .TaskStageRequest(
+                .init(
+                    task: task.task, name: stage.name, args: task.args == [:] ? nil : task.args, lane: task.lane,
+                    maxAttempts: retry.map { Int32(clamping: $0.maxAttempts) },
+                    backoff: retry.map { retry in
+                        .init(
+                            kind: .init(rawValue: retry.backoff.kind.rawValue),
+                            initial: DurationFormat.format(retry.backoff.initial),
+                            max: DurationFormat.format(retry.backoff.max), jitter: retry.backoff.jitter)
+                    },
+                    timeout: task.timeout == TaskStage.defaultTimeout ? nil : DurationFormat.format(task.timeout)))
+        }
+    }
+}

@@ -1,0 +1,225 @@
+import AsyncHTTPClient
+import Baton
+import BatonAPI
+import Foundation
+import OpenAPIAsyncHTTPClient
+import OpenAPIRuntime
+
+/// Baton's control plane over HTTP, for Swift services that enqueue and follow jobs without a
+/// connection to PostgreSQL: the client generated from the OpenAPI document, with numbers kept
+/// exact and every refusal a typed ``BatonHTTPError``.
+///
+/// ```swift
+/// let baton = try BatonHTTPClient(url: URL(string: "http://127.0.0.1:8080")!, token: token)
+/// let job = try await baton.enqueue(Chain(input: order).then(Render(template: "invoice")), queue: "billing")
+/// let document = try await job.result()
+/// ```
+public struct BatonHTTPClient: Sendable {
+    public typealias Job = Components.Schemas.Job
+    public typealias JobRequest = Components.Schemas.JobRequest
+    public typealias StageRequest = Components.Schemas.StageRequest
+    public typealias JobSummary = Components.Schemas.JobSummary
+    public typealias JobPage = Components.Schemas.JobPage
+    public typealias EnqueuedJob = Components.Schemas.EnqueuedJob
+    public typealias Queue = Components.Schemas.Queue
+    public typealias LanePage = Components.Schemas.LanePage
+    public typealias Worker = Components.Schemas.Worker
+
+    /// The generated client, for what this type does not wrap.
+    public let client: Client
+    public let url: URL
+
+    /// - Parameters:
+    ///   - url: Where `baton serve` answers, such as `http://127.0.0.1:8080`.
+    ///   - token: A bearer token (`BATON_API_TOKEN`, or the one `baton dev` prints).
+    ///   - httpClient: The AsyncHTTPClient to send with.
+    ///   - timeout: The longest one request may take; long polls (`wait`) are kept shorter.
+    public init(url: URL, token: String?, httpClient: HTTPClient = .shared, timeout: Duration = .seconds(330)) throws {
+        guard url.scheme == "http" || url.scheme == "https", url.host != nil else {
+            throw BatonHTTPError.invalidURL(url.absoluteString)
+        }
+        self.url = url
+        client = Client(
+            serverURL: url, configuration: .baton,
+            transport: AsyncHTTPClientTransport(
+                configuration: .init(client: httpClient, timeout: .milliseconds(timeout.milliseconds))),
+            middlewares: [
+                HeadersMiddleware(token: token), RefusalMiddleware(), RawHeaderValuesClientMiddleware(),
+                ExactJSONClientMiddleware(),
+            ])
+    }
+
+    // MARK: enqueue
+
+    /// What an enqueue did.
+    public struct Enqueued: Sendable {
+        /// The job as it is now (with `wait`, as it was when it finished or the time ran out).
+        public var job: Job
+        /// False when an idempotency key named an existing job.
+        public var inserted: Bool
+    }
+
+    /// Enqueues a job as the API's JSON describes it. With `wait`, answers once the job has finished
+    /// or the time is up (at most the server's longest wait, 5 minutes by default).
+    public func enqueue(
+        _ request: JobRequest, idempotencyKey: String? = nil, unchecked: Bool = false, wait: Duration? = nil
+    ) async throws(BatonHTTPError) -> Enqueued {
+        let output = try await call {
+            try await client.enqueueJob(
+                query: .init(unchecked: unchecked ? true : nil, wait: wait.map(DurationFormat.format)),
+                headers: .init(idempotencyKey: idempotencyKey), body: .json(request))
+        }
+        switch output {
+        case .created(let created): return Enqueued(job: try Self.json(created.body.json), inserted: true)
+        case .ok(let ok): return Enqueued(job: try Self.json(ok.body.json), inserted: false)
+        default: throw Self.unexpected(output)
+        }
+    }
+
+    /// Enqueues a typed chain; `result()` on the handle waits for its output.
+    public func enqueue<Output>(
+        _ chain: Chain<Output>, queue: String = "default", priority: Int = 0, runAt: Date? = nil,
+        idempotencyKey: String? = nil, metadata: JSONValue = [:], unchecked: Bool = false
+    ) async throws -> Handle<Output> {
+        var request = JobRequest(try chain.definition())
+        request.queue = queue
+        request.priority = Int32(clamping: priority)
+        request.runAt = runAt
+        request.idempotencyKey = idempotencyKey
+        request.metadata = metadata
+        let enqueued = try await enqueue(request, unchecked: unchecked)
+        return Handle(id: enqueued.job.id, inserted: enqueued.inserted, client: self)
+    }
+
+    /// Enqueues every job or none, in one transaction; one entry per job, in order.
+    public func enqueue(batch jobs: [JobRequest], unchecked: Bool = false) async throws(BatonHTTPError)
+        -> [EnqueuedJob]
+    {
+        let output = try await call {
+            try await client.enqueueJobs(
+                query: .init(unchecked: unchecked ? true : nil), body: .json(.init(jobs: jobs)))
+        }
+        switch output {
+        case .created(let created): return try Self.json(created.body.json).jobs
+        case .ok(let ok): return try Self.json(ok.body.json).jobs
+        default: throw Self.unexpected(output)
+        }
+    }
+
+    // MARK: follow
+
+    /// The job with every stage. With `wait`, answers once it has finished or the time is up.
+    public func job(_ id: Int64, wait: Duration? = nil) async throws(BatonHTTPError) -> Job {
+        let output = try await call {
+            try await client.getJob(path: .init(id: id), query: .init(wait: wait.map(DurationFormat.format)))
+        }
+        guard case .ok(let ok) = output else { throw Self.unexpected(output) }
+        return try Self.json(ok.body.json)
+    }
+
+    /// Waits until the job has finished (or `timeout` is up, if given) with long polls, and returns
+    /// it as it is then.
+    public func waitUntilFinished(_ id: Int64, timeout: Duration? = nil) async throws(BatonHTTPError) -> Job {
+        let deadline = timeout.map { ContinuousClock.now + $0 }
+        while true {
+            let left = deadline.map { $0 - ContinuousClock.now } ?? .seconds(60)
+            let job = try await self.job(id, wait: max(.zero, min(left, .seconds(60))))
+            if [.completed, .discarded, .cancelled].contains(job.state) || left <= .zero { return job }
+            if Task.isCancelled { throw .cancelled }
+        }
+    }
+
+    /// Jobs, newest first; pass the page's `nextCursor` as `cursor` for the next.
+    public func jobs(
+        states: [Components.Schemas.JobState] = [], queue: String? = nil, lane: String? = nil, task: String? = nil,
+        limit: Int? = nil, cursor: String? = nil
+    ) async throws(BatonHTTPError) -> JobPage {
+        let output = try await call {
+            try await client.listJobs(
+                query: .init(
+                    state: states.isEmpty ? nil : states.map(\.rawValue).joined(separator: ","), queue: queue,
+                    lane: lane, task: task, limit: limit, cursor: cursor))
+        }
+        guard case .ok(let ok) = output else { throw Self.unexpected(output) }
+        return try Self.json(ok.body.json)
+    }
+
+    // MARK: steer
+
+    /// Cancels a job that has not finished; a running stage is stopped on its worker.
+    public func cancel(_ id: Int64) async throws(BatonHTTPError) -> Job {
+        let output = try await call { try await client.cancelJob(path: .init(id: id)) }
+        guard case .ok(let ok) = output else { throw Self.unexpected(output) }
+        return try Self.json(ok.body.json)
+    }
+
+    /// Starts a discarded or cancelled job again at its failed stage.
+    public func retry(_ id: Int64) async throws(BatonHTTPError) -> Job {
+        let output = try await call { try await client.retryJob(path: .init(id: id)) }
+        guard case .ok(let ok) = output else { throw Self.unexpected(output) }
+        return try Self.json(ok.body.json)
+    }
+
+    /// Deletes a finished job.
+    public func delete(_ id: Int64) async throws(BatonHTTPError) {
+        let output = try await call { try await client.deleteJob(path: .init(id: id)) }
+        guard case .noContent = output else { throw Self.unexpected(output) }
+    }
+
+    // MARK: the cluster
+
+    public func queues() async throws(BatonHTTPError) -> [Queue] {
+        let output = try await call { try await client.listQueues() }
+        guard case .ok(let ok) = output else { throw Self.unexpected(output) }
+        return try Self.json(ok.body.json).queues
+    }
+
+    /// Pauses (`true`) or resumes a queue.
+    public func setPaused(_ paused: Bool, queue: String) async throws(BatonHTTPError) {
+        if paused {
+            let output = try await call { try await client.pauseQueue(path: .init(name: queue)) }
+            guard case .ok = output else { throw Self.unexpected(output) }
+        } else {
+            let output = try await call { try await client.resumeQueue(path: .init(name: queue)) }
+            guard case .ok = output else { throw Self.unexpected(output) }
+        }
+    }
+
+    public func lanes(limit: Int? = nil, cursor: String? = nil) async throws(BatonHTTPError) -> LanePage {
+        let output = try await call { try await client.listLanes(query: .init(limit: limit, cursor: cursor)) }
+        guard case .ok(let ok) = output else { throw Self.unexpected(output) }
+        return try Self.json(ok.body.json)
+    }
+
+    public func workers() async throws(BatonHTTPError) -> [Worker] {
+        let output = try await call { try await client.listWorkers() }
+        guard case .ok(let ok) = output else { throw Self.unexpected(output) }
+        return try Self.json(ok.body.json).workers
+    }
+
+    // MARK: calls
+
+    /// Runs a generated call with exact numbers, its failures as ``BatonHTTPError``.
+    private func call<T: Sendable>(_ body: () async throws -> T) async throws(BatonHTTPError) -> T {
+        do {
+            return try await ExactJSON.call(body)
+        } catch {
+            throw BatonHTTPError(error, url: url)
+        }
+    }
+
+    /// A body's JSON, which the generated accessor reads; a body of another type is a server of
+    /// another version.
+    private static func json<T>(_ accessor: @autoclosure () throws -> T) throws(BatonHTTPError) -> T {
+        do {
+            return try accessor()
+        } catch {
+            throw .unexpectedAnswer(status: 200, "\(error)")
+        }
+    }
+
+    /// A documented answer the call does not expect (the refusals are thrown before this).
+    private static func unexpected(_ output: Any) -> BatonHTTPError {
+        .unexpectedAnswer(status: 0, "\(output)")
+    }
+}

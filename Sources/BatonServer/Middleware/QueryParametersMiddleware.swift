@@ -1,0 +1,45 @@
+import BatonAPI
+import Foundation
+import HTTPTypes
+import OpenAPIRuntime
+
+/// Refuses a query parameter the operation does not declare, one given without a value, or one
+/// whose value is not of its declared type, each as a 400 naming it (as a body's unknown fields are
+/// refused): a misspelt `?wiat=30s` is not a silent default, and `?limit=ten` says which parameter
+/// is wrong (the generated code's own error would not).
+struct QueryParametersMiddleware: ServerMiddleware {
+    let document: APIDocument
+
+    func intercept(
+        _ request: HTTPRequest, body: HTTPBody?, metadata: ServerRequestMetadata, operationID: String,
+        next: @Sendable (HTTPRequest, HTTPBody?, ServerRequestMetadata) async throws -> (HTTPResponse, HTTPBody?)
+    ) async throws -> (HTTPResponse, HTTPBody?) {
+        let declared = document.operations[operationID]?.queryParameters ?? [:]
+        if let query = request.path?.split(separator: "?", maxSplits: 1).dropFirst().first {
+            for item in query.split(separator: "&", omittingEmptySubsequences: true) {
+                let parts = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                let name = String(parts[0]).removingPercentEncoding ?? String(parts[0])
+                guard let type = declared[name] else {
+                    throw Problem.invalid(
+                        name,
+                        declared.isEmpty
+                            ? "this operation takes no query parameters"
+                            : "unknown query parameter \"\(name)\"; this operation takes "
+                                + declared.keys.sorted().joined(separator: ", "))
+                }
+                guard parts.count == 2, !parts[1].isEmpty else {
+                    throw Problem.invalid(name, "\(name) is given without a value")
+                }
+                let value = String(parts[1]).removingPercentEncoding ?? String(parts[1])
+                switch type {
+                case "integer" where Int64(value) == nil:
+                    throw Problem.invalid(name, "\(name) must be an integer")
+                case "boolean" where value != "true" && value != "false":
+                    throw Problem.invalid(name, "\(name) must be true or false")
+                default: break
+                }
+            }
+        }
+        return try await next(request, body, metadata)
+    }
+}

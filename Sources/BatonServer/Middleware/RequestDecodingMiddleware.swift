@@ -1,0 +1,36 @@
+import Baton
+import BatonAPI
+import HTTPTypes
+import OpenAPIRuntime
+
+/// Turns a request body the generated code could not decode into a 400 naming the field at fault.
+///
+/// Foundation's decoding errors are too coarse to say where (a stage that is neither form fails
+/// as a whole; a bad `run_at` loses its path in the date transcoder), so the body, as read by
+/// Baton's reader (see ``ExactJSONServerMiddleware``, inside which this runs), is decoded again by
+/// ``RequestBody``, whose error names the path. Any other decoding failure (a query parameter of
+/// the wrong type) is answered with the generated code's own description.
+struct RequestDecodingMiddleware: ServerMiddleware {
+    /// The request body type of each operation that takes one.
+    static let bodies: [String: any Decodable.Type] = [
+        "enqueueJob": Components.Schemas.JobRequest.self, "enqueueJobs": Components.Schemas.BatchRequest.self,
+    ]
+
+    func intercept(
+        _ request: HTTPRequest, body: HTTPBody?, metadata: ServerRequestMetadata, operationID: String,
+        next: @Sendable (HTTPRequest, HTTPBody?, ServerRequestMetadata) async throws -> (HTTPResponse, HTTPBody?)
+    ) async throws -> (HTTPResponse, HTTPBody?) {
+        do {
+            return try await next(request, body, metadata)
+        } catch let error as ServerError where error.operationInput == nil && error.underlyingError is DecodingError {
+            guard let type = Self.bodies[operationID], let document = ForeignJSON.current?.document.withLock({ $0 })
+            else { throw error }
+            do {
+                _ = try RequestBody.decode(type, from: document)
+            } catch {
+                throw Problem.invalid(error.path, error.reason)
+            }
+            throw error
+        }
+    }
+}

@@ -1,0 +1,106 @@
+import Baton
+import BatonAPI
+import HTTPTypes
+
+/// What the server reads from its own OpenAPI document (`Sources/BatonAPI/openapi.yaml`, compiled
+/// in): who may call each operation (`x-baton-roles`), the query parameters each declares, and the
+/// methods of each path. The generated code knows the rest; what no schema says stays here.
+struct APIDocument: Sendable {
+    struct Operation: Sendable {
+        var method: HTTPRequest.Method
+        var path: String
+        /// Roles admitted; empty: open to anyone.
+        var roles: Set<Role>
+        /// Each query parameter's JSON Schema type (`integer`, `boolean`, `string`).
+        var queryParameters: [String: String]
+    }
+
+    static let shared = APIDocument(json: EmbeddedOpenAPI.json)
+
+    /// The document as served at `/openapi.json`.
+    let document: JSONValue
+    /// By operation id.
+    let operations: [String: Operation]
+    let allowedMethods: AllowedMethods
+
+    init(json: String) {
+        // The document is compiled in from a file the build has read already: it parses.
+        let document = try! JSONValue(parsing: json)
+        self.document = document
+        var operations: [String: Operation] = [:]
+        for (path, item) in document["paths"]?.objectValue ?? [:] {
+            let pathParameters = Self.parameters(item["parameters"], in: document)
+            for (method, operation) in item.objectValue ?? [:] {
+                guard let id = operation["operationId"]?.stringValue else { continue }
+                let parameters = pathParameters + Self.parameters(operation["parameters"], in: document)
+                operations[id] = Operation(
+                    method: HTTPRequest.Method(method.uppercased())!, path: path,
+                    roles: Set(
+                        (operation["x-baton-roles"]?.arrayValue ?? []).compactMap(\.stringValue).compactMap(Role.init)),
+                    queryParameters: Dictionary(
+                        parameters.filter { $0["in"] == "query" }.compactMap { parameter in
+                            parameter["name"]?.stringValue.map {
+                                ($0, Self.type(of: parameter["schema"], in: document))
+                            }
+                        },
+                        uniquingKeysWith: { $1 }))
+            }
+        }
+        self.operations = operations
+        allowedMethods = AllowedMethods(operations.values.map { ($0.path, $0.method) })
+    }
+
+    /// Whether the operation's path names a job (`/v1/jobs/{id}`).
+    func takesJobID(_ operationID: String) -> Bool {
+        operations[operationID]?.path.contains("{id}") == true
+    }
+
+    /// A parameter list with each `$ref` resolved.
+    private static func parameters(_ list: JSONValue?, in document: JSONValue) -> [JSONValue] {
+        (list?.arrayValue ?? []).map { resolve($0, in: document) }
+    }
+
+    /// A schema's `type`, through `$ref`s.
+    private static func type(of schema: JSONValue?, in document: JSONValue) -> String {
+        guard let schema else { return "string" }
+        return resolve(schema, in: document)["type"]?.stringValue ?? "string"
+    }
+
+    private static func resolve(_ value: JSONValue, in document: JSONValue) -> JSONValue {
+        guard let reference = value["$ref"]?.stringValue, reference.hasPrefix("#/") else { return value }
+        return resolve(
+            reference.dropFirst(2).split(separator: "/").reduce(document as JSONValue?) { $0?[String($1)] } ?? value,
+            in: document)
+    }
+}
+
+/// The methods of each route path (`/v1/jobs/{id}`), for the `Allow` of a 405.
+struct AllowedMethods: Sendable {
+    private let paths: [(segments: [Substring], allow: [HTTPRequest.Method])]
+
+    init(_ routes: [(path: String, method: HTTPRequest.Method)]) {
+        var methods: [String: [HTTPRequest.Method]] = [:]
+        for route in routes { methods[route.path, default: []].append(route.method) }
+        // Literal paths first: `/v1/jobs/batch` before `/v1/jobs/{id}`.
+        paths = methods.map { path, methods in
+            (path.split(separator: "/"), methods.sorted { $0.rawValue < $1.rawValue })
+        }
+        .sorted { $0.segments.filter { $0.hasPrefix("{") }.count < $1.segments.filter { $0.hasPrefix("{") }.count }
+    }
+
+    /// Every route path with its methods.
+    var all: [(path: String, allow: [HTTPRequest.Method])] {
+        paths.map { ("/" + $0.segments.joined(separator: "/"), $0.allow) }
+    }
+
+    /// The methods a request path takes, nil if no route has that path.
+    func methods(for path: String) -> [HTTPRequest.Method]? {
+        let segments = path.split(separator: "/")
+        return paths.first { route in
+            route.segments.count == segments.count
+                && zip(route.segments, segments).allSatisfy { template, segment in
+                    template.hasPrefix("{") || template == segment
+                }
+        }?.allow
+    }
+}

@@ -1,0 +1,69 @@
+import Baton
+import Foundation
+import Yams
+
+// Files compiled into Baton's targets, so that the `baton` binary runs where only it was copied.
+//
+//   EmbedTool migrations OUTPUT.swift FILE.sql…   `EmbeddedMigrations.all`: (file name, SQL), in order
+//   EmbedTool openapi OUTPUT.swift openapi.yaml   `EmbeddedOpenAPI.json`: the document as JSON text
+let arguments = Array(CommandLine.arguments.dropFirst())
+guard arguments.count >= 2, ["migrations", "openapi"].contains(arguments[0]) else {
+    FileHandle.standardError.write(Data("usage: EmbedTool migrations|openapi OUTPUT FILE…\n".utf8))
+    exit(2)
+}
+let (mode, output, files) = (arguments[0], arguments[1], arguments.dropFirst(2).map(URL.init(fileURLWithPath:)))
+
+/// `text` as a Swift raw string literal.
+func literal(_ text: String) -> String {
+    var hashes = "#"
+    while text.contains("\"\"\"" + hashes) || text.contains("\"" + hashes) { hashes += "#" }
+    return "\(hashes)\"\"\"\n\(text)\n\"\"\"\(hashes)"
+}
+
+/// A YAML node as JSON: scalars by the tag YAML 1.2's core schema resolves (numbers keep their text).
+func json(_ node: Node) throws -> JSONValue {
+    switch node {
+    case .scalar(let scalar):
+        switch Tag.Name(rawValue: node.tag.rawValue) {
+        case .null: return .null
+        case .bool: return .bool(node.bool ?? false)
+        case .int, .float:
+            guard let number = JSONNumber(scalar.string) else {
+                throw YamlError.representer(problem: "\(scalar.string) is not a JSON number")
+            }
+            return .number(number)
+        default: return .string(scalar.string)
+        }
+    case .mapping(let mapping):
+        var object: [String: JSONValue] = [:]
+        for (key, value) in mapping {
+            guard let name = key.string else { throw YamlError.representer(problem: "a key that is not a string") }
+            object[name] = try json(value)
+        }
+        return .object(object)
+    case .sequence(let sequence):
+        return .array(try sequence.map(json))
+    case .alias:
+        throw YamlError.representer(problem: "YAML aliases are not used in the OpenAPI document")
+    }
+}
+
+var swift: String
+switch mode {
+case "migrations":
+    swift = "// Generated from migrations/*.sql by the EmbedMigrations plugin. Do not edit.\n"
+    swift += "enum EmbeddedMigrations {\n    static let all: [(file: String, sql: String)] = [\n"
+    for url in files {
+        let sql = try String(contentsOf: url, encoding: .utf8)
+        swift += "        (\n            \(String(reflecting: url.lastPathComponent)),\n"
+        swift += "            \(literal(sql))\n        ),\n"
+    }
+    swift += "    ]\n}\n"
+default:
+    let yaml = try String(contentsOf: files[0], encoding: .utf8)
+    guard let node = try Yams.compose(yaml: yaml) else { throw YamlError.representer(problem: "an empty document") }
+    swift = "// Generated from openapi.yaml by the EmbedOpenAPI plugin. Do not edit.\n"
+    swift += "package enum EmbeddedOpenAPI {\n    /// The OpenAPI document, as JSON text.\n"
+    swift += "    package static let json = \(literal(try json(node).jsonText))\n}\n"
+}
+try swift.write(toFile: output, atomically: true, encoding: .utf8)

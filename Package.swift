@@ -139,6 +139,18 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // The README's examples, compiled (and run by ExampleTests) so that they cannot drift.
+        .executableTarget(
+            name: "BatonQuickStart",
+            dependencies: [
+                "Baton", "BatonPostgres", "BatonWorker",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Examples/QuickStart"
+        ),
+        .executableTarget(
+            name: "BatonHTTPEnqueue", dependencies: ["BatonAPI", "BatonHTTPClient"], path: "Examples/HTTPEnqueue"),
         .testTarget(
             name: "BatonTests",
             dependencies: [
@@ -171,7 +183,8 @@ let package = Package(
         .testTarget(
             name: "BatonServerTests",
             dependencies: [
-                "Baton", "BatonAPI", "BatonPostgres", "BatonServer", "BatonWorker", "BatonTestSupport", "BatonCLI",
+                "Baton", "BatonAPI", "BatonHTTPClient", "BatonPostgres", "BatonServer", "BatonWorker", "BatonTestSupport",
+                "BatonCLI",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

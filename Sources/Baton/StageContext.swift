@@ -31,6 +31,27 @@ public struct StageContext: Sendable {
         self.earlier = earlier
     }
 
+    /// A context for running a task outside a worker, to unit-test it without PostgreSQL:
+    ///
+    /// ```swift
+    /// let context = StageContext(
+    ///     testingJob: 7, attempt: 2, metadata: ["customer": 42],
+    ///     earlier: [("render", try JSONValue(encoding: document))])
+    /// let receipt = try await Deliver().run(document, context: context)
+    /// ```
+    ///
+    /// - Parameter earlier: the outputs of the stages before this one, in chain order, each with its
+    ///   stage's name (nil for an unnamed stage); this stage's index is their count.
+    public init(
+        testingJob jobID: Int64 = 1, attempt: Int = 1, stageName: String? = nil, queue: String = "default",
+        lane: String? = nil, metadata: JSONValue = [:], earlier: [(name: String?, output: JSONValue)] = [],
+        logger: Logger = Logger(label: "baton.test")
+    ) {
+        self.init(
+            jobID: jobID, stageIndex: earlier.count, stageName: stageName, attempt: attempt, queue: queue, lane: lane,
+            metadata: metadata, logger: logger, earlier: earlier)
+    }
+
     /// The same for every attempt at this stage: use it to make the task's side effects idempotent.
     public var idempotencyKey: String { "\(jobID)-\(stageIndex)" }
 

@@ -29,11 +29,11 @@ extension BatonHTTPClient {
         }
 
         /// The job as stored now.
-        public func job() async throws(BatonHTTPError) -> Job { try await client.job(id) }
+        public func job() async throws -> Job { try await client.job(id) }
 
         /// Cancels the job.
         @discardableResult
-        public func cancel() async throws(BatonHTTPError) -> Job { try await client.cancel(id) }
+        public func cancel() async throws -> Job { try await client.cancel(id) }
     }
 }
 

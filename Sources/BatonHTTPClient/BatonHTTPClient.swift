@@ -7,7 +7,8 @@ import OpenAPIRuntime
 
 /// Baton's control plane over HTTP, for Swift services that enqueue and follow jobs without a
 /// connection to PostgreSQL: the client generated from the OpenAPI document, with numbers kept
-/// exact and every refusal a typed ``BatonHTTPError``.
+/// exact. Every method throws ``BatonHTTPError`` (declared as plain `throws`: with typed throws,
+/// `catch BatonHTTPError.refused(let p) where …` crashes the Swift 6.3 compiler).
 ///
 /// ```swift
 /// let baton = try BatonHTTPClient(url: URL(string: "http://127.0.0.1:8080")!, token: token)
@@ -32,7 +33,9 @@ public struct BatonHTTPClient: Sendable {
     /// - Parameters:
     ///   - url: Where `baton serve` answers, such as `http://127.0.0.1:8080`.
     ///   - token: A bearer token (`BATON_API_TOKEN`, or the one `baton dev` prints).
-    ///   - httpClient: The AsyncHTTPClient to send with.
+    ///   - httpClient: The AsyncHTTPClient to send with. `HTTPClient.shared` retries connecting until
+    ///     the request's timeout; a client with `connectionPool.retryConnectionEstablishment = false`
+    ///     reports a server that is down at once (as the `baton` CLI does).
     ///   - timeout: The longest one request may take; long polls (`wait`) are kept shorter.
     public init(url: URL, token: String?, httpClient: HTTPClient = .shared, timeout: Duration = .seconds(330)) throws {
         guard url.scheme == "http" || url.scheme == "https", url.host != nil else {
@@ -63,7 +66,7 @@ public struct BatonHTTPClient: Sendable {
     /// or the time is up (at most the server's longest wait, 5 minutes by default).
     public func enqueue(
         _ request: JobRequest, idempotencyKey: String? = nil, unchecked: Bool = false, wait: Duration? = nil
-    ) async throws(BatonHTTPError) -> Enqueued {
+    ) async throws -> Enqueued {
         let output = try await call {
             try await client.enqueueJob(
                 query: .init(unchecked: unchecked ? true : nil, wait: wait.map(DurationFormat.format)),
@@ -92,7 +95,7 @@ public struct BatonHTTPClient: Sendable {
     }
 
     /// Enqueues every job or none, in one transaction; one entry per job, in order.
-    public func enqueue(batch jobs: [JobRequest], unchecked: Bool = false) async throws(BatonHTTPError)
+    public func enqueue(batch jobs: [JobRequest], unchecked: Bool = false) async throws
         -> [EnqueuedJob]
     {
         let output = try await call {
@@ -109,7 +112,7 @@ public struct BatonHTTPClient: Sendable {
     // MARK: follow
 
     /// The job with every stage. With `wait`, answers once it has finished or the time is up.
-    public func job(_ id: Int64, wait: Duration? = nil) async throws(BatonHTTPError) -> Job {
+    public func job(_ id: Int64, wait: Duration? = nil) async throws -> Job {
         let output = try await call {
             try await client.getJob(path: .init(id: id), query: .init(wait: wait.map(DurationFormat.format)))
         }
@@ -119,13 +122,13 @@ public struct BatonHTTPClient: Sendable {
 
     /// Waits until the job has finished (or `timeout` is up, if given) with long polls, and returns
     /// it as it is then.
-    public func waitUntilFinished(_ id: Int64, timeout: Duration? = nil) async throws(BatonHTTPError) -> Job {
+    public func waitUntilFinished(_ id: Int64, timeout: Duration? = nil) async throws -> Job {
         let deadline = timeout.map { ContinuousClock.now + $0 }
         while true {
             let left = deadline.map { $0 - ContinuousClock.now } ?? .seconds(60)
             let job = try await self.job(id, wait: max(.zero, min(left, .seconds(60))))
             if [.completed, .discarded, .cancelled].contains(job.state) || left <= .zero { return job }
-            if Task.isCancelled { throw .cancelled }
+            if Task.isCancelled { throw BatonHTTPError.cancelled }
         }
     }
 
@@ -133,7 +136,7 @@ public struct BatonHTTPClient: Sendable {
     public func jobs(
         states: [Components.Schemas.JobState] = [], queue: String? = nil, lane: String? = nil, task: String? = nil,
         limit: Int? = nil, cursor: String? = nil
-    ) async throws(BatonHTTPError) -> JobPage {
+    ) async throws -> JobPage {
         let output = try await call {
             try await client.listJobs(
                 query: .init(
@@ -147,35 +150,35 @@ public struct BatonHTTPClient: Sendable {
     // MARK: steer
 
     /// Cancels a job that has not finished; a running stage is stopped on its worker.
-    public func cancel(_ id: Int64) async throws(BatonHTTPError) -> Job {
+    public func cancel(_ id: Int64) async throws -> Job {
         let output = try await call { try await client.cancelJob(path: .init(id: id)) }
         guard case .ok(let ok) = output else { throw Self.unexpected(output) }
         return try Self.json(ok.body.json)
     }
 
     /// Starts a discarded or cancelled job again at its failed stage.
-    public func retry(_ id: Int64) async throws(BatonHTTPError) -> Job {
+    public func retry(_ id: Int64) async throws -> Job {
         let output = try await call { try await client.retryJob(path: .init(id: id)) }
         guard case .ok(let ok) = output else { throw Self.unexpected(output) }
         return try Self.json(ok.body.json)
     }
 
     /// Deletes a finished job.
-    public func delete(_ id: Int64) async throws(BatonHTTPError) {
+    public func delete(_ id: Int64) async throws {
         let output = try await call { try await client.deleteJob(path: .init(id: id)) }
         guard case .noContent = output else { throw Self.unexpected(output) }
     }
 
     // MARK: the cluster
 
-    public func queues() async throws(BatonHTTPError) -> [Queue] {
+    public func queues() async throws -> [Queue] {
         let output = try await call { try await client.listQueues() }
         guard case .ok(let ok) = output else { throw Self.unexpected(output) }
         return try Self.json(ok.body.json).queues
     }
 
     /// Pauses (`true`) or resumes a queue.
-    public func setPaused(_ paused: Bool, queue: String) async throws(BatonHTTPError) {
+    public func setPaused(_ paused: Bool, queue: String) async throws {
         if paused {
             let output = try await call { try await client.pauseQueue(path: .init(name: queue)) }
             guard case .ok = output else { throw Self.unexpected(output) }
@@ -185,13 +188,13 @@ public struct BatonHTTPClient: Sendable {
         }
     }
 
-    public func lanes(limit: Int? = nil, cursor: String? = nil) async throws(BatonHTTPError) -> LanePage {
+    public func lanes(limit: Int? = nil, cursor: String? = nil) async throws -> LanePage {
         let output = try await call { try await client.listLanes(query: .init(limit: limit, cursor: cursor)) }
         guard case .ok(let ok) = output else { throw Self.unexpected(output) }
         return try Self.json(ok.body.json)
     }
 
-    public func workers() async throws(BatonHTTPError) -> [Worker] {
+    public func workers() async throws -> [Worker] {
         let output = try await call { try await client.listWorkers() }
         guard case .ok(let ok) = output else { throw Self.unexpected(output) }
         return try Self.json(ok.body.json).workers

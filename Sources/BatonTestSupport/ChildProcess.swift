@@ -32,9 +32,11 @@ public final class ChildProcess: @unchecked Sendable {
     }
 
     /// Starts `executable` with this process's environment, changed by `environment` (a nil
-    /// value removes the variable), reading `input` (else nothing) on its standard input.
+    /// value removes the variable), reading `input` (else nothing) on its standard input, in
+    /// `directory` (else this process's).
     public init(
-        _ executable: URL, _ arguments: [String], environment: [String: String?] = [:], input: String? = nil
+        _ executable: URL, _ arguments: [String], environment: [String: String?] = [:], input: String? = nil,
+        directory workingDirectory: URL? = nil
     ) throws {
         let directory = FileManager.default.temporaryDirectory
         let name = UUID().uuidString
@@ -54,14 +56,19 @@ public final class ChildProcess: @unchecked Sendable {
         // Only the three above: an inherited socket of the test process (a server's listener, a
         // client connection) would stay open in the child and hide its closing from the peer.
         try closeInheritedDescriptors(&actions)
-        let argv = ([executable.path] + arguments).map { strdup($0) } + [nil]
+        // Glibc's posix_spawn_file_actions_addchdir_np is not visible to Swift: env(1) changes the
+        // directory and then becomes the program (same pid).
+        let program = workingDirectory == nil ? executable : URL(fileURLWithPath: "/usr/bin/env")
+        let prefix =
+            workingDirectory.map { ["/usr/bin/env", "--chdir=\($0.path)", executable.path] } ?? [executable.path]
+        let argv = (prefix + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var pid = pid_t()
         var variables = ProcessInfo.processInfo.environment
         for (name, value) in environment { variables[name] = value }
         let envp = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { envp.forEach { free($0) } }
-        let result = posix_spawn(&pid, executable.path, &actions, nil, argv, envp)
+        let result = posix_spawn(&pid, program.path, &actions, nil, argv, envp)
         guard result == 0 else {
             throw TestFailure("cannot start \(executable.path): \(String(cString: strerror(result)))")
         }

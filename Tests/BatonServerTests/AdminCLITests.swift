@@ -98,6 +98,45 @@ struct AdminCLITests {
         }
     }
 
+    @Test func theQuickFormTakesWhereWhenAndWhoseAndNamesAnUnknownOption() async throws {
+        try await withServer { server async throws in
+            let scheduled = try await Self.baton(
+                [
+                    "enqueue", "--task", "noop", "--priority", "-3", "--delay", "1h", "--idempotency-key", "quick-1",
+                    "--metadata", #"{"account": 12345678901234567890123}"#, "--json",
+                ], server)
+            #expect(scheduled.status == 0, "\(scheduled.err)")
+            let job = try scheduled.json(JobView.self)
+            #expect(job.priority == -3 && job.state == .scheduled && job.idempotencyKey == "quick-1")
+            #expect(job.runAt.timeIntervalSinceNow > 3500)
+            #expect(job.metadata["account"]?.numberValue == JSONNumber("12345678901234567890123"))
+            let dated = try await Self.baton(
+                ["enqueue", "--task", "noop", "--run-at", "2030-01-31T09:30:00Z", "--json"], server)
+            #expect(try dated.json(JobView.self).runAt == RFC3339.parse("2030-01-31T09:30:00Z"))
+            let bogus = try await Self.baton(["enqueue", "--task", "noop", "--bogus", "3"], server)
+            #expect(bogus.status == 2)
+            #expect(bogus.err.contains("--bogus"), "\(bogus.err)")
+            let both = try await Self.baton(
+                ["enqueue", "--task", "noop", "--delay", "1s", "--run-at", "2030-01-01T00:00:00Z"], server)
+            #expect(both.status == 2 && both.err.contains("not both"))
+            let stray = try await Self.baton(["enqueue", "-", "--priority", "1"], server, input: "{}")
+            #expect(stray.status == 2 && stray.err.contains("--priority goes with --task"))
+        }
+    }
+
+    @Test func anAddressWithAPathOrARefusedTokenSaysWhatToDo() async throws {
+        try await withServer { server async throws in
+            let withPath = try await Self.baton(["--url", server.base + "/v1", "jobs", "show", "1"], server)
+            #expect(withPath.status == 2)
+            #expect(withPath.err.contains("without a path: \(server.base)"), "\(withPath.err)")
+            let refused = try await Self.baton(["jobs", "list"], server, token: "not-a-token-at-all")
+            #expect(refused.status == 4)
+            #expect(refused.err.contains("refused the token") && refused.err.contains("BATON_TOKEN"), "\(refused.err)")
+            let none = try await Self.baton(["jobs", "list"], server, token: nil)
+            #expect(none.status == 4 && none.err.contains("no token"), "\(none.err)")
+        }
+    }
+
     @Test func enqueueRefusesBadInputWithAUsageErrorAndTheServersRefusalWithItsReason() async throws {
         try await withServer { server async throws in
             let before = try await server.call(.GET, "/v1/jobs?limit=1000")["jobs"]?.items.count
@@ -326,6 +365,7 @@ struct AdminCLITests {
             Self.expectFits(workers.out)
             #expect(workers.lines.count == 2)
             #expect(workers.lines[1].contains("default") && workers.lines[1].contains("s ago"))
+            #expect(workers.lines[0].contains("TASKS") && workers.lines[1].contains("add"), "\(workers.out)")
             let json = try await Self.baton(["workers", "--json"], server)
             let list = try json.json(WorkerList.self)
             #expect(list.workers.map(\.pid) == [Int(ProcessInfo.processInfo.processIdentifier)])

@@ -27,14 +27,16 @@ struct CLIServeTests {
     }
 
     /// `baton dev` starts its own PostgreSQL, the API and a worker, and prints a token and a curl
-    /// line that work; Ctrl-C (SIGINT) stops it all.
+    /// line that work; the admin commands run from its directory find it without being told;
+    /// Ctrl-C (SIGINT) stops it all.
     @Test func devPrintsATokenThatEnqueuesAJobThatRuns() async throws {
         let data = FileManager.default.temporaryDirectory.appending(path: "baton-dev-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: data, withIntermediateDirectories: true)
+        // As root, PostgreSQL runs as postgres, which must get in.
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: data.path)
         defer { try? FileManager.default.removeItem(at: data) }
         let dev = try ChildProcess(
-            try ChildProcess.builtBinary("baton"),
-            ["dev", "--data", data.appending(path: "pgdata").path, "--port", "0"],
-            environment: Self.noTokens)
+            try ChildProcess.builtBinary("baton"), ["dev", "--port", "0"], environment: Self.noTokens, directory: data)
         defer { if dev.isRunning { dev.signal(SIGKILL) } }
         let deadline = ContinuousClock.now + .seconds(90)
         while !dev.standardOutput.contains("Press Ctrl-C"), dev.isRunning, ContinuousClock.now < deadline {
@@ -45,6 +47,14 @@ struct CLIServeTests {
             output.firstMatch(of: /api: +(http:\/\/[0-9.:]+) +\(token: ([0-9a-f]+)\)/),
             "\(output)\n\(dev.standardError)")
         #expect(output.contains("curl -s -H \"Authorization: Bearer \(api.2)\""))
+        #expect(output.contains("export BATON_URL=\(api.1) BATON_TOKEN=\(api.2)"))
+        let session = data.appending(path: ".baton/dev.json")
+        let mode = try FileManager.default.attributesOfItem(atPath: session.path)[.posixPermissions] as? Int
+        #expect(mode == 0o600, "the file holds a token")
+        #expect(
+            try JSONValue(parsing: Data(contentsOf: session)) == [
+                "url": .string(String(api.1)), "token": .string(String(api.2)),
+            ])
 
         var request = HTTPClientRequest(url: "\(api.1)/v1/jobs?wait=30s")
         request.method = .POST
@@ -57,11 +67,19 @@ struct CLIServeTests {
         #expect(job["state"] == "completed")
         #expect(job["output"] == 7)
 
+        // From the same directory, with no address or token given, the CLI reaches this server.
+        let listed = try ChildProcess(
+            try ChildProcess.builtBinary("baton"), ["jobs", "list", "--json"],
+            environment: ["BATON_URL": nil, "BATON_TOKEN": nil, "BATON_API_TOKEN": nil], directory: data)
+        #expect(try await listed.waitForExit(timeout: .seconds(60)) == 0, "\(listed.standardError)")
+        #expect(try JSONValue(parsing: listed.standardOutput)["jobs"]?.arrayValue?.count == 1)
+
         var unauthorized = HTTPClientRequest(url: "\(api.1)/v1/jobs")
         unauthorized.headers.add(name: "Authorization", value: "Bearer wrong-token")
         #expect(try await HTTPClient.shared.execute(unauthorized, timeout: .seconds(10)).status == .unauthorized)
 
         dev.signal(SIGINT)
         #expect(try await dev.waitForExit(timeout: .seconds(60)) == 0)
+        #expect(!FileManager.default.fileExists(atPath: session.path), "removed when dev stops")
     }
 }

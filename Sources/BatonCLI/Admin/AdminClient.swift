@@ -59,10 +59,10 @@ struct AdminClient: Sendable {
     let base: String
     let hasToken: Bool
 
-    func call<T>(_ call: (BatonHTTPClient) async throws(BatonHTTPError) -> T) async throws -> T {
+    func call<T>(_ call: (BatonHTTPClient) async throws -> T) async throws -> T {
         do {
             return try await call(http)
-        } catch {
+        } catch let error as BatonHTTPError {
             throw failure(error)
         }
     }

@@ -35,7 +35,8 @@ struct Enqueue: AdminCommand {
     @Option(help: "With --task: the queue (default: default).")
     var queue: String?
 
-    @Option(help: "With --task: the priority, -32768 to 32767; lower runs first (default 0).")
+    // Unconditional: `--priority -3` is a value, not an option named -3.
+    @Option(parsing: .unconditional, help: "With --task: the priority, -32768 to 32767; lower runs first (default 0).")
     var priority: Int32?
 
     @Option(help: "With --task: run no sooner than this long from now (e.g. 30s, 10m).")
@@ -85,13 +86,13 @@ struct Enqueue: AdminCommand {
         let console = admin.console
         switch try request() {
         case .batch(let jobs):
-            let enqueued = try await client.call { baton async throws(BatonHTTPError) in
+            let enqueued = try await client.call { baton in
                 try await baton.enqueue(batch: jobs, unchecked: unchecked)
             }
             if admin.json { return try console.json(Components.Schemas.BatchResponse(jobs: enqueued)) }
             for job in enqueued { report(job.id, inserted: job.inserted, on: console) }
         case .one(let job):
-            let enqueued = try await client.call { baton async throws(BatonHTTPError) in
+            let enqueued = try await client.call { baton in
                 try await baton.enqueue(job, unchecked: unchecked)
             }
             if admin.json { return try console.json(enqueued.job) }

@@ -67,7 +67,7 @@ extension Jobs {
             }
             repeat {
                 let size = all ? 1000 : min(1000, limit - jobs.count)
-                let page = try await client.call { [cursor] baton async throws(BatonHTTPError) in
+                let page = try await client.call { [cursor] baton in
                     try await baton.jobs(
                         states: states, queue: queue, lane: lane, task: task, limit: size, cursor: cursor)
                 }
@@ -111,7 +111,7 @@ extension Jobs {
         @ParentCommand var root: BatonCommand
 
         func run() async throws {
-            let job = try await admin.client().call { baton async throws(BatonHTTPError) in
+            let job = try await admin.client().call { baton in
                 try await baton.job(id.value)
             }
             let console = admin.console

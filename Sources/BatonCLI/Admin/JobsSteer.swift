@@ -17,7 +17,7 @@ extension Jobs {
 
         func run() async throws {
             try await steer(ids, admin) { client, id in
-                let job = try await client.call { baton async throws(BatonHTTPError) in try await baton.cancel(id) }
+                let job = try await client.call { baton in try await baton.cancel(id) }
                 return (job, "cancelled job \(id)")
             }
         }
@@ -35,7 +35,7 @@ extension Jobs {
 
         func run() async throws {
             try await steer(ids, admin) { client, id in
-                let job = try await client.call { baton async throws(BatonHTTPError) in try await baton.retry(id) }
+                let job = try await client.call { baton in try await baton.retry(id) }
                 return (job, "retrying job \(id) at stage \(job.currentStage + 1)/\(job.stages.count)")
             }
         }
@@ -52,7 +52,7 @@ extension Jobs {
 
         func run() async throws {
             try await steer(ids, admin) { client, id in
-                try await client.call { baton async throws(BatonHTTPError) in try await baton.delete(id) }
+                try await client.call { baton in try await baton.delete(id) }
                 return (Deleted(id: id), "deleted job \(id)")
             }
         }

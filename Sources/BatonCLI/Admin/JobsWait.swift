@@ -33,7 +33,7 @@ extension Jobs {
                 // On a terminal a short long-poll, to redraw; else as long as the server holds one.
                 var wait: Duration = console.interactiveErrors ? .milliseconds(500) : .seconds(60)
                 if let deadline { wait = max(.zero, min(wait, deadline - ContinuousClock.now)) }
-                job = try await client.call { [wait] baton async throws(BatonHTTPError) in
+                job = try await client.call { [wait] baton in
                     try await baton.job(id.value, wait: wait)
                 }
                 progress.show(job)

@@ -23,7 +23,7 @@ struct Lanes: AdminCommand {
         var lanes: [LaneView] = []
         var cursor: String?
         repeat {
-            let page = try await client.call { [cursor] baton async throws(BatonHTTPError) in
+            let page = try await client.call { [cursor] baton in
                 try await baton.lanes(limit: 1000, cursor: cursor)
             }
             lanes += blocked ? page.lanes.filter(\.blocked) : page.lanes

@@ -17,7 +17,7 @@ struct Queues: AsyncParsableCommand {
         @ParentCommand var root: BatonCommand
 
         func run() async throws {
-            let queues = try await admin.client().call { baton async throws(BatonHTTPError) in try await baton.queues()
+            let queues = try await admin.client().call { baton in try await baton.queues()
             }
             let console = admin.console
             if admin.json { return try console.json(Components.Schemas.QueueList(queues: queues)) }
@@ -71,7 +71,7 @@ struct Queues: AsyncParsableCommand {
 }
 
 private func setPaused(_ paused: Bool, _ name: String, _ admin: AdminOptions) async throws {
-    try await admin.client().call { baton async throws(BatonHTTPError) in try await baton.setPaused(paused, queue: name)
+    try await admin.client().call { baton in try await baton.setPaused(paused, queue: name)
     }
     let console = admin.console
     if admin.json { return try console.json(Components.Schemas.QueuePause(name: name, paused: paused)) }

@@ -12,7 +12,7 @@ struct Workers: AdminCommand {
     @ParentCommand var root: BatonCommand
 
     func run() async throws {
-        let workers = try await admin.client().call { baton async throws(BatonHTTPError) in try await baton.workers() }
+        let workers = try await admin.client().call { baton in try await baton.workers() }
         let console = admin.console
         if admin.json { return try console.json(Components.Schemas.WorkerList(workers: workers)) }
         guard !workers.isEmpty else { return console.err("no live workers: start one with `baton worker`") }

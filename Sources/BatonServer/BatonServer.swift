@@ -62,7 +62,7 @@ public struct BatonServer: Service {
                     metricsOpen: !api.configuration.metricsRequireToken),
                 QueryParametersMiddleware(document: document), RawHeaderValuesServerMiddleware(),
                 ExactJSONServerMiddleware(maxBodySize: api.configuration.maxBodySize),
-                RequestDecodingMiddleware(),
+                RequestDecodingMiddleware(document: document),
             ])
         // The usual methods get routes of their own, so that `/v1/jobs/batch` answers 405 rather
         // than reaching `/v1/jobs/{id}`; any other method (QUERY, PROPFIND …) is answered by the

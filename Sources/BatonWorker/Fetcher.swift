@@ -35,6 +35,13 @@ final class Fetcher: Sendable {
         self.refill = max(1, capacity / 4)
     }
 
+    /// What a draining fetcher still waits for: running stages, undelivered reservations, inbox.
+    var drainState: String {
+        state.withLock {
+            "\(queue): \($0.running) running, \($0.reservations) reservations, \($0.inbox.count) in the inbox"
+        }
+    }
+
     /// Jobs the completer claimed for this fetcher that it has not started yet.
     var handedOverJobs: [Int64] { state.withLock { $0.inbox.map(\.id) } }
 

@@ -120,7 +120,13 @@ public final class Worker: Service, Sendable {
                     self.releaseRunning()
                     // The database may be unreachable: do not wait for it forever.
                     try await Task.sleep(for: .seconds(10))
-                    self.logger.error("drain could not record every outcome; the lease will rescue the rest")
+                    // What the drain still waits for, so that a drain this slow explains itself.
+                    self.logger.error(
+                        "drain could not record every outcome; the lease will rescue the rest",
+                        metadata: [
+                            "running": "\(self.runningJobs)", "unwritten": "\(self.completer.pendingJobs)",
+                            "fetchers": "\(self.fetchers.values.map(\.drainState))",
+                        ])
                     throw CancellationError()
                 }
                 group.addTask {

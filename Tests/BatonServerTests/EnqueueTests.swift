@@ -36,6 +36,15 @@ struct EnqueueTests {
         (#"{"stages": [{"task": "noop"}], "input": {"a": "x\u0000y"}}"#, 400, "input.a"),
         (#"{"stages": [{"task": "noop"}], "queue": ""}"#, 400, "queue"),
         (#"{"stages": [{"task": "noop"}], "colour": "red"}"#, 400, "colour"),
+        (#"{"stages": [{"task": "noop"}], "run_at": null}"#, 400, "run_at"),
+        (#"{"stages": [{"task": "noop"}], "metadata": null}"#, 400, "metadata"),
+        (#"{"stages": [{"task": "noop", "timeout": null}]}"#, 400, "stages[0].timeout"),
+        (
+            #"{"stages": [{"group": [{"task": "noop", "backoff": {"kind": null}}]}]}"#, 400,
+            "stages[0].group[0].backoff.kind"
+        ),
+        (#"{"stages": [{"task": "noop"}], "input": {"a": 1e200000}}"#, 400, "input.a"),
+        (#"{"stages": [{"task": "noop"}], "queue": "a", "queue": "b"}"#, 400, ""),
         (#"[1, 2]"#, 400, ""),
         (#"{"stages": [{"task": "noop"}"#, 400, ""),
         (#"{"stages": [{"task": "noop"}, {"task": "no-such-task"}]}"#, 422, "stages[1].task"),
@@ -70,6 +79,11 @@ struct EnqueueTests {
                 .POST, "/v1/jobs?unchecked=true", body: ["stages": [["task": "no-such-task"]], "queue": "elsewhere"])
             #expect(unchecked.status == 201)
             #expect(unchecked["state"] == "available")
+            // Null where any JSON goes, and for a lane (none), is a value; elsewhere it is refused above.
+            let nulls = try await server.call(
+                .POST, "/v1/jobs",
+                raw: #"{"input": null, "stages": [{"task": "noop", "lane": null, "args": {"a": null}}]}"#)
+            #expect(nulls.status == 201, "\(nulls.text)")
         }
     }
 

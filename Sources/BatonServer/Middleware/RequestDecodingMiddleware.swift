@@ -3,7 +3,9 @@ import BatonAPI
 import HTTPTypes
 import OpenAPIRuntime
 
-/// Turns a request body the generated code could not decode into a 400 naming the field at fault.
+/// Turns a request body the generated code could not decode into a 400 naming the field at fault,
+/// and refuses a `null` where the document's schema has none (which the generated code would read
+/// as an absent field).
 ///
 /// Foundation's decoding errors are too coarse to say where (a stage that is neither form fails
 /// as a whole; a bad `run_at` loses its path in the date transcoder), so the body, as read by
@@ -16,10 +18,17 @@ struct RequestDecodingMiddleware: ServerMiddleware {
         "enqueueJob": Components.Schemas.JobRequest.self, "enqueueJobs": Components.Schemas.BatchRequest.self,
     ]
 
+    let document: APIDocument
+
     func intercept(
         _ request: HTTPRequest, body: HTTPBody?, metadata: ServerRequestMetadata, operationID: String,
         next: @Sendable (HTTPRequest, HTTPBody?, ServerRequestMetadata) async throws -> (HTTPResponse, HTTPBody?)
     ) async throws -> (HTTPResponse, HTTPBody?) {
+        if let body = ForeignJSON.current?.document.withLock({ $0 }),
+            let path = document.misplacedNull(in: body, operationID: operationID)
+        {
+            throw Problem.invalid(path, "\(path) must not be null: leave it out for its default")
+        }
         do {
             return try await next(request, body, metadata)
         } catch let error as ServerError where error.operationInput == nil && error.underlyingError is DecodingError {

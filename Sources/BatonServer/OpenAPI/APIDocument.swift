@@ -13,6 +13,8 @@ struct APIDocument: Sendable {
         var roles: Set<Role>
         /// Each query parameter's JSON Schema type (`integer`, `boolean`, `string`).
         var queryParameters: [String: String]
+        /// The JSON body's schema, if the operation takes one.
+        var body: JSONValue?
     }
 
     static let shared = APIDocument(json: EmbeddedOpenAPI.json)
@@ -43,11 +45,55 @@ struct APIDocument: Sendable {
                                 ($0, Self.type(of: parameter["schema"], in: document))
                             }
                         },
-                        uniquingKeysWith: { $1 }))
+                        uniquingKeysWith: { $1 }),
+                    body: operation["requestBody"]?["content"]?["application/json"]?["schema"])
             }
         }
         self.operations = operations
         allowedMethods = AllowedMethods(operations.values.map { ($0.path, $0.method) })
+    }
+
+    /// The JSON path of the first `null` in `body` where the operation's schema does not allow one
+    /// (an optional field given as null rather than left out), or nil. The generated code reads such
+    /// a null as absent; the schema says it is not a value of the field's type.
+    func misplacedNull(in body: JSONValue, operationID: String) -> String? {
+        operations[operationID]?.body.flatMap { misplacedNull(body, schema: $0, path: "") }
+    }
+
+    private func misplacedNull(_ value: JSONValue, schema given: JSONValue, path: String) -> String? {
+        let schema = Self.resolve(given, in: document)
+        // No type, no structure: any JSON value, null included (a payload).
+        let type = schema["type"]
+        guard type != nil || schema["oneOf"] != nil else { return nil }
+        switch value {
+        case .null:
+            return type?.arrayValue?.contains("null") == true || type == "null" ? nil : path
+        case .object(let fields):
+            if let variants = schema["oneOf"]?.arrayValue {
+                // The variant whose required fields are there (a stage with `group` is a group).
+                let variant = variants.first { variant in
+                    let required = Self.resolve(variant, in: document)["required"]?.arrayValue ?? []
+                    return required.allSatisfy { $0.stringValue.map { fields[$0] != nil } ?? false }
+                }
+                return variant.flatMap { misplacedNull(value, schema: $0, path: path) }
+            }
+            let properties = schema["properties"]?.objectValue ?? [:]
+            for (key, field) in fields.sorted(by: { $0.key < $1.key }) {
+                guard let property = properties[key] else { continue }
+                if let found = misplacedNull(field, schema: property, path: JSONPath.appending(key, to: path)) {
+                    return found
+                }
+            }
+            return nil
+        case .array(let items):
+            guard let itemSchema = schema["items"] else { return nil }
+            for (index, item) in items.enumerated() {
+                if let found = misplacedNull(item, schema: itemSchema, path: "\(path)[\(index)]") { return found }
+            }
+            return nil
+        default:
+            return nil
+        }
     }
 
     /// Whether the operation's path names a job (`/v1/jobs/{id}`).

@@ -1,0 +1,26 @@
+// swift-tools-version: 6.3
+// What Baton's own JSON reader, writer and coders buy over Foundation's, measured with
+// ordo-one/benchmark. A package of its own, so that the main package's build does not carry the
+// benchmark harness:
+//
+//   cd bench/json && swift package benchmark
+import PackageDescription
+
+let package = Package(
+    name: "baton-json-benchmarks",
+    platforms: [.macOS(.v14)],
+    dependencies: [
+        .package(path: "../.."),
+        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1"),
+    ],
+    targets: [
+        .executableTarget(
+            name: "JSONCoding",
+            dependencies: [
+                .product(name: "Baton", package: "baton"), .product(name: "Benchmark", package: "benchmark"),
+            ],
+            path: "Benchmarks/JSONCoding",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        )
+    ]
+)

@@ -3,7 +3,8 @@
 public struct ChainDefinition: Sendable, Hashable {
     /// More stages (or group members) than this is refused.
     public static let maxStages = 100
-    /// Lane and stage names longer than this (in UTF-8 bytes) are refused.
+    /// Names longer than this (in Unicode scalars, the characters JSON Schema's `maxLength` counts)
+    /// are refused.
     public static let maxNameLength = 200
 
     public var input: JSONValue
@@ -64,13 +65,14 @@ public struct ChainDefinition: Sendable, Hashable {
     }
 
     /// The rule for every name Baton stores (stages, tasks, lanes, queues): 1 to `maxNameLength`
-    /// UTF-8 bytes, no control characters.
+    /// characters, no control characters (the OpenAPI document's `Name`).
     public static func checkName(_ name: String, path: String, what: String) throws(BatonError) {
         guard !name.isEmpty else { throw .invalidChain(path: path, reason: "\(what) is empty") }
-        guard name.utf8.count <= maxNameLength else {
-            throw .invalidChain(path: path, reason: "\(what) is longer than \(maxNameLength) bytes")
+        guard name.unicodeScalars.count <= maxNameLength else {
+            throw .invalidChain(path: path, reason: "\(what) is longer than \(maxNameLength) characters")
         }
-        guard !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+        // Control characters are U+0000–U+001F and U+007F–U+009F (Unicode's Cc, the document's pattern).
+        guard !name.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7f...0x9f).contains($0.value) }) else {
             throw .invalidChain(path: path, reason: "\(what) contains control characters")
         }
     }

@@ -113,13 +113,18 @@ struct Nothing: BatonTask {
 struct DurationFormatTests {
     @Test(arguments: [
         ("250ms", 250), ("30s", 30_000), ("10m", 600_000), ("2h", 7_200_000), ("1d", 86_400_000), ("1.5s", 1500),
-        ("5", 5000), ("0s", 0),
+        ("5", 5000), ("0s", 0), ("0.0005s", 1), ("1.25ms", 1), ("99999999d", 8_639_999_913_600_000),
+        ("1.999999d", 172_799_914),
     ])
     func parses(text: String, milliseconds: Int64) {
         #expect(DurationFormat.parse(text)?.milliseconds == milliseconds)
     }
 
-    @Test(arguments: ["", "s", "-1s", "1e3s", "10 parsecs", "1x", "nan", "inf", "99999999999999999999s"])
+    /// Exactly what the OpenAPI document's `Duration` pattern refuses.
+    @Test(arguments: [
+        "", "s", "-1s", "1e3s", "10 parsecs", "1x", "nan", "inf", "99999999999999999999s", "123456789s", " 30s",
+        "30s ", "1.", ".5s", "1.1234567s", "+1s", "1,5s", "٣s",
+    ])
     func refuses(text: String) {
         #expect(DurationFormat.parse(text) == nil)
     }
@@ -129,6 +134,9 @@ struct DurationFormatTests {
         #expect(DurationFormat.format(.seconds(30)) == "30s")
         #expect(DurationFormat.format(.seconds(600)) == "10m")
         #expect(DurationFormat.format(.seconds(7200)) == "2h")
+        #expect(DurationFormat.format(.seconds(86400 * 3)) == "3d")
+        #expect(DurationFormat.format(.milliseconds(207_189_100)) == "207189.1s", "over 8 digits of ms")
+        #expect(DurationFormat.format(.milliseconds(250)) == "250ms")
     }
 }
 

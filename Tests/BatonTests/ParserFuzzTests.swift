@@ -29,7 +29,13 @@ struct ParserFuzzTests {
         await propertyCheck(count: 5000, input: text) { text in
             guard let duration = DurationFormat.parse(text) else { return }
             #expect(duration >= .zero)
-            #expect(DurationFormat.parse(DurationFormat.format(duration)) == duration)
+            let again = DurationFormat.parse(DurationFormat.format(duration))
+            if duration <= .seconds(99_999_999) {
+                #expect(again == duration, "\(text)")
+            } else {
+                // Past three years, to the nearest millionth of a day unless whole minutes.
+                #expect(again.map { abs(($0 - duration).milliseconds) <= 44 } == true, "\(text)")
+            }
         }
     }
 

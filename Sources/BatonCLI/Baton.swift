@@ -64,7 +64,9 @@ struct BatonCommand: AsyncParsableCommand {
 /// commands that read no settings: `BATON_LOG_LEVEL`, else info).
 func makeLogger(_ label: String) -> Logger {
     LogSetup.configure(
-        level: ProcessInfo.processInfo.environment["BATON_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0.lowercased()) }
+        level: ProcessInfo.processInfo.environment["BATON_LOG_LEVEL"].flatMap {
+            Logger.Level(rawValue: $0.lowercased())
+        }
             ?? .info,
         format: ProcessInfo.processInfo.environment["BATON_LOG_FORMAT"].flatMap { LogFormat(rawValue: $0.lowercased()) }
             ?? .automatic)

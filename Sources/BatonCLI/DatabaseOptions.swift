@@ -1,12 +1,14 @@
 import ArgumentParser
-import Configuration
 import BatonPostgres
+import Configuration
 import Foundation
 import Logging
 import PostgresNIO
 
 struct DatabaseOptions: ParsableArguments, SettingFlags {
-    @Option(name: .customLong("database-url"), help: "postgres://user:password@host:port/database (BATON_DATABASE_URL, DATABASE_URL).")
+    @Option(
+        name: .customLong("database-url"),
+        help: "postgres://user:password@host:port/database (BATON_DATABASE_URL, DATABASE_URL).")
     var url: String?
 
     @Option(help: "PostgreSQL schema of Baton's tables (BATON_DATABASE_SCHEMA; default baton).")

@@ -1,8 +1,8 @@
 import ArgumentParser
 import Baton
-import Configuration
 import BatonPostgres
 import BatonServer
+import Configuration
 import Foundation
 import Logging
 import Metrics
@@ -21,7 +21,8 @@ struct ServerOptions: ParsableArguments, SettingFlags {
     @Flag(help: "Serve /metrics without a token, for a scraper that cannot send one (BATON_API_METRICS_OPEN).")
     var metricsOpen = false
 
-    @Option(help: "The longest a ?wait= holds a request; longer waits are cut to this (BATON_API_MAX_WAIT; default 5m).")
+    @Option(
+        help: "The longest a ?wait= holds a request; longer waits are cut to this (BATON_API_MAX_WAIT; default 5m).")
     var maxWait: Duration?
 
     var flags: [Setting: ConfigContent] {

@@ -1,9 +1,9 @@
 import ArgumentParser
 import Baton
-import Configuration
 import BatonPostgres
 import BatonServer
 import BatonWorker
+import Configuration
 import Logging
 import PostgresNIO
 import ServiceLifecycle
@@ -17,10 +17,14 @@ struct WorkerOptions: ParsableArguments, SettingFlags {
     @Option(help: "Stages run at once per queue, where --queue does not say (BATON_WORKER_CONCURRENCY; default 10).")
     var concurrency: Int?
 
-    @Option(help: "Rescue a lost worker's stages after this long without its heartbeat (BATON_WORKER_LEASE; default 15s).")
+    @Option(
+        help: "Rescue a lost worker's stages after this long without its heartbeat (BATON_WORKER_LEASE; default 15s).")
     var lease: Duration?
 
-    @Option(help: "On SIGTERM/SIGINT, let running stages finish for this long, then put them back (BATON_WORKER_GRACE; default 30s).")
+    @Option(
+        help:
+            "On SIGTERM/SIGINT, let running stages finish for this long, then put them back (BATON_WORKER_GRACE; default 30s)."
+    )
     var grace: Duration?
 
     @Option(help: "Delete finished jobs this long after they finish (BATON_WORKER_RETENTION; default 24h).")
@@ -60,7 +64,9 @@ extension Settings {
         var queues: [String: Int] = [:]
         for entry in try list(.workerQueues) ?? ["default"] {
             let parts = entry.split(separator: ":", maxSplits: 1).map(String.init)
-            guard let name = parts.first, !name.isEmpty else { throw ValidationError("worker.queues: empty queue name in \"\(entry)\"") }
+            guard let name = parts.first, !name.isEmpty else {
+                throw ValidationError("worker.queues: empty queue name in \"\(entry)\"")
+            }
             let slots = parts.count == 2 ? Int(parts[1]) : concurrency
             guard let slots, slots >= 1 else {
                 throw ValidationError("worker.queues \(entry): concurrency must be a positive number")

@@ -2,8 +2,8 @@ import Baton
 import Foundation
 import Logging
 import PostgresNIO
-import Tracing
 import ServiceLifecycle
+import Tracing
 
 /// The Swift entry point to Baton: enqueue chains, follow and cancel jobs.
 ///
@@ -71,7 +71,9 @@ public final class BatonClient: Service, Sendable {
     public func enqueue(_ jobs: [NewJob]) async throws -> [EnqueuedJob] {
         try await withSpan("baton.enqueue", ofKind: .producer) { span in
             span.attributes["baton.jobs"] = jobs.count
-            if let queue = jobs.first?.queue, jobs.allSatisfy({ $0.queue == queue }) { span.attributes["baton.queue"] = queue }
+            if let queue = jobs.first?.queue, jobs.allSatisfy({ $0.queue == queue }) {
+                span.attributes["baton.queue"] = queue
+            }
             let enqueued = try await store.enqueue(jobs)
             if enqueued.count == 1 { span.attributes["baton.job.id"] = Int(enqueued[0].id) }
             waker.wake(enqueued.lazy.filter { $0.state == .available }.map(\.queue))

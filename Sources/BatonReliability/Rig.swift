@@ -110,7 +110,9 @@ final class Rig: Sendable {
             [
                 "worker", "--database-url", url, "--concurrency", "\(concurrency)", "--lease",
                 "\(lease.milliseconds)ms", "--id", id,
-            ], environment: ["BATON_LOG_LEVEL": ProcessInfo.processInfo.environment["BATON_WORKER_LOG_LEVEL"] ?? "warning"])
+            ],
+            environment: ["BATON_LOG_LEVEL": ProcessInfo.processInfo.environment["BATON_WORKER_LOG_LEVEL"] ?? "warning"]
+        )
         processes.withLock {
             $0.workers[index] = worker
             $0.workerIDs[index] = id

@@ -127,11 +127,13 @@ struct SettingsTests {
         let table = run.out.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(table.split(separator: "\n").count > 20)
         let readme = try String(contentsOf: Self.packageRoot.appending(path: "README.md"), encoding: .utf8)
-        #expect(readme.contains(table), "README.md's settings table differs from `baton settings --reference`:\n\(table)")
+        #expect(
+            readme.contains(table), "README.md's settings table differs from `baton settings --reference`:\n\(table)")
     }
 
     static var packageRoot: URL {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
     }
 
     /// `--log-format json` writes one JSON object per line, with the worker's id in each;
@@ -158,7 +160,11 @@ struct SettingsTests {
                     #expect(object["level"] != nil && object["msg"] != nil && object["ts"] != nil, "\(line)")
                     if line.contains("worker started") { #expect(object["worker"] != nil, "\(line)") }
                 } else {
-                    #expect(line.wholeMatch(of: /ts=\S+ level=[a-z]+ logger=\S+ msg=("(\\.|[^"\\])*"|\S+)( [a-z_]+=("(\\.|[^"\\])*"|\S+))*/) != nil, "\(line)")
+                    #expect(
+                        line.wholeMatch(
+                            of:
+                                /ts=\S+ level=[a-z]+ logger=\S+ msg=("(\\.|[^"\\])*"|\S+)( [a-z_]+=("(\\.|[^"\\])*"|\S+))*/
+                        ) != nil, "\(line)")
                 }
             }
         }
@@ -177,11 +183,13 @@ struct SettingsTests {
             let deadline = ContinuousClock.now + .seconds(30)
             var health: HTTPClientResponse?
             while health?.status != .ok, worker.isRunning, ContinuousClock.now < deadline {
-                health = try? await HTTPClient.shared.execute(HTTPClientRequest(url: base + "/healthz"), timeout: .seconds(5))
+                health = try? await HTTPClient.shared.execute(
+                    HTTPClientRequest(url: base + "/healthz"), timeout: .seconds(5))
                 if health?.status != .ok { try await Task.sleep(for: .milliseconds(50)) }
             }
             #expect(health?.status == .ok, "\(worker.standardError)")
-            let metrics = try await HTTPClient.shared.execute(HTTPClientRequest(url: base + "/metrics"), timeout: .seconds(5))
+            let metrics = try await HTTPClient.shared.execute(
+                HTTPClientRequest(url: base + "/metrics"), timeout: .seconds(5))
             #expect(metrics.status == .ok)
             #expect(metrics.headers.first(name: "content-type")?.hasPrefix("text/plain") == true)
             worker.signal(SIGTERM)

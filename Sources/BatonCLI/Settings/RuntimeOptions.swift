@@ -39,7 +39,8 @@ extension Settings {
     func bootstrapLogging() throws {
         let level = try string(.logLevel).map { name in
             guard let level = Logger.Level(rawValue: name.lowercased()) else {
-                throw ValidationError("log.level \"\(name)\": use trace, debug, info, notice, warning, error or critical")
+                throw ValidationError(
+                    "log.level \"\(name)\": use trace, debug, info, notice, warning, error or critical")
             }
             return level
         }

@@ -24,7 +24,8 @@ struct Setting: Sendable, Hashable {
 
 extension Setting {
     static let config = Setting(
-        key: "config", flag: "--config", help: "A JSON or YAML file of settings (read below flags and the environment).")
+        key: "config", flag: "--config", help: "A JSON or YAML file of settings (read below flags and the environment)."
+    )
 
     static let databaseURL = Setting(
         key: "database.url", flag: "--database-url",
@@ -39,7 +40,8 @@ extension Setting {
 
     static let workerQueues = Setting(
         key: "worker.queues", flag: "--queue", defaultValue: "default",
-        help: "Queues to serve, each `NAME` or `NAME:CONCURRENCY` (flag repeatable; comma-separated in the environment).")
+        help:
+            "Queues to serve, each `NAME` or `NAME:CONCURRENCY` (flag repeatable; comma-separated in the environment).")
     static let workerConcurrency = Setting(
         key: "worker.concurrency", flag: "--concurrency", defaultValue: "10",
         help: "Stages run at once per queue, where the queue does not say.")

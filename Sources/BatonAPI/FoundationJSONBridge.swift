@@ -122,10 +122,12 @@ package enum ExactJSON {
 // MARK: - Shared configuration
 
 extension Configuration {
-    /// How Baton's server and clients write and read JSON: sorted keys, unescaped slashes, times
-    /// as RFC 3339 with milliseconds (read with or without them, and with any offset).
+    /// How Baton's server and clients write and read JSON: fields in the document's order (the
+    /// generated code writes them so; sorting every object's keys cost a fifth of encoding an
+    /// answer), unescaped slashes, times as RFC 3339 with milliseconds (read with or without them,
+    /// and with any offset).
     package static let baton = Configuration(
-        dateTranscoder: RFC3339Transcoder(), jsonEncodingOptions: [.sortedKeys, .withoutEscapingSlashes])
+        dateTranscoder: RFC3339Transcoder(), jsonEncodingOptions: [.withoutEscapingSlashes])
 }
 
 struct RFC3339Transcoder: DateTranscoder {

@@ -66,17 +66,28 @@ extension Store {
                 throw BatonError.invalidChain(path: "metadata", reason: "metadata must be a JSON object")
             }
             try job.metadata.checkStorable(at: "metadata")
-            var row: [String: JSONValue] = [
-                "queue": .string(job.queue), "priority": .number(job.priority),
-                "chain": .array(job.chain.stages.map(\.json)), "input": job.chain.input, "metadata": job.metadata,
-            ]
+            // Written field by field (no dictionary per job): this runs for every job of a batch.
+            batch.append(contentsOf: (index > 0 ? ",{\"queue\":" : "{\"queue\":").utf8)
+            JSONValue.string(job.queue).write(into: &batch)
+            batch.append(contentsOf: ",\"priority\":\(job.priority),\"chain\":".utf8)
+            JSONValue.array(job.chain.stages.map(\.json)).write(into: &batch, sortingKeys: false)
+            batch.append(contentsOf: ",\"input\":".utf8)
+            job.chain.input.write(into: &batch, sortingKeys: false)
+            batch.append(contentsOf: ",\"metadata\":".utf8)
+            job.metadata.write(into: &batch, sortingKeys: false)
             if let runAt = job.runAt {
-                row["run_at"] = .string(runAt.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)))
+                batch.append(contentsOf: ",\"run_at\":".utf8)
+                JSONValue.string(RFC3339.format(runAt)).write(into: &batch)
             }
-            if let key = job.idempotencyKey { row["key"] = .string(key) }
-            if let owner = job.enqueuedBy { row["owner"] = .string(owner) }
-            if index > 0 { batch.append(UInt8(ascii: ",")) }
-            JSONValue.object(row).write(into: &batch, sortingKeys: false)
+            if let key = job.idempotencyKey {
+                batch.append(contentsOf: ",\"key\":".utf8)
+                JSONValue.string(key).write(into: &batch)
+            }
+            if let owner = job.enqueuedBy {
+                batch.append(contentsOf: ",\"owner\":".utf8)
+                JSONValue.string(owner).write(into: &batch)
+            }
+            batch.append(UInt8(ascii: "}"))
         }
         batch.append(UInt8(ascii: "]"))
         let text = String(decoding: batch, as: UTF8.self)

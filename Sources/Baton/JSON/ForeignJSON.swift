@@ -27,7 +27,7 @@ package final class ForeignJSON: Sendable {
     }
 
     /// The value at `codingPath` in the document read, if there is one.
-    func value(at codingPath: [any CodingKey]) -> JSONValue? {
+    package func value(at codingPath: [any CodingKey]) -> JSONValue? {
         document.withLock { $0?.value(at: codingPath) }
     }
 

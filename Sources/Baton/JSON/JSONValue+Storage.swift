@@ -32,6 +32,18 @@ extension JSONValue {
     }
 }
 
+extension JSONValue {
+    /// Whether a `null` appears anywhere in this value.
+    public var containsNull: Bool {
+        switch self {
+        case .null: true
+        case .bool, .number, .string: false
+        case .array(let items): items.contains { $0.containsNull }
+        case .object(let fields): fields.values.contains { $0.containsNull }
+        }
+    }
+}
+
 /// JSON paths as Baton writes them in errors: `stages[1].group[0].timeout`, `input.order.id`.
 public enum JSONPath {
     /// `path` followed by the object key `key`.

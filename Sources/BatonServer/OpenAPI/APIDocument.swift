@@ -23,6 +23,8 @@ struct APIDocument: Sendable {
     let document: JSONValue
     /// By operation id.
     let operations: [String: Operation]
+    /// The component schemas by reference (`#/components/schemas/Job`).
+    private let schemas: [String: JSONValue]
     let allowedMethods: AllowedMethods
 
     init(json: String) {
@@ -50,6 +52,10 @@ struct APIDocument: Sendable {
             }
         }
         self.operations = operations
+        schemas = Dictionary(
+            uniqueKeysWithValues: (document["components"]?["schemas"]?.objectValue ?? [:]).map {
+                ("#/components/schemas/\($0.key)", $0.value)
+            })
         allowedMethods = AllowedMethods(operations.values.map { ($0.path, $0.method) })
     }
 
@@ -57,11 +63,13 @@ struct APIDocument: Sendable {
     /// (an optional field given as null rather than left out), or nil. The generated code reads such
     /// a null as absent; the schema says it is not a value of the field's type.
     func misplacedNull(in body: JSONValue, operationID: String) -> String? {
-        operations[operationID]?.body.flatMap { misplacedNull(body, schema: $0, path: "") }
+        // Most bodies hold no null at all: then the schema is not walked.
+        guard body.containsNull, let schema = operations[operationID]?.body else { return nil }
+        return misplacedNull(body, schema: schema, path: "")
     }
 
     private func misplacedNull(_ value: JSONValue, schema given: JSONValue, path: String) -> String? {
-        let schema = Self.resolve(given, in: document)
+        let schema = resolve(given)
         // No type, no structure: any JSON value, null included (a payload).
         let type = schema["type"]
         guard type != nil || schema["oneOf"] != nil else { return nil }
@@ -72,7 +80,7 @@ struct APIDocument: Sendable {
             if let variants = schema["oneOf"]?.arrayValue {
                 // The variant whose required fields are there (a stage with `group` is a group).
                 let variant = variants.first { variant in
-                    let required = Self.resolve(variant, in: document)["required"]?.arrayValue ?? []
+                    let required = resolve(variant)["required"]?.arrayValue ?? []
                     return required.allSatisfy { $0.stringValue.map { fields[$0] != nil } ?? false }
                 }
                 return variant.flatMap { misplacedNull(value, schema: $0, path: path) }
@@ -94,6 +102,12 @@ struct APIDocument: Sendable {
         default:
             return nil
         }
+    }
+
+    /// A schema, through its `$ref` (components read once, in `init`).
+    private func resolve(_ schema: JSONValue) -> JSONValue {
+        guard let reference = schema["$ref"]?.stringValue else { return schema }
+        return schemas[reference].map(resolve) ?? schema
     }
 
     /// Whether the operation's path names a job (`/v1/jobs/{id}`).

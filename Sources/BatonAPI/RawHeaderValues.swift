@@ -53,16 +53,66 @@ package struct RawHeaderValuesClientMiddleware: ClientMiddleware {
     }
 }
 
+/// Percent-encoding at the byte level (Foundation's `CharacterSet` path cost 2 % of a request).
 enum RawHeaderValues {
     /// Everything but RFC 3986's unreserved characters, as the runtime's decoder expects.
     static func encode(_ value: String) -> String {
-        value.addingPercentEncoding(withAllowedCharacters: unreserved) ?? value
+        guard !value.utf8.allSatisfy(isUnreserved) else { return value }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(value.utf8.count * 3)
+        for byte in value.utf8 {
+            if isUnreserved(byte) {
+                bytes.append(byte)
+            } else {
+                bytes += [UInt8(ascii: "%"), hexDigits[Int(byte >> 4)], hexDigits[Int(byte & 0x0f)]]
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
-    static func decode(_ value: String) -> String { value.removingPercentEncoding ?? value }
+    /// `value` with its `%XX` sequences decoded; `value` itself if one is malformed or the result
+    /// is not UTF-8 (as Foundation's `removingPercentEncoding` would refuse it).
+    static func decode(_ value: String) -> String {
+        guard value.utf8.contains(UInt8(ascii: "%")) else { return value }
+        let source = Array(value.utf8)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(source.count)
+        var index = 0
+        while index < source.count {
+            guard source[index] == UInt8(ascii: "%") else {
+                bytes.append(source[index])
+                index += 1
+                continue
+            }
+            guard index + 2 < source.count, let high = hexValue(source[index + 1]),
+                let low = hexValue(source[index + 2])
+            else { return value }
+            bytes.append(high << 4 | low)
+            index += 3
+        }
+        return String(validating: bytes, as: UTF8.self) ?? value
+    }
 
-    private static let unreserved = CharacterSet(
-        charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+    private static let hexDigits = Array("0123456789ABCDEF".utf8)
+
+    private static func isUnreserved(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+            UInt8(ascii: "~"):
+            true
+        default: false
+        }
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
 }
 
 extension HTTPFields {

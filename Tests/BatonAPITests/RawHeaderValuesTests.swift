@@ -42,4 +42,14 @@ struct RawHeaderValuesTests {
             }
         }
     }
+
+    /// The transform itself: what it encodes it decodes back; a malformed sequence is left alone.
+    @Test(arguments: ["", "plain-key_1.0~", "50%off", "a/b c,d", "é€😀", "%", "%zz", "%E9"])
+    func encodingIsUndoneByDecoding(value: String) {
+        #expect(RawHeaderValues.decode(RawHeaderValues.encode(value)) == value)
+        #expect(RawHeaderValues.encode("a/b é") == "a%2Fb%20%C3%A9")
+        #expect(RawHeaderValues.decode("%zz") == "%zz", "malformed: left as it is")
+        #expect(RawHeaderValues.decode("%E9") == "%E9", "not UTF-8 once decoded: left as it is")
+        #expect(RawHeaderValues.decode("%2fv1%2Fjobs") == "/v1/jobs")
+    }
 }

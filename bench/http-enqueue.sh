@@ -44,11 +44,22 @@ until curl -sf "http://127.0.0.1:$api_port/readyz" >/dev/null; do sleep 0.1; don
 echo "== pgbench: one-row INSERT per transaction, $connections clients, $duration"
 pgbench -n -f "$work/insert.sql" -c "$connections" -j 2 -T "${duration%s}" "$url" 2>/dev/null | grep -E '^tps'
 
+# The server's CPU time (user + system, in clock ticks) so far: steadier than requests per second
+# on a machine whose other load varies.
+ticks() { awk '{print $14 + $15}' "/proc/$serve_pid/stat"; }
+hz=$(getconf CLK_TCK)
+run_wrk() { # connections script target
+    before=$(ticks)
+    out=$(wrk -t 2 -c "$1" -d "$duration" -s "$here/$2" "http://127.0.0.1:$api_port$3")
+    after=$(ticks)
+    echo "$out" | grep -E 'Requests/sec|Latency|requests in|Non-2xx'
+    requests=$(echo "$out" | grep 'requests in' | awk '{print $1}')
+    echo "$before $after $requests $hz" | awk '{printf "  server CPU per request: %.3f ms\n", ($2 - $1) * 1000 / $4 / $3}'
+}
+
 echo "== wrk: POST /v1/jobs, $connections connections, $duration"
-wrk -t 2 -c "$connections" -d "$duration" -s "$here/post-job.lua" "http://127.0.0.1:$api_port/v1/jobs" \
-    | grep -E 'Requests/sec|Latency|requests in|Non-2xx'
+run_wrk "$connections" post-job.lua /v1/jobs
 
 echo "== wrk: POST /v1/jobs/batch, 1000 jobs per request, 4 connections, $duration"
-wrk -t 2 -c 4 -d "$duration" -s "$here/post-batch.lua" "http://127.0.0.1:$api_port/v1/jobs/batch" \
-    | grep -E 'Requests/sec|Latency|requests in|Non-2xx'
+run_wrk 4 post-batch.lua /v1/jobs/batch
 psql -qtA "$url" -c "SELECT 'jobs stored: ' || count(*) FROM baton.jobs"

@@ -10,14 +10,18 @@ let package = Package(
     name: "baton-json-benchmarks",
     platforms: [.macOS(.v14)],
     dependencies: [
-        .package(path: "../.."),
-        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1"),
+        // Through the `baton` link: a path dependency is known by its directory name, which a clone
+        // of the repository may not share.
+        .package(path: "baton"),
+        // Only the malloc interposer: the default ARC runtime interposer is not in the mirror.
+        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
     ],
     targets: [
         .executableTarget(
             name: "JSONCoding",
             dependencies: [
-                .product(name: "Baton", package: "baton"), .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "Baton", package: "baton"), .product(name: "BatonAPI", package: "baton"),
+                .product(name: "Benchmark", package: "benchmark"),
             ],
             path: "Benchmarks/JSONCoding",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]

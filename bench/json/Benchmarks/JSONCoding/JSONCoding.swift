@@ -1,4 +1,5 @@
 import Baton
+import BatonAPI
 import Benchmark
 import Foundation
 
@@ -63,6 +64,19 @@ let benchmarks: @Sendable () -> Void = {
     }
     Benchmark("write a 1,000-job batch: Foundation JSONSerialization") { benchmark in
         for _ in benchmark.scaledIterations { blackHole(try! JSONSerialization.data(withJSONObject: foundationTree)) }
+    }
+
+    // What `POST /v1/jobs/batch` does with a body: into the generated request types.
+    Benchmark("decode a 1,000-job batch into the generated types: Baton decoder") { benchmark in
+        for _ in benchmark.scaledIterations {
+            blackHole(try! JSONValue(parsing: batchBytes).decode(as: Components.Schemas.BatchRequest.self))
+        }
+    }
+    Benchmark("decode a 1,000-job batch into the generated types: Foundation JSONDecoder") { benchmark in
+        let decoder = JSONDecoder()
+        for _ in benchmark.scaledIterations {
+            blackHole(try! decoder.decode(Components.Schemas.BatchRequest.self, from: batchData))
+        }
     }
 
     Benchmark("a typed task's input and output: Baton coders") { benchmark in

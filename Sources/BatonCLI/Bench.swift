@@ -67,8 +67,7 @@ struct Bench: AsyncParsableCommand {
         defer { server?.stop() }  // at exit; nothing else runs by then
         let schema = "bench_" + String(UInt32.random(in: 0...UInt32.max), radix: 36)
         let database = try DatabaseConfiguration(url: baseURL).inSchema(schema)
-        try await database.checkConnection(logger: logger)
-        let report = try await withPostgres(database, logger: logger) { client in
+        let report = try await withPostgres(database, logger: logger) { client, database in
             try await Migrator(schema: schema, logger: logger).migrate(client)
             let report = try await measure(client: client, database: database, logger: logger, progress: progress)
             try? await client.perform("DROP SCHEMA \(unescaped: schema) CASCADE")

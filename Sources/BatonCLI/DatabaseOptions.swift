@@ -17,11 +17,28 @@ struct DatabaseOptions: ParsableArguments, SettingFlags {
     @Option(help: "Connections in this process's pool (BATON_DATABASE_POOL_SIZE; default 20).")
     var poolSize: Int?
 
+    @Option(
+        help: "TLS: disable, allow, prefer, require, verify-ca or verify-full, as in libpq (BATON_DATABASE_SSLMODE).")
+    var sslmode: String?
+
+    @Option(help: "PEM file of the CAs to check the server against, or `system` (BATON_DATABASE_SSLROOTCERT).")
+    var sslrootcert: String?
+
+    @Option(help: "Client certificate, PEM (BATON_DATABASE_SSLCERT).")
+    var sslcert: String?
+
+    @Option(help: "The client certificate's private key, PEM (BATON_DATABASE_SSLKEY).")
+    var sslkey: String?
+
     var flags: [Setting: ConfigContent] {
         var flags: [Setting: ConfigContent] = [:]
         flags.add(.databaseURL, url.map(ConfigContent.string))
         flags.add(.databaseSchema, schema.map(ConfigContent.string))
         flags.add(.databasePoolSize, poolSize.map(ConfigContent.int))
+        flags.add(.databaseSSLMode, sslmode.map(ConfigContent.string))
+        flags.add(.databaseSSLRootCert, sslrootcert.map(ConfigContent.string))
+        flags.add(.databaseSSLCert, sslcert.map(ConfigContent.string))
+        flags.add(.databaseSSLKey, sslkey.map(ConfigContent.string))
         return flags
     }
 }
@@ -32,7 +49,15 @@ extension Settings {
         guard let url = try string(.databaseURL) else {
             throw ValidationError("no database: pass --database-url or set BATON_DATABASE_URL (or use `baton dev`)")
         }
-        var configuration = try DatabaseConfiguration(url: url)
+        // TLS settings given to Baton win over the URL's, which win over libpq's PGSSL* variables.
+        var tlsSettings: [String: String] = [:]
+        for (parameter, setting) in [
+            ("sslmode", Setting.databaseSSLMode), ("sslrootcert", .databaseSSLRootCert), ("sslcert", .databaseSSLCert),
+            ("sslkey", .databaseSSLKey),
+        ] {
+            tlsSettings[parameter] = try string(setting)
+        }
+        var configuration = try DatabaseConfiguration(url: url, environment: environment, tlsSettings: tlsSettings)
         if let schema = try string(.databaseSchema) { configuration = try configuration.inSchema(schema) }
         if let size = try int(.databasePoolSize) {
             guard (1...1000).contains(size) else { throw ValidationError("database.pool-size must be within 1...1000") }
@@ -44,18 +69,19 @@ extension Settings {
     /// The configuration and a pool for it, once the database has answered (an unreachable one
     /// is reported at once with PostgreSQL's own message).
     func connect(logger: Logger) async throws -> (DatabaseConfiguration, PostgresClient) {
-        let configuration = try database()
-        try await configuration.checkConnection(logger: logger)
+        let configuration = try await database().checkConnection(logger: logger)
         return (configuration, configuration.makeClient(logger: logger))
     }
 }
 
-/// Runs `body` with a pool connected to `database` (its `run()` going alongside); reports an
+/// Runs `body` with a pool connected to `database` (its `run()` going alongside) and the
+/// configuration that connected (``DatabaseConfiguration/checkConnection(logger:)``); reports an
 /// unreachable database at once with PostgreSQL's own message.
 func withPostgres<T: Sendable>(
-    _ database: DatabaseConfiguration, logger: Logger, _ body: @Sendable (PostgresClient) async throws -> T
+    _ database: DatabaseConfiguration, logger: Logger,
+    _ body: @Sendable (PostgresClient, DatabaseConfiguration) async throws -> T
 ) async throws -> T {
-    try await database.checkConnection(logger: logger)
+    let database = try await database.checkConnection(logger: logger)
     let client = database.makeClient(logger: logger)
     return try await withThrowingTaskGroup(of: T?.self) { group in
         group.addTask {
@@ -63,7 +89,7 @@ func withPostgres<T: Sendable>(
             return nil
         }
         defer { group.cancelAll() }
-        return try await body(client)
+        return try await body(client, database)
     }
 }
 

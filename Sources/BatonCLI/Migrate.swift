@@ -12,7 +12,7 @@ struct Migrate: AsyncParsableCommand {
         let settings = try await runtime.settings(database)
         let logger = makeLogger("baton.migrate")
         let configuration = try settings.database()
-        let applied = try await withPostgres(configuration, logger: logger) { client in
+        let applied = try await withPostgres(configuration, logger: logger) { client, _ in
             try await Migrator(schema: configuration.schema, logger: logger).migrate(client)
         }
         say(

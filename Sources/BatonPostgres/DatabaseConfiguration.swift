@@ -4,27 +4,28 @@ import PostgresNIO
 
 /// Where Baton's database is and which schema holds its tables.
 ///
-/// Built from a URL: `postgres://user:password@host:5432/database?sslmode=disable&schema=baton`.
-/// `host` may also be a socket directory (`?host=/run/postgresql`). `sslmode` is `disable`,
-/// `prefer` (the default) or `require`.
+/// Built from a URL: `postgres://user:password@host:5432/database?sslmode=verify-full&schema=baton`.
+/// `host` may also be a socket directory (`?host=/run/postgresql`). TLS follows libpq
+/// (``DatabaseTLS``): `sslmode`, `sslrootcert`, `sslcert` and `sslkey` in the URL's query, else
+/// from `PGSSLMODE`, `PGSSLROOTCERT`, `PGSSLCERT` and `PGSSLKEY`.
 public struct DatabaseConfiguration: Sendable {
-    public enum TLSMode: String, Sendable { case disable, prefer, require }
-
     public var host: String
     public var port: Int
     public var unixSocketPath: String?
     public var username: String
     public var password: String?
     public var database: String?
-    public var tls: TLSMode
+    /// Used for TCP connections; a Unix socket is never encrypted.
+    public var tls: DatabaseTLS
     /// The PostgreSQL schema of Baton's tables; an identifier (`[a-z_][a-z0-9_]*`).
     public var schema: String
     /// Pool size of the `PostgresClient` made by `makeClient()`.
     public var maximumConnections: Int = 20
 
+    /// `tls` nil is libpq's default: `prefer`, with the files under `~/.postgresql` if there are any.
     public init(
         host: String = "127.0.0.1", port: Int = 5432, unixSocketPath: String? = nil, username: String,
-        password: String? = nil, database: String? = nil, tls: TLSMode = .prefer, schema: String = "baton"
+        password: String? = nil, database: String? = nil, tls: DatabaseTLS? = nil, schema: String = "baton"
     ) throws {
         guard Self.isIdentifier(schema) else {
             throw ConfigurationError("schema \"\(schema)\" is not a plain identifier")
@@ -35,12 +36,20 @@ public struct DatabaseConfiguration: Sendable {
         self.username = username
         self.password = password
         self.database = database
-        self.tls = tls
+        self.tls = try tls ?? DatabaseTLS()
         self.schema = schema
     }
 
-    /// Parses a `postgres://` or `postgresql://` URL.
-    public init(url string: String) throws {
+    /// libpq's TLS parameters, as the URL's query and the settings name them.
+    public static let tlsParameters = ["sslmode", "sslrootcert", "sslcert", "sslkey"]
+
+    /// Parses a `postgres://` or `postgresql://` URL. A TLS parameter is taken from `tlsSettings`
+    /// (Baton's own settings, keyed like the query: `sslmode`…), else from the URL's query, else
+    /// from libpq's environment variable (`PGSSLMODE`…).
+    public init(
+        url string: String, environment: [String: String] = ProcessInfo.processInfo.environment,
+        tlsSettings: [String: String] = [:]
+    ) throws {
         guard let components = URLComponents(string: string),
             components.scheme == "postgres" || components.scheme == "postgresql"
         else {
@@ -50,14 +59,26 @@ public struct DatabaseConfiguration: Sendable {
             (components.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { _, last in last })
         let socket = query["host"].flatMap { $0.hasPrefix("/") ? $0 : nil }
         let database = components.path.split(separator: "/").first.map(String.init)
-        guard let tls = TLSMode(rawValue: query["sslmode"] ?? "prefer") else {
-            throw ConfigurationError("sslmode must be disable, prefer or require")
+        func parameter(_ name: String) -> String? {
+            tlsSettings[name] ?? query[name] ?? environment["PG" + name.uppercased()]
         }
+        var mode: DatabaseTLS.Mode?
+        if let text = parameter("sslmode") {
+            guard let known = DatabaseTLS.Mode(rawValue: text) else {
+                throw ConfigurationError(
+                    "sslmode \"\(text)\" is not one of "
+                        + DatabaseTLS.Mode.allCases.map(\.rawValue).joined(separator: ", "))
+            }
+            mode = known
+        }
+        let tls = try DatabaseTLS(
+            mode: mode, rootCertificate: parameter("sslrootcert"), certificate: parameter("sslcert"),
+            key: parameter("sslkey"), home: environment["HOME"])
         try self.init(
             host: components.host.flatMap { $0.isEmpty ? nil : $0 } ?? "127.0.0.1",
             port: components.port ?? 5432,
             unixSocketPath: socket.map { "\($0)/.s.PGSQL.\(components.port ?? 5432)" },
-            username: components.user ?? ProcessInfo.processInfo.environment["USER"] ?? "postgres",
+            username: components.user ?? environment["USER"] ?? "postgres",
             password: components.password,
             database: database ?? components.user,
             tls: tls,
@@ -70,7 +91,7 @@ public struct DatabaseConfiguration: Sendable {
         throws -> DatabaseConfiguration?
     {
         guard let url = environment["BATON_DATABASE_URL"] ?? environment["DATABASE_URL"] else { return nil }
-        return try DatabaseConfiguration(url: url)
+        return try DatabaseConfiguration(url: url, environment: environment)
     }
 
     /// The same database, with Baton's tables in `schema`.
@@ -90,9 +111,14 @@ public struct DatabaseConfiguration: Sendable {
             configuration = .init(
                 unixSocketPath: unixSocketPath, username: username, password: password, database: database)
         } else {
+            let tls: PostgresClient.Configuration.TLS =
+                switch self.tls.first {
+                case .plain: .disable
+                case .prefer(let configuration): .prefer(configuration)
+                case .require(let configuration): .require(configuration)
+                }
             configuration = .init(
-                host: host, port: port, username: username, password: password, database: database,
-                tls: clientTLS)
+                host: host, port: port, username: username, password: password, database: database, tls: tls)
         }
         configuration.options.maximumConnections = maximumConnections
         configuration.options.connectTimeout = .seconds(5)
@@ -108,44 +134,89 @@ public struct DatabaseConfiguration: Sendable {
                 configuration = .init(
                     unixSocketPath: unixSocketPath, username: username, password: password, database: database)
             } else {
+                let tls: PostgresConnection.Configuration.TLS =
+                    switch self.tls.first {
+                    case .plain: .disable
+                    case .prefer(let configuration): .prefer(try NIOSSLContext(configuration: configuration))
+                    case .require(let configuration): .require(try NIOSSLContext(configuration: configuration))
+                    }
                 configuration = .init(
-                    host: host, port: port, username: username, password: password, database: database,
-                    tls: try connectionTLS)
+                    host: host, port: port, username: username, password: password, database: database, tls: tls)
             }
             configuration.options.connectTimeout = .seconds(5)
             return configuration
         }
     }
 
-    private var clientTLS: PostgresClient.Configuration.TLS {
-        switch tls {
-        case .disable: .disable
-        case .prefer: .prefer(.makeClientConfiguration())
-        case .require: .require(.makeClientConfiguration())
-        }
-    }
-
-    private var connectionTLS: PostgresConnection.Configuration.TLS {
-        get throws {
-            switch tls {
-            case .disable: .disable
-            case .prefer: .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
-            case .require: .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
-            }
-        }
-    }
-
-    /// Connects once, so that a wrong address or password is reported at once with PostgreSQL's
-    /// own words (the pool only reports a tripped circuit breaker after about a minute).
-    public func checkConnection(logger: Logger) async throws {
-        let connection: PostgresConnection
+    /// Connects once, so that a wrong address, password or certificate is reported at once in one
+    /// line (the pool only reports a tripped circuit breaker after about a minute), and settles
+    /// libpq's fallbacks for this process: with `sslmode=allow` a plain connection the server
+    /// refuses is tried again with TLS; with `prefer`, a failed TLS handshake again without.
+    /// Returns this configuration with the way that worked; use it for everything after.
+    @discardableResult
+    public func checkConnection(logger: Logger) async throws -> DatabaseConfiguration {
         do {
-            connection = try await PostgresConnection.connect(
-                configuration: try connectionConfiguration, id: 0, logger: logger)
+            try await connectOnce(logger: logger)
+            return self
         } catch {
-            throw ConfigurationError("cannot connect to PostgreSQL at \(displayAddress): \(String(reflecting: error))")
+            guard unixSocketPath == nil, let fallback = tls.fallingBack(), Self.warrantsFallback(error, from: tls.mode)
+            else {
+                throw ConfigurationError("cannot connect to PostgreSQL at \(displayAddress): \(Self.describe(error))")
+            }
+            var retried = self
+            retried.tls = fallback
+            let tried = tls.mode == .allow ? "plain, then TLS" : "TLS, then plain"
+            do {
+                try await retried.connectOnce(logger: logger)
+            } catch let second {
+                throw ConfigurationError(
+                    "cannot connect to PostgreSQL at \(displayAddress) (sslmode=\(tls.mode.rawValue) tried \(tried)): "
+                        + "\(Self.describe(error)); then \(Self.describe(second))")
+            }
+            logger.notice(
+                "sslmode=\(tls.mode.rawValue): connected the second way (\(tried))",
+                metadata: ["first": "\(Self.describe(error))"])
+            return retried
         }
+    }
+
+    private func connectOnce(logger: Logger) async throws {
+        let connection = try await PostgresConnection.connect(
+            configuration: try connectionConfiguration, id: 0, logger: logger)
         try? await connection.close()
+    }
+
+    /// libpq's reasons to try the other way: the server refusing the connection (its
+    /// `pg_hba.conf` has no line for it: with `allow`, for plain; with `prefer`, for TLS), or, with
+    /// `prefer`, the TLS handshake failing.
+    static func warrantsFallback(_ error: any Error, from mode: DatabaseTLS.Mode) -> Bool {
+        let refusedByServer = (error as? PSQLError)?.code == .server
+        let tlsFailed = [error, (error as? PSQLError)?.underlying].contains {
+            $0 is NIOSSLError || $0 is BoringSSLError
+        }
+        return switch mode {
+        case .allow: refusedByServer
+        case .prefer: refusedByServer || tlsFailed
+        default: false
+        }
+    }
+
+    /// A connection failure in one line: what the server said, or why TLS or the network failed.
+    package static func describe(_ error: any Error) -> String {
+        guard let error = error as? PSQLError else {
+            if error is NIOSSLError || error is BoringSSLError { return "TLS: \(error)" }
+            return "\(error)"
+        }
+        if let message = error.serverInfo?[.message] {
+            return "\(message) (SQLSTATE \(error.serverInfo?[.sqlState] ?? "?"))"
+        }
+        if error.code == .sslUnsupported { return "the server does not accept TLS connections" }
+        if let underlying = error.underlying {
+            if let tls = underlying as? NIOSSLError { return "TLS: \(tls)" }
+            if underlying is BoringSSLError { return "TLS: \(underlying)" }
+            return "\(underlying)"
+        }
+        return "\(error.code)"
     }
 
     public var displayAddress: String {

@@ -23,11 +23,22 @@ public final class LocalPostgres: Sendable {
         public var settings: [String: String]
         /// Trade durability for speed (fsync off): for throwaway test clusters only.
         public var fast: Bool
+        /// Files the server reads, by the setting that names them (`ssl_cert_file`, `ssl_key_file`,
+        /// `ssl_ca_file`): each is copied where the server's user can read it and nobody else can
+        /// (PostgreSQL refuses a key others can read), and the setting points at the copy.
+        public var files: [String: URL]
+        /// The lines of `pg_hba.conf`; nil keeps initdb's (trust, for every connection).
+        public var hba: [String]?
 
-        public init(dataDirectory: URL? = nil, settings: [String: String] = [:], fast: Bool = false) {
+        public init(
+            dataDirectory: URL? = nil, settings: [String: String] = [:], fast: Bool = false, files: [String: URL] = [:],
+            hba: [String]? = nil
+        ) {
             self.dataDirectory = dataDirectory
             self.settings = settings
             self.fast = fast
+            self.files = files
+            self.hba = hba
         }
     }
 
@@ -118,6 +129,22 @@ public final class LocalPostgres: Sendable {
                 as: runAs, what: "pg_ctl stop")
         }
 
+        var fileSettings: [String: String] = [:]
+        for (setting, source) in options.files.sorted(by: { $0.key < $1.key }) {
+            let copy = base.appending(path: setting)
+            try? fileManager.removeItem(at: copy)
+            try fileManager.copyItem(at: source, to: copy)
+            _ = Glibc.chmod(copy.path, 0o600)
+            if let runAs { try chown(copy, to: runAs) }
+            fileSettings[setting] = copy.path
+        }
+        if let hba = options.hba {
+            let file = base.appending(path: "pg_hba.conf")
+            try Data((hba.joined(separator: "\n") + "\n").utf8).write(to: file)
+            if let runAs { try chown(file, to: runAs) }
+            fileSettings["hba_file"] = file.path
+        }
+
         var lastError: (any Error)?
         for _ in 0..<3 {
             let port = try freePort()
@@ -131,6 +158,7 @@ public final class LocalPostgres: Sendable {
                 settings["full_page_writes"] = "off"
             }
             settings.merge(options.settings) { _, new in new }
+            settings.merge(fileSettings) { _, new in new }
             let serverOptions = settings.sorted(by: { $0.key < $1.key }).map { "-c \($0.key)=\($0.value)" }
                 .joined(separator: " ")
             let log = base.appending(path: "server.log")
@@ -199,6 +227,9 @@ public final class LocalPostgres: Sendable {
     // MARK: finding and running PostgreSQL
 
     /// PATH, then `pg_config --bindir`, then the newest `/usr/lib/postgresql/*/bin`.
+    /// The `psql` of the PostgreSQL installation the launcher uses.
+    public static func findPsql() throws -> URL { try findBinaries().appending(path: "psql") }
+
     static func findBinaries() throws -> URL {
         var candidates: [URL] = []
         for directory in (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":") {

@@ -37,6 +37,24 @@ extension Setting {
     static let databasePoolSize = Setting(
         key: "database.pool-size", flag: "--pool-size", defaultValue: "20",
         help: "Connections in the pool, per process (LISTEN takes one more).")
+    static let databaseSSLMode = Setting(
+        key: "database.sslmode", flag: "--sslmode",
+        help:
+            "TLS as libpq means it (default `prefer`): `disable`, `allow`, `prefer`, `require`, `verify-ca`, `verify-full` (else the URL's `?sslmode=`, else `PGSSLMODE`)."
+    )
+    static let databaseSSLRootCert = Setting(
+        key: "database.sslrootcert", flag: "--sslrootcert",
+        help:
+            "PEM file of the CAs the server's certificate is checked against, or `system` (else `?sslrootcert=`, `PGSSLROOTCERT`, `~/.postgresql/root.crt`)."
+    )
+    static let databaseSSLCert = Setting(
+        key: "database.sslcert", flag: "--sslcert",
+        help: "Client certificate, PEM (else `?sslcert=`, `PGSSLCERT`, `~/.postgresql/postgresql.crt`).")
+    static let databaseSSLKey = Setting(
+        key: "database.sslkey", flag: "--sslkey",
+        help:
+            "The client certificate's key, PEM, mode 0600 (else `?sslkey=`, `PGSSLKEY`, `~/.postgresql/postgresql.key`)."
+    )
 
     static let workerQueues = Setting(
         key: "worker.queues", flag: "--queue", defaultValue: "default",
@@ -96,7 +114,8 @@ extension Setting {
 
     /// Every setting, in the order documented.
     static let all: [Setting] = [
-        config, databaseURL, databaseSchema, databasePoolSize,
+        config, databaseURL, databaseSchema, databasePoolSize, databaseSSLMode, databaseSSLRootCert, databaseSSLCert,
+        databaseSSLKey,
         workerQueues, workerConcurrency, workerLease, workerGrace, workerRetention, workerMetricsPort,
         workerMetricsHost,
         apiHost, apiPort, apiMaxBody, apiMaxWait, apiMetricsOpen, apiTokens, apiToken,

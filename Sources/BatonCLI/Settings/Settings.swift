@@ -23,7 +23,7 @@ struct Settings: Sendable {
     }
 
     private let sources: [Source]
-    private let environment: [String: String]
+    let environment: [String: String]
 
     init(sources: [Source], environment: [String: String]) {
         self.sources = sources

@@ -18,6 +18,13 @@ struct DatabaseOptions: ParsableArguments, SettingFlags {
     var poolSize: Int?
 
     @Option(
+        name: .customLong("listen-url"),
+        help:
+            "PostgreSQL itself, for the LISTEN connection, when --database-url is a PgBouncer in transaction mode (BATON_DATABASE_LISTEN_URL)."
+    )
+    var listenURL: String?
+
+    @Option(
         help: "TLS: disable, allow, prefer, require, verify-ca or verify-full, as in libpq (BATON_DATABASE_SSLMODE).")
     var sslmode: String?
 
@@ -35,6 +42,7 @@ struct DatabaseOptions: ParsableArguments, SettingFlags {
         flags.add(.databaseURL, url.map(ConfigContent.string))
         flags.add(.databaseSchema, schema.map(ConfigContent.string))
         flags.add(.databasePoolSize, poolSize.map(ConfigContent.int))
+        flags.add(.databaseListenURL, listenURL.map(ConfigContent.string))
         flags.add(.databaseSSLMode, sslmode.map(ConfigContent.string))
         flags.add(.databaseSSLRootCert, sslrootcert.map(ConfigContent.string))
         flags.add(.databaseSSLCert, sslcert.map(ConfigContent.string))
@@ -58,6 +66,7 @@ extension Settings {
             tlsSettings[parameter] = try string(setting)
         }
         var configuration = try DatabaseConfiguration(url: url, environment: environment, tlsSettings: tlsSettings)
+        if let listenURL = try string(.databaseListenURL) { configuration = try configuration.listening(at: listenURL) }
         if let schema = try string(.databaseSchema) { configuration = try configuration.inSchema(schema) }
         if let size = try int(.databasePoolSize) {
             guard (1...1000).contains(size) else { throw ValidationError("database.pool-size must be within 1...1000") }

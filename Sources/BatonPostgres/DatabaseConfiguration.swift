@@ -21,6 +21,17 @@ public struct DatabaseConfiguration: Sendable {
     public var schema: String
     /// Pool size of the `PostgresClient` made by `makeClient()`.
     public var maximumConnections: Int = 20
+    /// Where the dedicated LISTEN connection goes, when not where the pool goes: PostgreSQL
+    /// itself when the pool goes through PgBouncer in transaction mode, which would hand a
+    /// LISTEN's server connection to someone else after the statement (`database.listen-url`).
+    /// Same user, password, database and TLS settings. nil: the pool's address.
+    public var listenAddress: ListenAddress?
+
+    public struct ListenAddress: Sendable, Equatable {
+        public var host: String
+        public var port: Int
+        public var unixSocketPath: String?
+    }
 
     /// `tls` nil is libpq's default: `prefer`, with the files under `~/.postgresql` if there are any.
     public init(
@@ -94,6 +105,21 @@ public struct DatabaseConfiguration: Sendable {
         return try DatabaseConfiguration(url: url, environment: environment)
     }
 
+    /// This configuration with its LISTEN connection going to `url`'s address, which must name
+    /// the same user and database (or none).
+    public func listening(at url: String) throws -> DatabaseConfiguration {
+        let other = try DatabaseConfiguration(url: url, environment: ["HOME": "/nonexistent", "USER": username])
+        guard other.username == username, other.database == database || URLComponents(string: url)?.path ?? "" == ""
+        else {
+            throw ConfigurationError(
+                "database.listen-url must name the same user and database as database.url (\(username), \(database ?? "-"))"
+            )
+        }
+        var copy = self
+        copy.listenAddress = ListenAddress(host: other.host, port: other.port, unixSocketPath: other.unixSocketPath)
+        return copy
+    }
+
     /// The same database, with Baton's tables in `schema`.
     public func inSchema(_ schema: String) throws -> DatabaseConfiguration {
         guard Self.isIdentifier(schema) else {
@@ -126,26 +152,39 @@ public struct DatabaseConfiguration: Sendable {
         return PostgresClient(configuration: configuration)
     }
 
-    /// The configuration of a single connection (LISTEN needs one of its own).
+    /// The configuration of a single connection to where the pool goes.
     public var connectionConfiguration: PostgresConnection.Configuration {
+        get throws { try connectionConfiguration(host: host, port: port, unixSocketPath: unixSocketPath) }
+    }
+
+    /// The configuration of the dedicated LISTEN connection: to `listenAddress` if set.
+    public var listenConnectionConfiguration: PostgresConnection.Configuration {
         get throws {
-            var configuration: PostgresConnection.Configuration
-            if let unixSocketPath {
-                configuration = .init(
-                    unixSocketPath: unixSocketPath, username: username, password: password, database: database)
-            } else {
-                let tls: PostgresConnection.Configuration.TLS =
-                    switch self.tls.first {
-                    case .plain: .disable
-                    case .prefer(let configuration): .prefer(try NIOSSLContext(configuration: configuration))
-                    case .require(let configuration): .require(try NIOSSLContext(configuration: configuration))
-                    }
-                configuration = .init(
-                    host: host, port: port, username: username, password: password, database: database, tls: tls)
-            }
-            configuration.options.connectTimeout = .seconds(5)
-            return configuration
+            guard let listenAddress else { return try connectionConfiguration }
+            return try connectionConfiguration(
+                host: listenAddress.host, port: listenAddress.port, unixSocketPath: listenAddress.unixSocketPath)
         }
+    }
+
+    private func connectionConfiguration(host: String, port: Int, unixSocketPath: String?) throws
+        -> PostgresConnection.Configuration
+    {
+        var configuration: PostgresConnection.Configuration
+        if let unixSocketPath {
+            configuration = .init(
+                unixSocketPath: unixSocketPath, username: username, password: password, database: database)
+        } else {
+            let tls: PostgresConnection.Configuration.TLS =
+                switch self.tls.first {
+                case .plain: .disable
+                case .prefer(let configuration): .prefer(try NIOSSLContext(configuration: configuration))
+                case .require(let configuration): .require(try NIOSSLContext(configuration: configuration))
+                }
+            configuration = .init(
+                host: host, port: port, username: username, password: password, database: database, tls: tls)
+        }
+        configuration.options.connectTimeout = .seconds(5)
+        return configuration
     }
 
     /// Connects once, so that a wrong address, password or certificate is reported at once in one
@@ -158,6 +197,8 @@ public struct DatabaseConfiguration: Sendable {
         do {
             try await connectOnce(logger: logger)
             return self
+        } catch let error as ConfigurationError {
+            throw error
         } catch {
             guard unixSocketPath == nil, let fallback = tls.fallingBack(), Self.warrantsFallback(error, from: tls.mode)
             else {
@@ -184,6 +225,17 @@ public struct DatabaseConfiguration: Sendable {
         let connection = try await PostgresConnection.connect(
             configuration: try connectionConfiguration, id: 0, logger: logger)
         try? await connection.close()
+        guard let listenAddress else { return }
+        do {
+            let listening = try await PostgresConnection.connect(
+                configuration: try listenConnectionConfiguration, id: 0, logger: logger)
+            try? await listening.close()
+        } catch {
+            throw ConfigurationError(
+                "cannot open the LISTEN connection (database.listen-url) at "
+                    + "\(listenAddress.unixSocketPath ?? "\(listenAddress.host):\(listenAddress.port)"): \(Self.describe(error))"
+            )
+        }
     }
 
     /// libpq's reasons to try the other way: the server refusing the connection (its

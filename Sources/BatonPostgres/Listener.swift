@@ -83,7 +83,7 @@ public final class Listener: Service, Sendable {
         while !Task.isCancelled {
             do {
                 let connection = try await PostgresConnection.connect(
-                    configuration: try configuration.connectionConfiguration, id: 1, logger: logger)
+                    configuration: try configuration.listenConnectionConfiguration, id: 1, logger: logger)
                 do {
                     try await connection.listen(on: channel) { notifications in
                         backoff = .milliseconds(100)

@@ -3,6 +3,7 @@
 // end to `<schema>.test_runs` and fails at random when asked to.
 //
 // Usage: BatonTestWorker DATABASE_URL [QUEUE:CONCURRENCY] [LEASE_MS] [GRACE_MS]
+// BATON_DATABASE_LISTEN_URL, as for `baton worker`, sends the LISTEN connection there.
 import Baton
 import BatonPostgres
 import BatonWorker
@@ -20,7 +21,10 @@ guard arguments.count >= 2 else {
 var logger = Logger(label: "baton.test-worker")
 logger.logLevel =
     ProcessInfo.processInfo.environment["BATON_TEST_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) } ?? .warning
-let database = try DatabaseConfiguration(url: arguments[1])
+var database = try DatabaseConfiguration(url: arguments[1])
+if let listenURL = ProcessInfo.processInfo.environment["BATON_DATABASE_LISTEN_URL"] {
+    database = try database.listening(at: listenURL)
+}
 let queueSpec = (arguments.count > 2 ? arguments[2] : "default:8").split(separator: ":")
 let lease = arguments.count > 3 ? Duration.milliseconds(Int64(arguments[3]) ?? 15000) : .seconds(15)
 let grace = arguments.count > 4 ? Duration.milliseconds(Int64(arguments[4]) ?? 30000) : .seconds(30)

@@ -10,10 +10,12 @@ import Foundation
 final class WorkerProcess: Sendable {
     let child: ChildProcess
 
-    init(url: String, queue: String = "default:8", lease: Duration = .seconds(2), grace: Duration = .seconds(5)) throws
-    {
+    init(
+        url: String, queue: String = "default:8", lease: Duration = .seconds(2), grace: Duration = .seconds(5),
+        environment: [String: String?] = [:]
+    ) throws {
         child = try ChildProcess(
-            try Self.binary(), [url, queue, "\(lease.milliseconds)", "\(grace.milliseconds)"])
+            try Self.binary(), [url, queue, "\(lease.milliseconds)", "\(grace.milliseconds)"], environment: environment)
     }
 
     var pid: Int32 { child.pid }

@@ -37,6 +37,11 @@ extension Setting {
     static let databasePoolSize = Setting(
         key: "database.pool-size", flag: "--pool-size", defaultValue: "20",
         help: "Connections in the pool, per process (LISTEN takes one more).")
+    static let databaseListenURL = Setting(
+        key: "database.listen-url", flag: "--listen-url",
+        help:
+            "Where the LISTEN connection goes, when the pool goes through PgBouncer in transaction mode: PostgreSQL itself (same user and database).",
+        isSecret: true)
     static let databaseSSLMode = Setting(
         key: "database.sslmode", flag: "--sslmode",
         help:
@@ -114,7 +119,8 @@ extension Setting {
 
     /// Every setting, in the order documented.
     static let all: [Setting] = [
-        config, databaseURL, databaseSchema, databasePoolSize, databaseSSLMode, databaseSSLRootCert, databaseSSLCert,
+        config, databaseURL, databaseSchema, databasePoolSize, databaseListenURL, databaseSSLMode, databaseSSLRootCert,
+        databaseSSLCert,
         databaseSSLKey,
         workerQueues, workerConcurrency, workerLease, workerGrace, workerRetention, workerMetricsPort,
         workerMetricsHost,

@@ -93,7 +93,10 @@ func withPostgres<T: Sendable>(
     let database = try await database.checkConnection(logger: logger)
     let client = database.makeClient(logger: logger)
     return try await withThrowingTaskGroup(of: T?.self) { group in
-        group.addTask {
+        // Immediate: `run()` is entered before `body` leases a connection, so PostgresNIO does not
+        // warn that `run()` "hasn't been called yet" (a child task added the usual way may start
+        // after the parent's first query).
+        group.addImmediateTask {
             await client.run()
             return nil
         }

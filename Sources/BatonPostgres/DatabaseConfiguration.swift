@@ -257,18 +257,32 @@ public struct DatabaseConfiguration: Sendable {
     package static func describe(_ error: any Error) -> String {
         guard let error = error as? PSQLError else {
             if error is NIOSSLError || error is BoringSSLError { return "TLS: \(error)" }
-            return "\(error)"
+            return describeNetwork(error) ?? "\(error)"
         }
         if let message = error.serverInfo?[.message] {
             return "\(message) (SQLSTATE \(error.serverInfo?[.sqlState] ?? "?"))"
         }
         if error.code == .sslUnsupported { return "the server does not accept TLS connections" }
-        if let underlying = error.underlying {
-            if let tls = underlying as? NIOSSLError { return "TLS: \(tls)" }
-            if underlying is BoringSSLError { return "TLS: \(underlying)" }
-            return "\(underlying)"
-        }
+        if let underlying = error.underlying { return describe(underlying) }
         return "\(error.code)"
+    }
+
+    /// NIO's connection errors in the words of `psql` ("connection refused"), not their dumps.
+    private static func describeNetwork(_ error: any Error) -> String? {
+        switch error {
+        case let error as NIOConnectionError:
+            if let failure = error.connectionErrors.first {
+                return describeNetwork(failure.error) ?? "\(failure.error)"
+            }
+            if error.dnsAError != nil || error.dnsAAAAError != nil { return "cannot resolve host \(error.host)" }
+            return "cannot connect"
+        case let error as IOError:
+            return String(cString: strerror(error.errnoCode)).lowercased()
+        case ChannelError.connectTimeout(let timeout):
+            return "no answer within \(timeout.nanoseconds / 1_000_000_000) s"
+        default:
+            return nil
+        }
     }
 
     public var displayAddress: String {

@@ -54,7 +54,7 @@ final class Rig: Sendable {
         let rig = Rig(postgres: postgres, database: database, client: client, logger: logger)
         defer { postgres.stop() }
         return try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask {
+            group.addImmediateTask {
                 await client.run()
                 return nil
             }

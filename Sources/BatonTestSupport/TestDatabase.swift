@@ -34,7 +34,7 @@ public struct TestDatabase: Sendable {
             configuration: configuration, client: client,
             store: Store(client: client, schema: schema, logger: logger), logger: logger, url: url)
         return try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask {
+            group.addImmediateTask {
                 await client.run()
                 return nil
             }

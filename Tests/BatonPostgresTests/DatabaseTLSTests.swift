@@ -286,7 +286,7 @@ struct Certificates: Sendable {
                 .checkConnection(logger: logger)
             let client = configuration.makeClient(logger: logger)
             return try await withThrowingTaskGroup(of: DatabaseTLSTests.Outcome?.self) { group in
-                group.addTask {
+                group.addImmediateTask {
                     await client.run()
                     return nil
                 }

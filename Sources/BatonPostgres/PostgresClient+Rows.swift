@@ -38,15 +38,12 @@ extension PostgresClient {
         let asked = ContinuousClock.now
         return try await withThrowingTaskGroup(of: [PostgresRow]?.self) { group in
             group.addTask {
-                try await self.withConnection { connection in
-                    leased.set()
-                    // Pool use: `baton_db_connection_wait_seconds` (time to get a connection) and
-                    // `baton_db_connections_in_use` (statements on a leased connection now).
-                    Timer(label: "baton_db_connection_wait_seconds").record(duration: ContinuousClock.now - asked)
-                    let inUse = Meter(label: "baton_db_connections_in_use")
-                    inUse.increment()
-                    defer { inUse.decrement() }
-                    return try await connection.rows(query, logger: logger)
+                do {
+                    return try await self.lease(query, logger: logger, leased: leased, asked: asked)
+                } catch let error where !leased.isSet && !(error is PSQLError || error is CancellationError) {
+                    // PostgresNIO's pool fails requests with its own `ConnectionPoolError` once it has
+                    // failed to connect for a minute (its circuit breaker): the database is away.
+                    throw DatabaseUnavailable(description: "no connection to the database: \(error)")
                 }
             }
             group.addTask {
@@ -66,6 +63,21 @@ extension PostgresClient {
                 }
             }
             throw CancellationError()
+        }
+    }
+
+    private func lease(_ query: PostgresQuery, logger: Logger, leased: Flag, asked: ContinuousClock.Instant)
+        async throws -> [PostgresRow]
+    {
+        try await self.withConnection { connection in
+            leased.set()
+            // Pool use: `baton_db_connection_wait_seconds` (time to get a connection) and
+            // `baton_db_connections_in_use` (statements on a leased connection now).
+            Timer(label: "baton_db_connection_wait_seconds").record(duration: ContinuousClock.now - asked)
+            let inUse = Meter(label: "baton_db_connections_in_use")
+            inUse.increment()
+            defer { inUse.decrement() }
+            return try await connection.rows(query, logger: logger)
         }
     }
 

@@ -68,7 +68,7 @@ public final class ChildProcess: @unchecked Sendable {
         for (name, value) in environment { variables[name] = value }
         let envp = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { envp.forEach { free($0) } }
-        let result = posix_spawn(&pid, program.path, &actions, nil, argv, envp)
+        let result = withCleanSignals { posix_spawn(&pid, program.path, &actions, $0, argv, envp) }
         guard result == 0 else {
             throw TestFailure("cannot start \(executable.path): \(String(cString: strerror(result)))")
         }

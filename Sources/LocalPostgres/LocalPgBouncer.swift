@@ -97,13 +97,19 @@ public final class LocalPgBouncer: Sendable {
         }
     }
 
-    /// Stops PgBouncer (SIGINT: at once, closing every connection) and removes its files.
+    /// Stops PgBouncer and removes its files. SIGTERM is an immediate shutdown up to PgBouncer
+    /// 1.22 and waits for clients to leave from 1.23 on: so SIGTERM, and SIGKILL should it still
+    /// be there after 2 s.
     public func stop() {
         if let text = try? String(contentsOf: directory.appending(path: "pgbouncer.pid"), encoding: .utf8),
             let pid = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines))
         {
-            kill(pid, SIGINT)
-            for _ in 0..<500 where kill(pid, 0) == 0 { usleep(10_000) }
+            kill(pid, SIGTERM)
+            for _ in 0..<200 where kill(pid, 0) == 0 { usleep(10_000) }
+            if kill(pid, 0) == 0 {
+                kill(pid, SIGKILL)
+                for _ in 0..<200 where kill(pid, 0) == 0 { usleep(10_000) }
+            }
         }
         try? FileManager.default.removeItem(at: directory)
     }

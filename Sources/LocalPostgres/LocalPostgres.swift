@@ -360,7 +360,7 @@ public final class LocalPostgres: Sendable {
         let argv = (["/usr/bin/env", "-C", "/", command] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var pid = pid_t()
-        let spawned = posix_spawn(&pid, "/usr/bin/env", &actions, nil, argv, environ)
+        let spawned = withCleanSignals { posix_spawn(&pid, "/usr/bin/env", &actions, $0, argv, environ) }
         guard spawned == 0 else {
             throw LocalPostgresError("\(what): cannot run \(command): \(String(cString: strerror(spawned)))")
         }
@@ -397,6 +397,27 @@ package func closeInheritedDescriptors(_ actions: inout posix_spawn_file_actions
     guard closeFrom(&actions, 3) == 0 else {
         throw LocalPostgresError("posix_spawn_file_actions_addclosefrom_np failed")
     }
+}
+
+/// Runs `body` with `posix_spawn` attributes that start the child with no signal blocked and
+/// the usual signals at their default action. The spawning thread is often one of Dispatch's or
+/// NIO's, which block most signals, and a blocked mask is inherited through exec: a PgBouncer
+/// started so never saw SIGTERM or SIGINT (and SIGPIPE, ignored by NIO, would stay ignored).
+package func withCleanSignals<T>(_ body: (UnsafePointer<posix_spawnattr_t>) throws -> T) rethrows -> T {
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    var none = sigset_t()
+    sigemptyset(&none)
+    posix_spawnattr_setsigmask(&attributes, &none)
+    var usual = sigset_t()
+    sigemptyset(&usual)
+    for signal in [SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGPIPE, SIGUSR1, SIGUSR2, SIGCHLD, SIGALRM] {
+        sigaddset(&usual, signal)
+    }
+    posix_spawnattr_setsigdefault(&attributes, &usual)
+    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+    return try body(&attributes)
 }
 
 /// The local server could not be set up; the message says why and what to do.

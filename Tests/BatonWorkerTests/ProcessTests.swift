@@ -180,3 +180,23 @@ struct ProcessTests {
         }
     }
 }
+
+/// Processes the tests and the PostgreSQL launcher start begin with no signal blocked: they are
+/// spawned from threads that block most signals, and a blocked mask survives exec (a PgBouncer
+/// started so ignored SIGTERM, and outlived every test run).
+@Test func childrenStartWithNoSignalBlockedOrIgnored() async throws {
+    // Block SIGTERM on this thread, as Dispatch's and NIO's threads do, then spawn.
+    var blocked = sigset_t()
+    sigemptyset(&blocked)
+    sigaddset(&blocked, SIGTERM)
+    var previous = sigset_t()
+    pthread_sigmask(SIG_BLOCK, &blocked, &previous)
+    let child = try ChildProcess(URL(fileURLWithPath: "/bin/grep"), ["-E", "^Sig(Blk|Ign)", "/proc/self/status"])
+    pthread_sigmask(SIG_SETMASK, &previous, nil)
+    #expect(try await child.waitForExit(timeout: .seconds(20)) == 0)
+    let lines = child.standardOutput.split(separator: "\n").map { $0.split(separator: "\t").map(String.init) }
+    #expect(lines.first { $0.first == "SigBlk:" }?.last == "0000000000000000", "\(child.standardOutput)")
+    // SIGPIPE (bit 13), which NIO ignores in this process, is back to its default.
+    let ignored = lines.first { $0.first == "SigIgn:" }?.last.flatMap { UInt64($0, radix: 16) }
+    #expect(ignored.map { $0 & (1 << (SIGPIPE - 1)) } == 0, "\(child.standardOutput)")
+}

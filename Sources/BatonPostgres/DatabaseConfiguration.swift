@@ -51,9 +51,6 @@ public struct DatabaseConfiguration: Sendable {
         self.schema = schema
     }
 
-    /// libpq's TLS parameters, as the URL's query and the settings name them.
-    public static let tlsParameters = ["sslmode", "sslrootcert", "sslcert", "sslkey"]
-
     /// Parses a `postgres://` or `postgresql://` URL. A TLS parameter is taken from `tlsSettings`
     /// (Baton's own settings, keyed like the query: `sslmode`…), else from the URL's query, else
     /// from libpq's environment variable (`PGSSLMODE`…).

@@ -50,9 +50,6 @@ public struct DatabaseTLS: Sendable {
         case require(TLSConfiguration)
     }
 
-    /// TLS off.
-    public static let disabled = try! DatabaseTLS(mode: .disable, home: nil)
-
     /// Reads the settings as libpq would: `mode` nil is `prefer` (`verify-full` with
     /// `sslrootcert=system`); files left nil are looked for under `home`'s `.postgresql`.
     /// Throws, naming the setting and the file, when a file cannot be read or used.
@@ -110,7 +107,7 @@ public struct DatabaseTLS: Sendable {
         do {
             _ = try NIOSSLContext(configuration: configuration)
         } catch {
-            throw ConfigurationError("sslcert/sslkey cannot be used together (\(Self.describe(error)))")
+            throw ConfigurationError("sslcert/sslkey cannot be used together (\(error))")
         }
 
         switch mode {
@@ -175,9 +172,4 @@ public struct DatabaseTLS: Sendable {
         return key
     }
 
-    static func describe(_ error: any Error) -> String {
-        if let error = error as? NIOSSLError { return "\(error)" }
-        if let error = error as? BoringSSLError { return "\(error)" }
-        return String(describing: error)
-    }
 }

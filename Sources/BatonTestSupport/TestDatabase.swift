@@ -69,6 +69,30 @@ public struct TestDatabase: Sendable {
     }
 }
 
+extension TestDatabase {
+    /// `test_runs`, where the test worker's `record` task logs each attempt (BatonTestWorker).
+    public func createRunsTable() async throws {
+        try await client.perform(
+            """
+            CREATE TABLE \(unescaped: configuration.schema).test_runs (
+                job bigint, stage int, attempt int, lane text, pid int,
+                started_at timestamptz, ended_at timestamptz, failed boolean)
+            """)
+    }
+
+    /// Runs of `stage` in `test_runs` that started before the run ahead of them in their lane
+    /// ended: two stages of one lane at once. Zero is what lanes promise.
+    public func laneOverlaps(stage: Int) async throws -> Int {
+        try await values(
+            """
+            SELECT count(*)::int FROM (
+                SELECT started_at, lag(ended_at) OVER (PARTITION BY lane ORDER BY started_at) AS previous_end
+                FROM \(unescaped: configuration.schema).test_runs WHERE stage = \(stage)) r
+            WHERE started_at < previous_end
+            """, as: Int.self)[0]
+    }
+}
+
 public struct TestFailure: Error, CustomStringConvertible {
     public var description: String
     public init(_ description: String) { self.description = description }

@@ -25,12 +25,7 @@ struct PgBouncerTests {
         // Migrated directly (`baton migrate` takes a session lock), as documented.
         try await TestDatabase.with(baseURL: server.url) { db async throws in
             let schema = db.configuration.schema
-            try await db.client.perform(
-                """
-                CREATE TABLE \(unescaped: schema).test_runs (
-                    job bigint, stage int, attempt int, lane text, pid int,
-                    started_at timestamptz, ended_at timestamptz, failed boolean)
-                """)
+            try await db.createRunsTable()
             var environment: [String: String?] = [
                 "BATON_DATABASE_URL": bouncer.url() + "&schema=\(schema)", "BATON_DATABASE_POOL_SIZE": "8",
                 "BATON_API_TOKENS": "admin:pgbouncer-test-token-0123", "BATON_API_TOKEN": nil, "DATABASE_URL": nil,
@@ -116,14 +111,7 @@ struct PgBouncerTests {
             #expect(
                 try await db.values(
                     "SELECT count(*)::int FROM \(unescaped: schema).test_runs WHERE stage = 1", as: Int.self) == [120])
-            let overlaps = try await db.values(
-                """
-                SELECT count(*)::int FROM (
-                    SELECT started_at, lag(ended_at) OVER (PARTITION BY lane ORDER BY started_at) AS previous_end
-                    FROM \(unescaped: schema).test_runs WHERE stage = 1) r
-                WHERE started_at < previous_end
-                """, as: Int.self)
-            #expect(overlaps == [0])
+            #expect(try await db.laneOverlaps(stage: 1) == 0)
             #expect(
                 try await db.values(
                     "SELECT count(DISTINCT pid)::int FROM \(unescaped: schema).test_runs", as: Int.self) == [2])

@@ -12,15 +12,6 @@ import Testing
 /// Workers in processes of their own: lanes across processes, SIGKILL, SIGSTOP, SIGTERM.
 @Suite(.serialized, .timeLimit(.minutes(5)))
 struct ProcessTests {
-    func createRunsTable(_ db: TestDatabase) async throws {
-        try await db.client.perform(
-            """
-            CREATE TABLE \(unescaped: db.configuration.schema).test_runs (
-                job bigint, stage int, attempt int, lane text, pid int,
-                started_at timestamptz, ended_at timestamptz, failed boolean)
-            """)
-    }
-
     func count(_ db: TestDatabase, _ condition: String) async throws -> Int {
         try await db.values(
             PostgresQuery(unsafeSQL: "SELECT count(*)::int FROM \(db.configuration.schema).jobs WHERE \(condition)"),
@@ -33,7 +24,7 @@ struct ProcessTests {
 
     @Test func lanesHoldAcrossWorkerProcesses() async throws {
         try await TestDatabase.with { db async throws in
-            try await createRunsTable(db)
+            try await db.createRunsTable()
             let lanes = 12
             let jobs = (0..<240).map { index in
                 NewJob(
@@ -69,14 +60,7 @@ struct ProcessTests {
                     "SELECT count(DISTINCT pid)::int FROM \(unescaped: schema).test_runs WHERE stage = 1", as: Int.self)
                     == [2])
             // Never two runs of one lane at once.
-            let overlaps = try await db.values(
-                """
-                SELECT count(*)::int FROM (
-                    SELECT started_at, lag(ended_at) OVER (PARTITION BY lane ORDER BY started_at) AS previous_end
-                    FROM \(unescaped: schema).test_runs WHERE stage = 1) r
-                WHERE started_at < previous_end
-                """, as: Int.self)
-            #expect(overlaps == [0])
+            #expect(try await db.laneOverlaps(stage: 1) == 0)
             // FIFO: in each lane, runs (retries included) follow the order the stages entered the
             // lane, and a job's retries all come before the next job starts.
             let outOfOrder = try await db.values(
@@ -100,7 +84,7 @@ struct ProcessTests {
 
     @Test func aKilledWorkersStageFinishesElsewhereAfterTheLease() async throws {
         try await TestDatabase.with { db async throws in
-            try await createRunsTable(db)
+            try await db.createRunsTable()
             let doomed = try WorkerProcess(url: db.url, lease: .seconds(1))
             let id = try await db.store.enqueue([
                 NewJob(chain: ChainDefinition(input: "payload", stages: [record(["min_ms": 1500], attempts: 3)]))
@@ -124,7 +108,7 @@ struct ProcessTests {
 
     @Test func aPausedWorkerThatWakesAfterItsLeaseCannotFinishTheJobTwice() async throws {
         try await TestDatabase.with { db async throws in
-            try await createRunsTable(db)
+            try await db.createRunsTable()
             let sleeper = try WorkerProcess(url: db.url, lease: .seconds(1))
             let id = try await db.store.enqueue([
                 NewJob(chain: ChainDefinition(input: 1, stages: [record(["min_ms": 800], attempts: 3)]))
@@ -154,7 +138,7 @@ struct ProcessTests {
 
     @Test func sigtermDrainsFinishingWhatFitsTheGraceAndPuttingBackTheRest() async throws {
         try await TestDatabase.with { db async throws in
-            try await createRunsTable(db)
+            try await db.createRunsTable()
             let worker = try WorkerProcess(url: db.url, lease: .seconds(5), grace: .seconds(2))
             let short = try await db.store.enqueue([
                 NewJob(chain: ChainDefinition(input: 1, stages: [record(["min_ms": 700])]))

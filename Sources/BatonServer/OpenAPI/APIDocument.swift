@@ -23,8 +23,6 @@ struct APIDocument: Sendable {
     let document: JSONValue
     /// By operation id.
     let operations: [String: Operation]
-    /// The component schemas by reference (`#/components/schemas/Job`).
-    private let schemas: [String: JSONValue]
     let allowedMethods: AllowedMethods
 
     init(json: String) {
@@ -52,10 +50,6 @@ struct APIDocument: Sendable {
             }
         }
         self.operations = operations
-        schemas = Dictionary(
-            uniqueKeysWithValues: (document["components"]?["schemas"]?.objectValue ?? [:]).map {
-                ("#/components/schemas/\($0.key)", $0.value)
-            })
         allowedMethods = AllowedMethods(operations.values.map { ($0.path, $0.method) })
     }
 
@@ -69,7 +63,7 @@ struct APIDocument: Sendable {
     }
 
     private func misplacedNull(_ value: JSONValue, schema given: JSONValue, path: String) -> String? {
-        let schema = resolve(given)
+        let schema = Self.resolve(given, in: document)
         // No type, no structure: any JSON value, null included (a payload).
         let type = schema["type"]
         guard type != nil || schema["oneOf"] != nil else { return nil }
@@ -80,7 +74,7 @@ struct APIDocument: Sendable {
             if let variants = schema["oneOf"]?.arrayValue {
                 // The variant whose required fields are there (a stage with `group` is a group).
                 let variant = variants.first { variant in
-                    let required = resolve(variant)["required"]?.arrayValue ?? []
+                    let required = Self.resolve(variant, in: document)["required"]?.arrayValue ?? []
                     return required.allSatisfy { $0.stringValue.map { fields[$0] != nil } ?? false }
                 }
                 return variant.flatMap { misplacedNull(value, schema: $0, path: path) }
@@ -102,12 +96,6 @@ struct APIDocument: Sendable {
         default:
             return nil
         }
-    }
-
-    /// A schema, through its `$ref` (components read once, in `init`).
-    private func resolve(_ schema: JSONValue) -> JSONValue {
-        guard let reference = schema["$ref"]?.stringValue else { return schema }
-        return schemas[reference].map(resolve) ?? schema
     }
 
     /// Whether the operation's path names a job (`/v1/jobs/{id}`).

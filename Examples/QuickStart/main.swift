@@ -26,20 +26,20 @@ struct QuickStart {
         let logger = Logger(label: "quickstart")
         let database = try DatabaseConfiguration(
             url: CommandLine.arguments.dropFirst().first ?? "postgres://localhost/baton")
-        let postgres = database.makeClient(logger: logger)
+        let pool = DatabasePool(configuration: database, logger: logger)
         var tasks = TaskRegistry()
         tasks.register(Greet.self)
         tasks.register(Shout.self)
         let worker = Worker(
-            postgres: postgres, database: database, tasks: tasks,
+            pool: pool, tasks: tasks,
             configuration: WorkerConfiguration(queues: ["default": 10]), logger: logger)
-        let baton = BatonClient(postgres: postgres, configuration: database, logger: logger)
-        let services = ServiceGroup(services: [postgres, baton, worker], logger: logger)
+        let baton = BatonClient(pool: pool, logger: logger)
+        let services = ServiceGroup(services: [pool, baton, worker], logger: logger)
 
         try await withThrowingDiscardingTaskGroup { group in
             group.addTask { try await services.run() }
             // Creates or upgrades Baton's schema (what `baton migrate` does).
-            try await Migrator(schema: database.schema, logger: logger).migrate(postgres)
+            try await Migrator(schema: database.schema, logger: logger).migrate(pool)
             // The compiler checks that each stage's input is the previous stage's output.
             let chain = Chain(input: "Baton")
                 .then(Greet(greeting: "Hello"))

@@ -67,10 +67,10 @@ struct Bench: AsyncParsableCommand {
         defer { server?.stop() }  // at exit; nothing else runs by then
         let schema = "bench_" + String(UInt32.random(in: 0...UInt32.max), radix: 36)
         let database = try DatabaseConfiguration(url: baseURL).inSchema(schema)
-        let report = try await withPostgres(database, logger: logger) { client, database in
-            try await Migrator(schema: schema, logger: logger).migrate(client)
-            let report = try await measure(client: client, database: database, logger: logger, progress: progress)
-            try? await client.perform("DROP SCHEMA \(unescaped: schema) CASCADE")
+        let report = try await withPostgres(database, logger: logger) { pool in
+            try await Migrator(schema: schema, logger: logger).migrate(pool)
+            let report = try await measure(pool: pool, logger: logger, progress: progress)
+            try? await pool.perform("DROP SCHEMA \(unescaped: schema) CASCADE")
             return report
         }
         if printsJSON {
@@ -94,11 +94,10 @@ struct Bench: AsyncParsableCommand {
         }
     }
 
-    func measure(client: PostgresClient, database: DatabaseConfiguration, logger: Logger, progress: Progress)
-        async throws -> Report
-    {
+    func measure(pool: DatabasePool, logger: Logger, progress: Progress) async throws -> Report {
+        let database = pool.configuration
         // Enqueue as a Swift service would: through the client, whose waker NOTIFYs the worker.
-        let baton = BatonClient(postgres: client, configuration: database, logger: logger)
+        let baton = BatonClient(pool: pool, logger: logger)
         let timings = Timings()
         var tasks = TaskRegistry(builtins: false)
         tasks.register("bench") { _, input, context in
@@ -106,9 +105,9 @@ struct Bench: AsyncParsableCommand {
             defer { timings.ended(job: context.jobID, stage: context.stageIndex) }
             return input
         }
-        let statsAvailable = await resetStatementStatistics(client, logger: logger)
+        let statsAvailable = await resetStatementStatistics(pool)
         let worker = BatonWorker.Worker(
-            postgres: client, database: database, tasks: tasks,
+            pool: pool, tasks: tasks,
             configuration: WorkerConfiguration(queues: ["bench": concurrency], lease: .seconds(30)), logger: logger)
         let group = ServiceGroup(services: [baton, worker], logger: logger)
         let total = jobs * chain
@@ -152,13 +151,13 @@ struct Bench: AsyncParsableCommand {
             var finished = 0
             let settle = clock.now
             repeat {
-                finished = try await count(client, database, "state = 'completed' AND queue = 'bench'")
+                finished = try await count(pool, "state = 'completed' AND queue = 'bench'")
                 if finished >= jobs { break }
                 try await Task.sleep(for: .milliseconds(20))
             } while clock.now - settle < .seconds(30)
             let processSeconds = (clock.now - start).seconds
             if mode == .steady { enqueueSeconds = processSeconds }
-            let statements = statsAvailable ? await statementsPerJob(client, schema: database.schema, jobs: jobs) : nil
+            let statements = statsAvailable ? await statementsPerJob(pool, schema: database.schema, jobs: jobs) : nil
             let hops = timings.hopLatencies()
             let steadyPickups = timings.pickupLatencies()
 
@@ -194,17 +193,17 @@ struct Bench: AsyncParsableCommand {
         }
     }
 
-    func count(_ client: PostgresClient, _ database: DatabaseConfiguration, _ condition: String) async throws -> Int {
-        let rows = try await client.query(
-            PostgresQuery(unsafeSQL: "SELECT count(*)::int FROM \(database.schema).jobs WHERE \(condition)"))
-        for try await count in rows.decode(Int.self) { return count }
-        return 0
+    func count(_ pool: DatabasePool, _ condition: String) async throws -> Int {
+        let rows = try await pool.rows(
+            PostgresQuery(unsafeSQL: "SELECT count(*)::int FROM \(pool.configuration.schema).jobs WHERE \(condition)"),
+            logger: pool.logger)
+        return try rows.first?.decode(Int.self) ?? 0
     }
 
-    func resetStatementStatistics(_ client: PostgresClient, logger: Logger) async -> Bool {
+    func resetStatementStatistics(_ pool: DatabasePool) async -> Bool {
         do {
-            try await client.perform("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
-            try await client.perform("SELECT pg_stat_statements_reset()")
+            try await pool.perform("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+            try await pool.perform("SELECT pg_stat_statements_reset()")
             return true
         } catch {
             return false
@@ -213,17 +212,17 @@ struct Bench: AsyncParsableCommand {
 
     /// Statements that touched Baton's schema during the run, per job: those the client sent
     /// (round trips) and those run in all, inside Baton's functions included.
-    func statementsPerJob(_ client: PostgresClient, schema: String, jobs: Int) async -> (sent: Double, all: Double)? {
+    func statementsPerJob(_ pool: DatabasePool, schema: String, jobs: Int) async -> (sent: Double, all: Double)? {
         do {
-            let rows = try await client.query(
+            let rows = try await pool.rows(
                 PostgresQuery(
                     unsafeSQL: """
                         SELECT coalesce(sum(calls) FILTER (WHERE toplevel), 0)::float8, coalesce(sum(calls), 0)::float8
                         FROM pg_stat_statements
                         WHERE (query LIKE '%\(schema).%' OR NOT toplevel) AND query NOT LIKE '%count(*)%'
                           AND query NOT LIKE '%pg_stat_statements%'
-                        """))
-            for try await (sent, all) in rows.decode((Double, Double).self) {
+                        """), logger: pool.logger)
+            if let (sent, all) = try rows.first?.decode((Double, Double).self) {
                 return (sent / Double(jobs), all / Double(jobs))
             }
         } catch {}

@@ -75,39 +75,37 @@ extension Settings {
         return configuration
     }
 
-    /// The configuration and a pool for it, once the database has answered (an unreachable one
-    /// is reported at once with PostgreSQL's own message).
-    func connect(logger: Logger) async throws -> (DatabaseConfiguration, PostgresClient) {
-        let configuration = try await database().checkConnection(logger: logger)
-        return (configuration, configuration.makeClient(logger: logger))
+    /// A pool for the database, once it has answered (an unreachable one is reported at once
+    /// with PostgreSQL's own message).
+    func connect(logger: Logger) async throws -> DatabasePool {
+        DatabasePool(configuration: try await database().checkConnection(logger: logger), logger: logger)
     }
 }
 
-/// Runs `body` with a pool connected to `database` (its `run()` going alongside) and the
-/// configuration that connected (``DatabaseConfiguration/checkConnection(logger:)``); reports an
-/// unreachable database at once with PostgreSQL's own message.
+/// Runs `body` with a pool connected to `database` (its `run()` going alongside), configured the
+/// way that connected (``DatabaseConfiguration/checkConnection(logger:)``); reports an unreachable
+/// database at once with PostgreSQL's own message.
 func withPostgres<T: Sendable>(
-    _ database: DatabaseConfiguration, logger: Logger,
-    _ body: @Sendable (PostgresClient, DatabaseConfiguration) async throws -> T
+    _ database: DatabaseConfiguration, logger: Logger, _ body: @Sendable (DatabasePool) async throws -> T
 ) async throws -> T {
-    let database = try await database.checkConnection(logger: logger)
-    let client = database.makeClient(logger: logger)
+    let pool = DatabasePool(configuration: try await database.checkConnection(logger: logger), logger: logger)
     return try await withThrowingTaskGroup(of: T?.self) { group in
         // Immediate: `run()` is entered before `body` leases a connection, so PostgresNIO does not
         // warn that `run()` "hasn't been called yet" (a child task added the usual way may start
         // after the parent's first query).
         group.addImmediateTask {
-            await client.run()
+            await pool.run()
             return nil
         }
         defer { group.cancelAll() }
-        return try await body(client, database)
+        return try await body(pool)
     }
 }
 
 /// Fails unless the schema is at this binary's version.
-func requireMigrated(_ client: PostgresClient, database: DatabaseConfiguration, logger: Logger) async throws {
-    let version = try await Migrator(schema: database.schema, logger: logger).currentVersion(client)
+func requireMigrated(_ pool: DatabasePool, logger: Logger) async throws {
+    let database = pool.configuration
+    let version = try await Migrator(schema: database.schema, logger: logger).currentVersion(pool)
     guard version >= Migrator.latestVersion else {
         throw ValidationError(
             "the database schema \(database.schema) is at version \(version), this binary needs \(Migrator.latestVersion): run `baton migrate`"

@@ -39,11 +39,10 @@ struct Dev: AsyncParsableCommand {
         let session = Mutex<DevSession?>(nil)
         do {
             let database = try DatabaseConfiguration(url: cluster.url)
-            let postgres = database.makeClient(logger: logger)
+            let pool = DatabasePool(configuration: database, logger: logger)
             let worker = BatonWorker.Worker(
-                postgres: postgres, database: database, tasks: tasks, configuration: workerConfiguration,
-                logger: logger)
-            let client = BatonClient(postgres: postgres, configuration: database, logger: logger)
+                pool: pool, tasks: tasks, configuration: workerConfiguration, logger: logger)
+            let client = BatonClient(pool: pool, logger: logger)
             let postgresURL = cluster.url
             let api = BatonServer(
                 configuration: serverConfiguration, client: client, registry: Metrics.registry, logger: logger,
@@ -71,8 +70,8 @@ struct Dev: AsyncParsableCommand {
                         Press Ctrl-C to stop.
                         """)
                 })
-            try await runServices(postgres: postgres, main: [worker, client, api], logger: logger) {
-                try await Migrator(schema: database.schema, logger: logger).migrate(postgres)
+            try await runServices(pool: pool, main: [worker, client, api], logger: logger) {
+                try await Migrator(schema: database.schema, logger: logger).migrate(pool)
             }
         } catch {
             session.withLock { $0?.remove() }

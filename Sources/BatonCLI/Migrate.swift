@@ -12,8 +12,8 @@ struct Migrate: AsyncParsableCommand {
         let settings = try await runtime.settings(database)
         let logger = makeLogger("baton.migrate")
         let configuration = try settings.database()
-        let applied = try await withPostgres(configuration, logger: logger) { client, _ in
-            try await Migrator(schema: configuration.schema, logger: logger).migrate(client)
+        let applied = try await withPostgres(configuration, logger: logger) { pool in
+            try await Migrator(schema: configuration.schema, logger: logger).migrate(pool)
         }
         say(
             applied.isEmpty

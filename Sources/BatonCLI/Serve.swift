@@ -86,13 +86,13 @@ struct Serve: AsyncParsableCommand {
         let settings = try await runtime.settings(database, options)
         let logger = makeLogger("baton.serve")
         let serverConfiguration = try settings.server()
-        let (databaseConfiguration, postgres) = try await settings.connect(logger: logger)
-        let client = BatonClient(postgres: postgres, configuration: databaseConfiguration, logger: logger)
+        let pool = try await settings.connect(logger: logger)
+        let client = BatonClient(pool: pool, logger: logger)
         let server = BatonServer(
             configuration: serverConfiguration, client: client, registry: Metrics.registry, logger: logger,
             onListening: { port in say("Baton API listening on http://\(serverConfiguration.host):\(port)") })
-        try await runServices(postgres: postgres, main: [client, server], logger: logger) {
-            try await requireMigrated(postgres, database: databaseConfiguration, logger: logger)
+        try await runServices(pool: pool, main: [client, server], logger: logger) {
+            try await requireMigrated(pool, logger: logger)
         }
     }
 }

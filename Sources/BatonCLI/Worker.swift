@@ -119,18 +119,16 @@ struct Worker: AsyncParsableCommand {
         let workerConfiguration = try settings.worker()
         let tasks = try settings.builtinTasks()
         let listener = try settings.workerMetrics()
-        let (databaseConfiguration, postgres) = try await settings.connect(logger: logger)
-        let worker = BatonWorker.Worker(
-            postgres: postgres, database: databaseConfiguration, tasks: tasks,
-            configuration: workerConfiguration, logger: logger)
+        let pool = try await settings.connect(logger: logger)
+        let worker = BatonWorker.Worker(pool: pool, tasks: tasks, configuration: workerConfiguration, logger: logger)
         var services: [any Service] = [worker]
         if let listener {
             services.append(
                 MetricsServer(
                     host: listener.host, port: listener.port, registry: Metrics.registry, logger: logger))
         }
-        try await runServices(postgres: postgres, main: services, logger: logger) {
-            try await requireMigrated(postgres, database: databaseConfiguration, logger: logger)
+        try await runServices(pool: pool, main: services, logger: logger) {
+            try await requireMigrated(pool, logger: logger)
         }
     }
 }
@@ -138,11 +136,11 @@ struct Worker: AsyncParsableCommand {
 /// Runs the pool and `main` services in one group that drains on SIGTERM/SIGINT; `prepare`
 /// runs once the pool is up, before the others start.
 func runServices(
-    postgres: PostgresClient, main: [any Service], logger: Logger,
+    pool: DatabasePool, main: [any Service], logger: Logger,
     prepare: @escaping @Sendable () async throws -> Void = {}
 ) async throws {
     let services: [ServiceGroupConfiguration.ServiceConfiguration] =
-        [.init(service: postgres)]
+        [.init(service: pool)]
         + [
             .init(
                 service: Prepared(prepare: prepare, services: main),

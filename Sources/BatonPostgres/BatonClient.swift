@@ -7,11 +7,11 @@ import Tracing
 
 /// The Swift entry point to Baton: enqueue chains, follow and cancel jobs.
 ///
-/// Run it in your `ServiceGroup` next to its `PostgresClient`: it listens for finished jobs (for
+/// Run it in your `ServiceGroup` after its ``DatabasePool``: it listens for finished jobs (for
 /// ``JobHandle/result()``) and sends coalesced wake-ups to workers after enqueues.
 ///
 /// ```swift
-/// let baton = BatonClient(postgres: postgres, configuration: database, logger: logger)
+/// let baton = BatonClient(pool: pool, logger: logger)
 /// let job = try await baton.enqueue(Chain(input: order).then(Render(template: "invoice")))
 /// let document = try await job.result()
 /// ```
@@ -21,9 +21,9 @@ public final class BatonClient: Service, Sendable {
     let waker: Waker
     let logger: Logger
 
-    public init(postgres: PostgresClient, configuration: DatabaseConfiguration, logger: Logger) {
-        self.store = Store(client: postgres, schema: configuration.schema, logger: logger)
-        self.listener = Listener(configuration: configuration, logger: logger)
+    public init(pool: DatabasePool, logger: Logger) {
+        self.store = Store(pool: pool, logger: logger)
+        self.listener = Listener(configuration: pool.configuration, logger: logger)
         self.waker = Waker(store: store, logger: logger)
         self.logger = logger
     }

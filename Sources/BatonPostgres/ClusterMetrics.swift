@@ -35,13 +35,13 @@ public final class ClusterMetrics: Sendable {
             let reported = try await read(previously: previously)
             state.withLock { $0.reported = reported }
         } catch {
-            store.logger.debug("cluster metrics not read", metadata: ["error": "\(String(reflecting: error))"])
+            store.logger.debug("cluster metrics not read", metadata: ["error": "\(error.logDescription)"])
         }
     }
 
     /// Reads the gauges once; series reported before and absent now are set to 0.
     private func read(previously: Set<[String]>) async throws -> Set<[String]> {
-        let rows = try await store.client.rows(
+        let rows = try await store.pool.rows(
             """
             SELECT 'queue', queue, state::text, count(*)::float8,
                    extract(epoch FROM now() - min(run_at) FILTER (WHERE state = 'available'))::float8

@@ -19,7 +19,7 @@ public struct DatabaseConfiguration: Sendable {
     public var tls: DatabaseTLS
     /// The PostgreSQL schema of Baton's tables; an identifier (`[a-z_][a-z0-9_]*`).
     public var schema: String
-    /// Pool size of the `PostgresClient` made by `makeClient()`.
+    /// Connections in a ``DatabasePool``.
     public var maximumConnections: Int = 20
     /// Where the dedicated LISTEN connection goes, when not where the pool goes: PostgreSQL
     /// itself when the pool goes through PgBouncer in transaction mode, which would hand a
@@ -127,8 +127,8 @@ public struct DatabaseConfiguration: Sendable {
         return copy
     }
 
-    /// A connection pool for this database.
-    public func makeClient(logger: Logger? = nil) -> PostgresClient {
+    /// A PostgresNIO pool for this database (``DatabasePool`` runs and replaces them).
+    package func makePostgresClient(logger: Logger) -> PostgresClient {
         var configuration: PostgresClient.Configuration
         if let unixSocketPath {
             configuration = .init(
@@ -145,8 +145,7 @@ public struct DatabaseConfiguration: Sendable {
         }
         configuration.options.maximumConnections = maximumConnections
         configuration.options.connectTimeout = .seconds(5)
-        if let logger { return PostgresClient(configuration: configuration, backgroundLogger: logger) }
-        return PostgresClient(configuration: configuration)
+        return PostgresClient(configuration: configuration, backgroundLogger: logger)
     }
 
     /// The configuration of a single connection to where the pool goes.

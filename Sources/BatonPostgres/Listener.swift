@@ -78,8 +78,11 @@ public final class Listener: Service, Sendable {
         state.withLock { $0.connected = false }
     }
 
+    /// Reconnects at most a second apart, so that wake-ups and `?wait=` answers resume within
+    /// about a second of the database's return; says so once per loss, not once per attempt.
     private func listenUntilCancelled() async {
         var backoff = Duration.milliseconds(100)
+        var lost = false
         while !Task.isCancelled {
             do {
                 let connection = try await PostgresConnection.connect(
@@ -87,6 +90,8 @@ public final class Listener: Service, Sendable {
                 do {
                     try await connection.listen(on: channel) { notifications in
                         backoff = .milliseconds(100)
+                        if lost { logger.notice("listener reconnected", metadata: ["channel": "\(channel)"]) }
+                        lost = false
                         state.withLock { $0.connected = true }
                         logger.debug("listening", metadata: ["channel": "\(channel)"])
                         publish(.listening)
@@ -101,13 +106,14 @@ public final class Listener: Service, Sendable {
                 }
             } catch {
                 if Task.isCancelled { break }
-                logger.warning(
-                    "listener lost its connection; reconnecting",
-                    metadata: ["error": "\(String(reflecting: error))", "retry_in": "\(backoff)"])
+                logger.log(
+                    level: lost ? .debug : .warning, "listener lost its connection; reconnecting",
+                    metadata: ["error": "\(error.logDescription)", "retry_in": "\(backoff)"])
+                lost = true
             }
             state.withLock { $0.connected = false }
             try? await Task.sleep(for: backoff)
-            backoff = min(backoff * 2, .seconds(5))
+            backoff = min(backoff * 2, .seconds(1))
         }
     }
 }

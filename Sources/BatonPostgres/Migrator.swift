@@ -31,8 +31,8 @@ public struct Migrator: Sendable {
 
     /// Applies what is missing; returns the files applied.
     @discardableResult
-    public func migrate(_ client: PostgresClient) async throws -> [String] {
-        try await client.withConnection { connection in
+    public func migrate(_ pool: DatabasePool) async throws -> [String] {
+        try await pool.withConnection { connection in
             try await migrate(on: connection)
         }
     }
@@ -53,16 +53,16 @@ public struct Migrator: Sendable {
     }
 
     /// The version recorded in the database, 0 when none.
-    public func currentVersion(_ client: PostgresClient) async throws -> Int {
+    public func currentVersion(_ pool: DatabasePool) async throws -> Int {
         // A statement naming a missing table fails while it is parsed: ask whether it exists first.
         var exists = false
-        for row in try await client.rows(
+        for row in try await pool.rows(
             "SELECT to_regclass(\(schema + ".migrations")) IS NOT NULL", logger: logger)
         {
             exists = try row.decode(Bool.self)
         }
         guard exists else { return 0 }
-        let rows = try await client.rows(
+        let rows = try await pool.rows(
             "SELECT coalesce(max(version), 0) FROM \(unescaped: schema).migrations", logger: logger)
         for row in rows {
             let version = try row.decode(Int.self)

@@ -13,3 +13,13 @@ extension Error {
         return !["08", "40", "53", "55", "57", "58"].contains(String(state.prefix(2)))
     }
 }
+
+extension Error {
+    /// The error for a log line: a lost connection or an absent database in one plain line (what
+    /// PostgreSQL said, or "connection refused"), anything else in full, its statement included.
+    package var logDescription: String {
+        if self is DatabaseUnavailable { return "\(self)" }
+        if self is PSQLError, !isRefusalByDatabase { return DatabaseConfiguration.describe(self) }
+        return String(reflecting: self)
+    }
+}

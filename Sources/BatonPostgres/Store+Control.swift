@@ -11,7 +11,7 @@ extension Store {
     /// primary key, filtered.
     public func jobs(_ filter: JobFilter) async throws -> [JobSummary] {
         let states = filter.states.isEmpty ? nil : filter.states.map(\.rawValue)
-        let rows = try await client.rows(
+        let rows = try await pool.rows(
             """
             SELECT id, queue, priority::int, state::text, stage, stage_count, chain -> stage ->> 'task', lane,
                    attempt, run_at, created_at, finished_at, errors -> -1 ->> 'error'
@@ -42,7 +42,7 @@ extension Store {
 
     /// The group members of `parent`, by stage and member order (`jobs_parent` index).
     public func members(of parent: Int64) async throws -> [MemberRecord] {
-        let rows = try await client.rows(
+        let rows = try await pool.rows(
             """
             SELECT parent_stage, member_index, id, state::text, attempt,
                    CASE WHEN state = 'completed' THEN (results -> 0 -> 'output')::text END, errors::text
@@ -68,7 +68,7 @@ extension Store {
     /// failed group are still running. Throws `BatonError.jobNotFound` for an unknown id.
     public func retry(_ id: Int64) async throws -> JobState? {
         do {
-            let rows = try await client.rows(
+            let rows = try await pool.rows(
                 "SELECT queue, state::text FROM \(unescaped: schema).retry_job(\(id))", logger: logger)
             for row in rows {
                 let (queue, name) = try row.decode((String, String).self)
@@ -86,7 +86,7 @@ extension Store {
     /// is a group member (delete its parent) or has members still running (a failed group's
     /// siblings); throws `BatonError.jobNotFound` for an unknown id.
     public func delete(_ id: Int64) async throws -> Bool {
-        let rows = try await client.rows(
+        let rows = try await pool.rows(
             """
             WITH d AS (
                 DELETE FROM \(unescaped: schema).jobs
@@ -107,7 +107,7 @@ extension Store {
     /// Which of `keys` name jobs that `owner` did not enqueue (`jobs_idempotency_key` index).
     public func idempotencyKeys(_ keys: [String], notEnqueuedBy owner: String?) async throws -> [String] {
         guard !keys.isEmpty else { return [] }
-        let rows = try await client.rows(
+        let rows = try await pool.rows(
             """
             SELECT idempotency_key FROM \(unescaped: schema).jobs
             WHERE idempotency_key = ANY(\(keys)) AND enqueued_by IS DISTINCT FROM \(owner)
@@ -125,7 +125,7 @@ extension Store {
     /// Every queue with jobs or paused, with its counts per state (a scan of the table: an
     /// operator's query, not a hot one).
     public func queues() async throws -> [QueueStatus] {
-        let rows = try await client.rows(
+        let rows = try await pool.rows(
             """
             SELECT coalesce(c.queue, p.queue), c.state::text, coalesce(c.n, 0)::int, c.oldest, p.queue IS NOT NULL
             FROM (SELECT queue, state, count(*) AS n, min(run_at) FILTER (WHERE state = 'available') AS oldest
@@ -147,11 +147,11 @@ extension Store {
     /// Resuming wakes the queue's workers.
     public func setPaused(_ paused: Bool, queue: String) async throws {
         if paused {
-            try await client.perform(
+            try await pool.perform(
                 "INSERT INTO \(unescaped: schema).paused_queues (queue) VALUES (\(queue)) ON CONFLICT DO NOTHING",
                 logger: logger)
         } else {
-            try await client.perform(
+            try await pool.perform(
                 "DELETE FROM \(unescaped: schema).paused_queues WHERE queue = \(queue)", logger: logger)
             try await notify(["q:" + queue])
         }
@@ -162,7 +162,7 @@ extension Store {
     /// Lanes with a holder or jobs waiting, by name after `after`; heads from `jobs_lane_head`,
     /// waiting counts from `jobs_lane_waiting`.
     public func lanes(after: String? = nil, limit: Int = 100) async throws -> [LaneStatus] {
-        let rows = try await client.rows(
+        let rows = try await pool.rows(
             """
             WITH heads AS (
                 SELECT lane, id, queue, state::text AS state, stage, chain -> stage ->> 'task' AS task, attempt, run_at,
@@ -197,7 +197,7 @@ extension Store {
 
     /// Registered workers, oldest first, with the jobs each runs now (`jobs_running` index).
     public func workers() async throws -> [WorkerRecord] {
-        let rows = try await client.rows(
+        let rows = try await pool.rows(
             """
             SELECT w.id, w.host, w.pid, w.queues, w.tasks, w.started_at, w.heartbeat_at,
                    ARRAY(SELECT j.id FROM \(unescaped: schema).jobs j

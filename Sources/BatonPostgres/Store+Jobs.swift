@@ -26,7 +26,7 @@ extension Store {
         """
 
     private func fetchJob(_ query: PostgresQuery) async throws -> JobRecord? {
-        let rows = try await client.rows(query, logger: logger)
+        let rows = try await pool.rows(query, logger: logger)
         for row in rows {
             let (id, queue, priority, state, runAt, createdAt, attemptedAt, finishedAt, chain, stage) =
                 try row.decode((Int64, String, Int, String, Date, Date, Date?, Date?, String, Int).self)
@@ -51,7 +51,7 @@ extension Store {
 
     /// Ids of the group members of `parent` at `stage`, in member order.
     public func members(of parent: Int64, stage: Int) async throws -> [Int64] {
-        let rows = try await client.rows(
+        let rows = try await pool.rows(
             """
             SELECT id FROM \(unescaped: schema).jobs WHERE parent_id = \(parent) AND parent_stage = \(stage)
             ORDER BY member_index
@@ -71,7 +71,7 @@ extension Store {
     /// had already finished); throws `BatonError.jobNotFound` for an unknown id.
     @discardableResult
     public func cancel(_ id: Int64) async throws -> [Int64] {
-        let rows = try await client.rows(
+        let rows = try await pool.rows(
             "SELECT id, worker_id, watched FROM \(unescaped: schema).cancel_job(\(id))", logger: logger)
         var cancelled: [Int64] = []
         var payloads: [String] = []

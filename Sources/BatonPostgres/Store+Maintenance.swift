@@ -6,7 +6,7 @@ extension Store {
     /// Due scheduled and retryable jobs become available (or join their lane). Uses `jobs_due`.
     /// Returns the queues that got available jobs.
     package func promoteDue(limit: Int) async throws -> [String] {
-        let rows = try await client.rows(
+        let rows = try await pool.rows(
             "SELECT q FROM \(unescaped: schema).promote_due(\(limit)::int) AS q", logger: logger)
         var queues: [String] = []
         for row in rows {
@@ -19,7 +19,7 @@ extension Store {
     /// Running stages whose worker has sent no heartbeat within `lease` (or has no row at all).
     /// Uses `jobs_running`.
     package func lostStages(lease: Duration, limit: Int) async throws -> [LostStage] {
-        let rows = try await client.rows(
+        let rows = try await pool.rows(
             """
             SELECT j.id, j.worker_id, j.stage, j.attempt, j.chain::text FROM \(unescaped: schema).jobs j
             WHERE j.state = 'running' AND NOT EXISTS (
@@ -42,7 +42,7 @@ extension Store {
     /// before its last heartbeat, which did not list them (the claim's answer was lost). Uses
     /// `jobs_running`, worker by worker.
     package func orphanedStages(lease: Duration, limit: Int) async throws -> [LostStage] {
-        let rows = try await client.rows(
+        let rows = try await pool.rows(
             """
             SELECT j.id, j.worker_id, j.stage, j.attempt, j.chain::text
             FROM \(unescaped: schema).workers w JOIN \(unescaped: schema).jobs j ON j.worker_id = w.id
@@ -65,7 +65,7 @@ extension Store {
     /// Deletes up to `limit` jobs finished longer than `retention` ago (with their group members).
     /// Uses `jobs_finished`. Returns how many were deleted.
     package func prune(retention: Duration, limit: Int) async throws -> Int {
-        let rows = try await client.rows(
+        let rows = try await pool.rows(
             """
             WITH gone AS (
                 DELETE FROM \(unescaped: schema).jobs WHERE id IN (
@@ -86,7 +86,7 @@ extension Store {
 
     /// Forgets workers silent for longer than `after`; their jobs were rescued long before.
     package func forgetWorkers(silentFor after: Duration) async throws {
-        try await client.perform(
+        try await pool.perform(
             """
             DELETE FROM \(unescaped: schema).workers
             WHERE heartbeat_at < now() - \(after.milliseconds) * interval '1 millisecond'
@@ -96,7 +96,7 @@ extension Store {
     /// Takes or renews the lead of `chore` for `worker` for `lease`; false if another worker
     /// holds an unexpired lead.
     package func lead(_ chore: String, worker: String, lease: Duration) async throws -> Bool {
-        let rows = try await client.rows(
+        let rows = try await pool.rows(
             """
             INSERT INTO \(unescaped: schema).leaders (name, worker_id, expires_at)
             VALUES (\(chore), \(worker), now() + \(lease.milliseconds) * interval '1 millisecond')
@@ -113,7 +113,7 @@ extension Store {
 
     /// Records (or refreshes) a worker: what it serves, and its first heartbeat.
     package func registerWorker(id: String, host: String, pid: Int, queues: [String], tasks: [String]) async throws {
-        try await client.perform(
+        try await pool.perform(
             """
             INSERT INTO \(unescaped: schema).workers (id, host, pid, queues, tasks)
             VALUES (\(id), \(host), \(pid), \(queues), \(tasks))
@@ -125,8 +125,8 @@ extension Store {
     /// Extends the lease of every job the worker runs, and records which jobs those are: `holds`
     /// is asked once a connection is in hand, so that the list is no older than the heartbeat.
     /// Returns false if the worker's row is gone (it was declared lost): the caller registers again.
-    package func heartbeat(worker: String, holds: @Sendable () -> [Int64]) async throws -> Bool {
-        try await client.withConnection { connection in
+    package func heartbeat(worker: String, holds: @escaping @Sendable () -> [Int64]) async throws -> Bool {
+        try await pool.withConnection { connection in
             let rows = try await connection.rows(
                 """
                 UPDATE \(unescaped: schema).workers SET heartbeat_at = now(), holds = \(holds())
@@ -138,7 +138,7 @@ extension Store {
 
     /// Removes a stopping worker, and gives up any lead it holds.
     package func removeWorker(id: String) async throws {
-        try await client.perform(
+        try await pool.perform(
             """
             WITH gone AS (DELETE FROM \(unescaped: schema).leaders WHERE worker_id = \(id))
             DELETE FROM \(unescaped: schema).workers WHERE id = \(id)
@@ -147,7 +147,7 @@ extension Store {
 
     /// Task names served by workers seen within `within`.
     public func liveTaskNames(within: Duration) async throws -> Set<String> {
-        let rows = try await client.rows(
+        let rows = try await pool.rows(
             """
             SELECT DISTINCT unnest(tasks) FROM \(unescaped: schema).workers
             WHERE heartbeat_at > now() - \(within.milliseconds) * interval '1 millisecond'

@@ -9,13 +9,13 @@ import PostgresNIO
 /// `migrations/`, so each is one round trip and one transaction. The store passes batches as one
 /// JSON array parameter.
 public struct Store: Sendable {
-    public let client: PostgresClient
+    public let pool: DatabasePool
     public let schema: String
     package let logger: Logger
 
-    public init(client: PostgresClient, schema: String = "baton", logger: Logger = Logger(label: "baton.store")) {
-        self.client = client
-        self.schema = schema
+    public init(pool: DatabasePool, schema: String? = nil, logger: Logger = Logger(label: "baton.store")) {
+        self.pool = pool
+        self.schema = schema ?? pool.configuration.schema
         self.logger = logger
     }
 
@@ -26,7 +26,7 @@ public struct Store: Sendable {
     /// Sends notifications on the channel, all in one statement, outside any other transaction.
     package func notify(_ payloads: [String]) async throws {
         guard !payloads.isEmpty else { return }
-        try await client.perform(
+        try await pool.perform(
             "SELECT pg_notify(\(channel), p) FROM unnest(\(payloads)::text[]) AS p", logger: logger)
     }
 }
@@ -38,7 +38,7 @@ extension Store {
     /// becomes that lane's holder or waits behind it. Returns one entry per job, in order.
     public func enqueue(_ jobs: [NewJob]) async throws -> [EnqueuedJob] {
         guard !jobs.isEmpty else { return [] }
-        let rows = try await client.rows(try Self.enqueueQuery(jobs, schema: schema), logger: logger)
+        let rows = try await pool.rows(try Self.enqueueQuery(jobs, schema: schema), logger: logger)
         return try Self.decodeEnqueued(rows, expected: jobs.count)
     }
 
@@ -119,7 +119,7 @@ extension Store {
     /// order, skipping rows other workers hold (`claim_waited` in the schema; `jobs_available`
     /// index), each with how long it waited to be picked up.
     package func claim(queue: String, limit: Int, worker: String) async throws -> [ClaimedJob] {
-        let rows = try await client.rows(
+        let rows = try await pool.rows(
             "SELECT * FROM \(unescaped: schema).claim_waited(\(queue), \(limit)::int, \(worker))", logger: logger)
         var decoder = ClaimDecoder()
         var claimed: [ClaimedJob] = []
@@ -176,7 +176,7 @@ extension Store {
         let batch = Self.outcomeBatch(outcomes)
         let queues = Array(slots.keys)
         let free = queues.map { slots[$0] ?? 0 }
-        let rows = try await client.rows(
+        let rows = try await pool.rows(
             """
             SELECT * FROM \(unescaped: schema).apply_outcomes(\(worker), \(batch)::jsonb, \(queues)::text[], \(free)::int[])
             """, logger: logger)

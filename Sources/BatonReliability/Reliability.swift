@@ -105,7 +105,7 @@ struct ScenarioWorker: AsyncParsableCommand {
         let logger = setup
         var database = try DatabaseConfiguration(url: url)
         database.maximumConnections = 10
-        let postgres = database.makeClient(logger: logger)
+        let postgres = DatabasePool(configuration: database, logger: logger)
         let schema = database.schema
         let worker = id
         var tasks = TaskRegistry()
@@ -126,7 +126,7 @@ struct ScenarioWorker: AsyncParsableCommand {
             return input
         }
         let service = Worker(
-            postgres: postgres, database: database, tasks: tasks,
+            pool: postgres, tasks: tasks,
             configuration: WorkerConfiguration(
                 queues: ["default": concurrency], lease: lease, drainGrace: .seconds(10), id: id),
             logger: logger)

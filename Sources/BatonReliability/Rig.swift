@@ -11,7 +11,7 @@ import Synchronization
 final class Rig: Sendable {
     let postgres: LocalPostgres
     let database: DatabaseConfiguration
-    let client: PostgresClient
+    let pool: DatabasePool
     let logger: Logger
     let token = "reliability-token-" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
     /// The database URL with Baton's schema, for the processes.
@@ -28,10 +28,10 @@ final class Rig: Sendable {
     /// The schema Baton's tables live in, and the ledger the workers' `record` task writes.
     static let schema = "baton"
 
-    private init(postgres: LocalPostgres, database: DatabaseConfiguration, client: PostgresClient, logger: Logger) {
+    private init(postgres: LocalPostgres, database: DatabaseConfiguration, pool: DatabasePool, logger: Logger) {
         self.postgres = postgres
         self.database = database
-        self.client = client
+        self.pool = pool
         self.logger = logger
     }
 
@@ -50,18 +50,18 @@ final class Rig: Sendable {
             logger: logger)
         var database = try DatabaseConfiguration(url: postgres.url).inSchema(schema)
         database.maximumConnections = 8
-        let client = database.makeClient(logger: logger)
-        let rig = Rig(postgres: postgres, database: database, client: client, logger: logger)
+        let pool = DatabasePool(configuration: database, logger: logger)
+        let rig = Rig(postgres: postgres, database: database, pool: pool, logger: logger)
         defer { postgres.stop() }
         return try await withThrowingTaskGroup(of: T?.self) { group in
             group.addImmediateTask {
-                await client.run()
+                await pool.run()
                 return nil
             }
             defer { group.cancelAll() }
             do {
-                try await Migrator(schema: schema, logger: logger).migrate(client)
-                try await client.perform(
+                try await Migrator(schema: schema, logger: logger).migrate(pool)
+                try await pool.perform(
                     """
                     CREATE TABLE \(unescaped: schema).reliability_runs (
                         job bigint NOT NULL, stage int NOT NULL, attempt int NOT NULL, lane text, worker text NOT NULL,
@@ -161,7 +161,7 @@ final class Rig: Sendable {
     /// process logged.
     func diagnostics() async -> String {
         var lines: [String] = []
-        if let rows = try? await client.rows(
+        if let rows = try? await pool.rows(
             "SELECT state::text, count(*)::int FROM \(unescaped: Self.schema).jobs GROUP BY 1 ORDER BY 1",
             logger: logger)
         {
@@ -169,7 +169,7 @@ final class Rig: Sendable {
             lines.append("jobs: " + states.joined(separator: ", "))
         }
         // The unfinished jobs themselves, with what their holder (if any) last said of them.
-        if let rows = try? await client.rows(
+        if let rows = try? await pool.rows(
             """
             SELECT format('job %s: %s at stage %s attempt %s, lane %s, worker %s (alive: %s, holds it: %s), \
             attempted %s, run_at %s, errors %s', j.id, j.state, j.stage, j.attempt, coalesce(j.lane, '-'),
@@ -229,14 +229,14 @@ final class Rig: Sendable {
 
     /// The first column of the first row, as an integer.
     func count(_ query: PostgresQuery) async throws -> Int {
-        try await client.rows(query, logger: logger).first.map { try $0.decode(Int?.self) ?? 0 } ?? 0
+        try await pool.rows(query, logger: logger).first.map { try $0.decode(Int?.self) ?? 0 } ?? 0
     }
 
     func count(sql: String) async throws -> Int { try await count(PostgresQuery(unsafeSQL: sql)) }
 
     /// The first column of the first row, as a number (0 for NULL).
     func value(_ query: PostgresQuery) async throws -> Double {
-        try await client.rows(query, logger: logger).first.map { try $0.decode(Double?.self) ?? 0 } ?? 0
+        try await pool.rows(query, logger: logger).first.map { try $0.decode(Double?.self) ?? 0 } ?? 0
     }
 
     /// Stage runs the workers recorded as succeeded so far.
@@ -246,7 +246,7 @@ final class Rig: Sendable {
 
     /// The stages a worker is running, as (job, stage).
     func runningStages(of worker: String) async throws -> [(Int64, Int)] {
-        try await client.rows(
+        try await pool.rows(
             "SELECT id, stage FROM \(unescaped: Self.schema).jobs WHERE state = 'running' AND worker_id = \(worker)",
             logger: logger
         ).map { try $0.decode((Int64, Int).self) }
@@ -266,7 +266,7 @@ final class Rig: Sendable {
     /// Seconds from a job's creation to its first stage's first run, p50 and p99, for jobs created
     /// between `from` and `to`.
     func pickup(from: Date, to: Date) async throws -> (p50: Double, p99: Double) {
-        let rows = try await client.rows(
+        let rows = try await pool.rows(
             """
             SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY s), percentile_cont(0.99) WITHIN GROUP (ORDER BY s)
             FROM (SELECT extract(epoch FROM min(r.started_at) - j.created_at)::float8 AS s

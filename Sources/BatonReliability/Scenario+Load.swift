@@ -11,7 +11,7 @@ extension Scenario {
     static func withClient<T: Sendable>(
         _ rig: Rig, logger: Logger, _ body: @Sendable (BatonClient) async throws -> T
     ) async throws -> T {
-        let baton = BatonClient(postgres: rig.client, configuration: rig.database, logger: logger)
+        let baton = BatonClient(pool: rig.pool, logger: logger)
         return try await withThrowingTaskGroup(of: T?.self) { group in
             group.addTask {
                 try await baton.run()

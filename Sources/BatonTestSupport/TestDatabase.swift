@@ -8,7 +8,7 @@ import PostgresNIO
 /// or else in a throwaway local cluster started once per test process and stopped at exit.
 public struct TestDatabase: Sendable {
     public let configuration: DatabaseConfiguration
-    public let client: PostgresClient
+    public let pool: DatabasePool
     public let store: Store
     public let logger: Logger
     /// The database URL with this test's schema (`?schema=`), for worker processes.
@@ -29,23 +29,23 @@ public struct TestDatabase: Sendable {
             ?? .warning
         var configuration = try DatabaseConfiguration(url: url)
         configuration.maximumConnections = 10
-        let client = configuration.makeClient(logger: logger)
+        let pool = DatabasePool(configuration: configuration, logger: logger)
         let database = TestDatabase(
-            configuration: configuration, client: client,
-            store: Store(client: client, schema: schema, logger: logger), logger: logger, url: url)
+            configuration: configuration, pool: pool, store: Store(pool: pool, logger: logger), logger: logger,
+            url: url)
         return try await withThrowingTaskGroup(of: T?.self) { group in
             group.addImmediateTask {
-                await client.run()
+                await pool.run()
                 return nil
             }
             defer { group.cancelAll() }
-            try await Migrator(schema: schema, logger: logger).migrate(client)
+            try await Migrator(schema: schema, logger: logger).migrate(pool)
             do {
                 let result = try await body(database)
-                try await client.perform("DROP SCHEMA \(unescaped: schema) CASCADE", logger: logger)
+                try await pool.perform("DROP SCHEMA \(unescaped: schema) CASCADE", logger: logger)
                 return result
             } catch {
-                try? await client.perform("DROP SCHEMA \(unescaped: schema) CASCADE", logger: logger)
+                try? await pool.perform("DROP SCHEMA \(unescaped: schema) CASCADE", logger: logger)
                 throw error
             }
         }
@@ -53,7 +53,7 @@ public struct TestDatabase: Sendable {
 
     /// Rows of a one-column query.
     public func values<T: PostgresDecodable & Sendable>(_ query: PostgresQuery, as type: T.Type) async throws -> [T] {
-        try await client.rows(query, logger: logger).map { try $0.decode(T.self) }
+        try await pool.rows(query, logger: logger).map { try $0.decode(T.self) }
     }
 
     /// Waits (polling the database every 20 ms) until `condition` holds, up to `timeout`.
@@ -72,7 +72,7 @@ public struct TestDatabase: Sendable {
 extension TestDatabase {
     /// `test_runs`, where the test worker's `record` task logs each attempt (BatonTestWorker).
     public func createRunsTable() async throws {
-        try await client.perform(
+        try await pool.perform(
             """
             CREATE TABLE \(unescaped: configuration.schema).test_runs (
                 job bigint, stage int, attempt int, lane text, pid int,

@@ -28,7 +28,7 @@ if let listenURL = ProcessInfo.processInfo.environment["BATON_DATABASE_LISTEN_UR
 let queueSpec = (arguments.count > 2 ? arguments[2] : "default:8").split(separator: ":")
 let lease = arguments.count > 3 ? Duration.milliseconds(Int64(arguments[3]) ?? 15000) : .seconds(15)
 let grace = arguments.count > 4 ? Duration.milliseconds(Int64(arguments[4]) ?? 30000) : .seconds(30)
-let postgres = database.makeClient(logger: logger)
+let pool = DatabasePool(configuration: database, logger: logger)
 let schema = database.schema
 
 var tasks = TaskRegistry()
@@ -39,7 +39,7 @@ tasks.register(name: "record") { args, input, context in
     let failPercent = args["fail_percent"]?.numberValue?.integer(as: Int.self) ?? 0
     try await Task.sleep(for: .milliseconds(Int.random(in: minMs...max(minMs, maxMs))))
     let failed = Int.random(in: 0..<100) < failPercent
-    try await postgres.query(
+    try await pool.perform(
         """
         INSERT INTO \(unescaped: schema).test_runs (job, stage, attempt, lane, pid, started_at, ended_at, failed)
         VALUES (\(context.jobID), \(context.stageIndex), \(context.attempt), \(context.lane),
@@ -50,7 +50,7 @@ tasks.register(name: "record") { args, input, context in
 }
 
 let worker = Worker(
-    postgres: postgres, database: database, tasks: tasks,
+    pool: pool, tasks: tasks,
     configuration: WorkerConfiguration(
         queues: [String(queueSpec[0]): Int(queueSpec.count > 1 ? queueSpec[1] : "8") ?? 8],
         lease: lease, pollInterval: .seconds(1), drainGrace: grace, schedulerInterval: .milliseconds(50)),
@@ -59,7 +59,7 @@ FileHandle.standardOutput.write(Data("ready \(worker.id)\n".utf8))
 let group = ServiceGroup(
     configuration: ServiceGroupConfiguration(
         services: [
-            .init(service: postgres),
+            .init(service: pool),
             .init(service: worker, successTerminationBehavior: .gracefullyShutdownGroup),
         ],
         gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))

@@ -195,7 +195,7 @@ final class Completer: Sendable {
                 // The connection is gone: keep the batch and retry until the database is back.
                 logger.warning(
                     "cannot write outcomes; retrying",
-                    metadata: ["error": "\(String(reflecting: error))", "jobs": "\(batch.count)"])
+                    metadata: ["error": "\(error.logDescription)", "jobs": "\(batch.count)"])
                 try? await Task.sleep(for: backoff)
                 backoff = min(backoff * 2, .seconds(2))
             }

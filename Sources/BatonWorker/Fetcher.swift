@@ -116,7 +116,7 @@ final class Fetcher: Sendable {
                     } catch {
                         worker.logger.warning(
                             "claim failed; retrying",
-                            metadata: ["queue": "\(queue)", "error": "\(String(reflecting: error))"])
+                            metadata: ["queue": "\(queue)", "error": "\(error.logDescription)"])
                         try? await Task.sleep(for: backoff)
                         backoff = min(backoff * 2, .seconds(2))
                         continue

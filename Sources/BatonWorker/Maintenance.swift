@@ -34,7 +34,7 @@ struct Maintenance: Sendable {
                 }
             } catch {
                 if Task.isCancelled { return }
-                worker.logger.warning("maintenance failed", metadata: ["error": "\(String(reflecting: error))"])
+                worker.logger.warning("maintenance failed", metadata: ["error": "\(error.logDescription)"])
             }
             try? await Task.sleep(for: configuration.schedulerInterval)
         }

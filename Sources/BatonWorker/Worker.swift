@@ -7,13 +7,13 @@ import ServiceLifecycle
 import Synchronization
 
 /// A Baton worker: claims stages from its queues, runs them, records their outcomes, and keeps
-/// its lease alive. Run it in a `ServiceGroup` after its `PostgresClient`:
+/// its lease alive. Run it in a `ServiceGroup` after its ``DatabasePool``:
 ///
 /// ```swift
 /// var tasks = TaskRegistry()
 /// tasks.register(Render.self)
-/// let worker = Worker(postgres: postgres, database: database, tasks: tasks, logger: logger)
-/// try await ServiceGroup(services: [postgres, worker], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger).run()
+/// let worker = Worker(pool: pool, tasks: tasks, logger: logger)
+/// try await ServiceGroup(services: [pool, worker], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger).run()
 /// ```
 ///
 /// On graceful shutdown it drains: it stops claiming, lets running stages finish for
@@ -37,16 +37,16 @@ public final class Worker: Service, Sendable {
     private let completer: Completer
 
     public init(
-        postgres: PostgresClient, database: DatabaseConfiguration, tasks: TaskRegistry,
+        pool: DatabasePool, tasks: TaskRegistry,
         configuration: WorkerConfiguration = WorkerConfiguration(), logger: Logger
     ) {
         var logger = logger
         logger[metadataKey: "worker"] = "\(configuration.id)"
-        let store = Store(client: postgres, schema: database.schema, logger: logger)
+        let store = Store(pool: pool, logger: logger)
         self.configuration = configuration
         self.store = store
         self.logger = logger
-        self.listener = Listener(configuration: database, logger: logger)
+        self.listener = Listener(configuration: pool.configuration, logger: logger)
         self.waker = Waker(store: store, logger: logger)
         self.executor = Executor(registry: tasks, workerID: configuration.id, logger: logger)
         self.tasks = tasks.names
@@ -187,7 +187,7 @@ public final class Worker: Service, Sendable {
                     queues: configuration.queues.keys.sorted(), tasks: tasks)
                 return
             } catch {
-                logger.warning("cannot register worker; retrying", metadata: ["error": "\(String(reflecting: error))"])
+                logger.warning("cannot register worker; retrying", metadata: ["error": "\(error.logDescription)"])
                 try await Task.sleep(for: backoff)
                 backoff = min(backoff * 2, .seconds(5))
             }
@@ -206,7 +206,7 @@ public final class Worker: Service, Sendable {
                 }
             } catch {
                 if Task.isCancelled { return }
-                logger.warning("heartbeat failed", metadata: ["error": "\(String(reflecting: error))"])
+                logger.warning("heartbeat failed", metadata: ["error": "\(error.logDescription)"])
             }
         }
     }

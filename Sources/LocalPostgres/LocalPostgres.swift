@@ -201,13 +201,25 @@ public final class LocalPostgres: Sendable {
 
     /// Restarts the server on the same port, `mode` being `fast` or `immediate` (a crash).
     public func restart(mode: String = "fast") async throws {
+        try await stopServer(mode: mode)
+        try await startServer()
+    }
+
+    /// Stops the server and keeps its files (``startServer()`` starts it again on the same port);
+    /// `mode` is `smart`, `fast` or `immediate` (a crash).
+    public func stopServer(mode: String = "fast") async throws {
         try await Self.offloaded {
             try Self.run(
                 self.binaries.appending(path: "pg_ctl"),
                 ["stop", "-D", self.dataDirectory.path, "-m", mode, "-w", "-t", "30"], as: self.runAs,
                 what: "pg_ctl stop")
-            try self.startAgain()
         }
+    }
+
+    /// Starts a server stopped by ``stopServer(mode:)``, with the options it first started with;
+    /// returns once it accepts connections.
+    public func startServer() async throws {
+        try await Self.offloaded { try self.startAgain() }
     }
 
     /// `stop()`, off the threads that run Swift tasks.

@@ -15,13 +15,13 @@ struct CommitTests {
     ) async throws {
         try await TestDatabase.with { db async throws in
             let table = "\(db.configuration.schema).commit_probe"
-            try await db.client.perform("CREATE TABLE \(unescaped: table) (x int)")
-            try await db.client.perform(
+            try await db.pool.perform("CREATE TABLE \(unescaped: table) (x int)")
+            try await db.pool.perform(
                 """
                 CREATE FUNCTION \(unescaped: db.configuration.schema).fail_commit() RETURNS trigger
                 LANGUAGE plpgsql AS $$ BEGIN \(unescaped: failure); RETURN NULL; END $$
                 """)
-            try await db.client.perform(
+            try await db.pool.perform(
                 """
                 CREATE CONSTRAINT TRIGGER fail_commit AFTER INSERT ON \(unescaped: table)
                 DEFERRABLE INITIALLY DEFERRED FOR EACH ROW
@@ -50,7 +50,7 @@ struct CommitTests {
     func rowsOfAStatementWhoseCommitFailedAreNotReturned(failure: String) async throws {
         try await Self.withFailingCommit(failure) { db, table async throws in
             await #expect(throws: (any Error).self) {
-                try await db.client.rows("INSERT INTO \(unescaped: table) VALUES (1) RETURNING x", logger: db.logger)
+                try await db.pool.rows("INSERT INTO \(unescaped: table) VALUES (1) RETURNING x", logger: db.logger)
             }
             #expect(try await Self.count(table, in: db) == 0)
         }
@@ -58,7 +58,7 @@ struct CommitTests {
 
     @Test func rowsOfACommittedStatementAreReturned() async throws {
         try await Self.withFailingCommit("NULL") { db, table async throws in
-            let rows = try await db.client.rows(
+            let rows = try await db.pool.rows(
                 "INSERT INTO \(unescaped: table) VALUES (1), (2) RETURNING x", logger: db.logger)
             #expect(try rows.map { try $0.decode(Int.self) } == [1, 2])
             let stored = try await db.values("SELECT count(*)::int FROM \(unescaped: table)", as: Int.self)

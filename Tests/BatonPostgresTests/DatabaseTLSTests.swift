@@ -115,7 +115,8 @@ struct DatabaseTLSTests {
             if expected != actual { disagreements.append("\(testCase): psql \(expected), Baton \(actual)") }
         }
         #expect(
-            disagreements.isEmpty, "\(disagreements.count) of \(cases.count):\n\(disagreements.joined(separator: "\n"))")
+            disagreements.isEmpty, "\(disagreements.count) of \(cases.count):\n\(disagreements.joined(separator: "\n"))"
+        )
         // The matrix reaches all three outcomes (else it would prove little).
         #expect(seen == ["refused", "plain", "encrypt"], "\(seen)")
     }
@@ -284,16 +285,16 @@ struct Certificates: Sendable {
         do {
             let configuration = try await DatabaseConfiguration(url: url, environment: ["HOME": home.path])
                 .checkConnection(logger: logger)
-            let client = configuration.makeClient(logger: logger)
+            let pool = DatabasePool(configuration: configuration, logger: logger)
             return try await withThrowingTaskGroup(of: DatabaseTLSTests.Outcome?.self) { group in
                 group.addImmediateTask {
-                    await client.run()
+                    await pool.run()
                     return nil
                 }
                 defer { group.cancelAll() }
-                let rows = try await client.query(PostgresQuery(unsafeSQL: Self.sslQuery), logger: logger)
-                for try await encrypted in rows.decode(Bool.self) { return encrypted ? .encrypted : .plain }
-                return .refused("no row")
+                let rows = try await pool.rows(PostgresQuery(unsafeSQL: Self.sslQuery), logger: logger)
+                guard let encrypted = try rows.first?.decode(Bool.self) else { return .refused("no row") }
+                return encrypted ? .encrypted : .plain
             }
         } catch {
             return .refused("\(error)")

@@ -85,7 +85,7 @@ struct LaneTests {
             let ids = try await db.store.enqueue((0..<2).map { laned("a", $0) }).map(\.id)
             // A buggy writer that skips the lane functions still cannot make two holders.
             await #expect(throws: PSQLError.self) {
-                try await db.client.perform(
+                try await db.pool.perform(
                     "UPDATE \(unescaped: db.configuration.schema).jobs SET state = 'available' WHERE id = \(ids[1])")
             }
         }

@@ -8,8 +8,8 @@ struct MigrationTests {
     @Test func migratingAgainAppliesNothingAndRecordsTheVersion() async throws {
         try await TestDatabase.with { db async throws in
             let migrator = Migrator(schema: db.configuration.schema, logger: db.logger)
-            #expect(try await migrator.migrate(db.client).isEmpty)
-            #expect(try await migrator.currentVersion(db.client) == Migrator.latestVersion)
+            #expect(try await migrator.migrate(db.pool).isEmpty)
+            #expect(try await migrator.currentVersion(db.pool) == Migrator.latestVersion)
         }
     }
 
@@ -18,12 +18,12 @@ struct MigrationTests {
             let schema = db.configuration.schema + "_fresh"
             let migrator = Migrator(schema: schema, logger: db.logger)
             let applied = try await withThrowingTaskGroup(of: [String].self) { group in
-                for _ in 0..<4 { group.addTask { try await migrator.migrate(db.client) } }
+                for _ in 0..<4 { group.addTask { try await migrator.migrate(db.pool) } }
                 return try await group.reduce(into: []) { $0.append($1) }
             }
             #expect(applied.filter { !$0.isEmpty }.count == 1)
-            #expect(try await migrator.currentVersion(db.client) == Migrator.latestVersion)
-            try await db.client.perform("DROP SCHEMA \(unescaped: schema) CASCADE")
+            #expect(try await migrator.currentVersion(db.pool) == Migrator.latestVersion)
+            try await db.pool.perform("DROP SCHEMA \(unescaped: schema) CASCADE")
         }
     }
 
@@ -47,7 +47,7 @@ struct MigrationVersionTests {
     @Test func aSchemaNeverMigratedIsAtVersionZero() async throws {
         try await TestDatabase.with { db async throws in
             let fresh = Migrator(schema: db.configuration.schema + "_never", logger: db.logger)
-            #expect(try await fresh.currentVersion(db.client) == 0)
+            #expect(try await fresh.currentVersion(db.pool) == 0)
         }
     }
 }

@@ -4,6 +4,7 @@ import BatonTestSupport
 import BatonWorker
 import Foundation
 import PostgresNIO
+import Synchronization
 import Testing
 
 /// Chains run by a real worker against a real PostgreSQL.
@@ -112,7 +113,7 @@ struct ChainSemanticsTests {
         try await TestDatabase.with { db async throws in
             var tasks = TaskRegistry()
             tasks.register(name: "divide") { _, input, _ in
-                try await db.client.perform("SELECT 1 / 0")
+                try await db.pool.perform("SELECT 1 / 0")
                 return input
             }
             try await withWorker(db, tasks: tasks) { baton, _ async throws in
@@ -175,16 +176,17 @@ struct ChainSemanticsTests {
         try await TestDatabase.with { db async throws in
             try await withWorker(db, tasks: testTasks) { baton, _ async throws in
                 struct Rollback: Error {}
-                var rolledBack: Int64?
+                let rolledBack = Mutex<Int64?>(nil)
                 do {
-                    try await db.client.withTransaction(logger: db.logger) { connection in
-                        rolledBack = try await baton.enqueue(Chain(input: 1).then(Add(n: 1)), on: connection).id
+                    try await db.pool.withTransaction(logger: db.logger) { connection in
+                        let id = try await baton.enqueue(Chain(input: 1).then(Add(n: 1)), on: connection).id
+                        rolledBack.withLock { $0 = id }
                         throw Rollback()
                     }
                 } catch {}
-                let missing = try #require(rolledBack)
+                let missing = try #require(rolledBack.withLock { $0 })
                 #expect(try await db.store.job(missing) == nil)
-                let committed = try await db.client.withTransaction(logger: db.logger) { connection in
+                let committed = try await db.pool.withTransaction(logger: db.logger) { connection in
                     try await baton.enqueue(Chain(input: 1).then(Add(n: 1)), on: connection)
                 }
                 #expect(try await committed.result() == 2)

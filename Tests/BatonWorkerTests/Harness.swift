@@ -20,9 +20,9 @@ func withWorker<T: Sendable>(
     _ db: TestDatabase, tasks: TaskRegistry = TaskRegistry(), configuration: WorkerConfiguration = .test(),
     _ body: @Sendable (BatonClient, Worker) async throws -> T
 ) async throws -> T {
-    let client = BatonClient(postgres: db.client, configuration: db.configuration, logger: db.logger)
+    let client = BatonClient(pool: db.pool, logger: db.logger)
     let worker = Worker(
-        postgres: db.client, database: db.configuration, tasks: tasks, configuration: configuration, logger: db.logger)
+        pool: db.pool, tasks: tasks, configuration: configuration, logger: db.logger)
     let group = ServiceGroup(services: [client, worker], logger: db.logger)
     return try await withThrowingTaskGroup(of: T?.self) { tasks in
         tasks.addTask {

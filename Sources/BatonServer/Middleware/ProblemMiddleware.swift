@@ -61,7 +61,7 @@ struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
         case let error where (error is PSQLError || error is DatabaseUnavailable) && !error.isRefusalByDatabase:
             // The database is away (restarting, connections failing): an outage, not a bug, and the
             // caller can try again; an enqueue with an idempotency key safely so.
-            context.logger.warning("database unavailable", metadata: ["error": "\(String(reflecting: error))"])
+            context.logger.warning("database unavailable", metadata: ["error": "\(error.logDescription)"])
             var problem = Problem(
                 .serviceUnavailable, type: "database-unavailable", title: "The database cannot be reached",
                 detail: "nothing was done; try again shortly")

@@ -13,7 +13,7 @@ extension API {
     func ready(_ input: Operations.Ready.Input) async throws -> Operations.Ready.Output {
         let version: Int
         do {
-            version = try await Migrator(schema: store.schema, logger: RequestScope.logger).currentVersion(store.client)
+            version = try await Migrator(schema: store.schema, logger: RequestScope.logger).currentVersion(store.pool)
         } catch {
             throw Problem(
                 .serviceUnavailable, type: "not-ready", title: "Not ready", detail: "the database does not answer")

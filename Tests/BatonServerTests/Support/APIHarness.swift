@@ -118,20 +118,20 @@ func withServer<T: Sendable>(
     _ body: @Sendable (TestServer) async throws -> T
 ) async throws -> T {
     try await TestDatabase.with(baseURL: baseURL) { db async throws in
-        var database = db.configuration
-        if let schema { database = try database.inSchema(schema) }
-        let client = BatonClient(postgres: db.client, configuration: database, logger: db.logger)
+        // Another schema: a pool of its own, run with the services.
+        let pool = try schema.map { DatabasePool(configuration: try db.configuration.inSchema($0), logger: db.logger) }
+        let client = BatonClient(pool: pool ?? db.pool, logger: db.logger)
         var configuration = ServerConfiguration(port: 0, tokens: Token.all, requestLogLevel: .debug)
         configure(&configuration)
         let (ports, portSink) = AsyncStream.makeStream(of: Int.self)
         let server = BatonServer(
             configuration: configuration, client: client, registry: testRegistry, logger: db.logger,
             onListening: { portSink.yield($0) })
-        var services: [any Service] = [client, server]
+        var services: [any Service] = (pool.map { [$0] } ?? []) + [client, server]
         if let tasks {
             services.append(
                 Worker(
-                    postgres: db.client, database: database, tasks: tasks,
+                    pool: pool ?? db.pool, tasks: tasks,
                     configuration: WorkerConfiguration(
                         queues: ["default": 8], lease: .seconds(2), pollInterval: .seconds(1),
                         drainGrace: .seconds(5), schedulerInterval: .milliseconds(20)),

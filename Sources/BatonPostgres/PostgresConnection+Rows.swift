@@ -1,0 +1,44 @@
+import Logging
+import NIOCore
+import PostgresNIO
+
+/// A statement not sent: the connection it was to go on had already closed, or none could be had
+/// in time (the database is away).
+public struct DatabaseUnavailable: Error, CustomStringConvertible {
+    public var description: String
+
+    static let closed = DatabaseUnavailable(
+        description: "the database connection had closed; the statement was not sent")
+}
+
+extension PostgresConnection {
+    /// Runs `query` and returns all its rows once its transaction has committed; fails at once if
+    /// the connection has closed.
+    ///
+    /// The check and the write happen in one turn of the connection's event loop: a connection
+    /// open then has the statement in its state machine, which fails it if the connection closes.
+    ///
+    /// Why the `SELECT 1` after it: PostgresNIO hands over a statement's rows when CommandComplete
+    /// arrives, but the statement's implicit transaction commits later, at Sync, before
+    /// ReadyForQuery. A backend terminated in between (`pg_terminate_backend`, a fast or immediate
+    /// shutdown) sends the rows, then FATAL, and rolls back: the caller had an answer for a change
+    /// that never happened (an enqueue answered with an id and lost, a claim or a hop acted on
+    /// while the job stayed where it was). PostgresNIO sends the next statement on a connection
+    /// only after ReadyForQuery of the one before, and closes the connection on any error after
+    /// CommandComplete: so the second statement succeeds only if the first committed. It costs a
+    /// round trip, not a parse of ours: queued in the same turn, it is written the moment
+    /// ReadyForQuery arrives. (Found by the reliability suite's connection-killing scenario.)
+    package func rows(_ query: PostgresQuery, logger: Logger) async throws -> [PostgresRow] {
+        try await eventLoop.flatSubmit { () -> EventLoopFuture<[PostgresRow]> in
+            guard !self.isClosed else { return self.eventLoop.makeFailedFuture(DatabaseUnavailable.closed) }
+            let result = self.query(query, logger: logger)
+            let committed = self.query("SELECT 1", logger: logger)
+            return result.and(committed).map { result, _ in result.rows }
+        }.get()
+    }
+
+    /// Runs a statement whose rows do not matter.
+    package func perform(_ query: PostgresQuery, logger: Logger) async throws {
+        _ = try await rows(query, logger: logger)
+    }
+}

@@ -12,7 +12,10 @@ struct Dev: AsyncParsableCommand {
         abstract: "Start a private PostgreSQL under ./.baton/, migrate it, and run the API and a worker in one process."
     )
 
-    @Option(help: "Where the private cluster lives.")
+    @Option(
+        help:
+            "Where the private cluster lives (as root, where the postgres user cannot enter it: a temporary directory, removed on exit)."
+    )
     var data: String = ".baton/pgdata"
 
     @OptionGroup var runtime: RuntimeOptions
@@ -35,7 +38,12 @@ struct Dev: AsyncParsableCommand {
         let dataDirectory = URL(fileURLWithPath: data, isDirectory: true).standardizedFileURL
         try FileManager.default.createDirectory(
             at: dataDirectory.deletingLastPathComponent(), withIntermediateDirectories: true)
-        let cluster = try await LocalPostgres.start(LocalPostgres.Options(dataDirectory: dataDirectory), logger: logger)
+        let cluster = try await LocalPostgres.start(
+            LocalPostgres.Options(dataDirectory: dataDirectory, temporaryIfUnreachable: true), logger: logger)
+        let dataNote =
+            cluster.unreachableDataDirectory.map {
+                "data in \(cluster.dataDirectory.path), removed on exit: the postgres user cannot enter \($0.path)"
+            } ?? "data in \(cluster.dataDirectory.path)"
         let session = Mutex<DevSession?>(nil)
         do {
             let database = try DatabaseConfiguration(url: cluster.url)
@@ -59,7 +67,7 @@ struct Dev: AsyncParsableCommand {
                         """
                         Baton dev is up.
                           api:      \(base)   (\(generated.map { "token: " + $0 } ?? "tokens from the environment"))
-                          database: \(postgresURL)   (data in \(dataDirectory.path))
+                          database: \(postgresURL)   (\(dataNote))
                           worker:   \(worker.id) serving \(worker.configuration.queues.keys.sorted().joined(separator: ", "))
                         Try:
                           curl -s -H "Authorization: Bearer \(token)" -H 'Content-Type: application/json' \\

@@ -105,7 +105,11 @@ public final class Worker: Service, Sendable {
         defer { subscription.cancel() }
         logger.info(
             "worker started",
-            metadata: ["queues": "\(configuration.queues.sorted(by: { $0.key < $1.key }))", "tasks": "\(tasks)"])
+            metadata: [
+                "queues":
+                    "\(configuration.queues.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }.joined(separator: ","))",
+                "tasks": "\(tasks.joined(separator: ","))",
+            ])
 
         let drainStarted = Signal()
         try await withGracefulShutdownHandler {

@@ -29,43 +29,50 @@ public final class LocalPostgres: Sendable {
         public var files: [String: URL]
         /// The lines of `pg_hba.conf`; nil keeps initdb's (trust, for every connection).
         public var hba: [String]?
+        /// When this process is root and the server's user cannot enter `dataDirectory` (a clone
+        /// under root's home, mode 0700): true puts the cluster in a temporary directory instead,
+        /// deleted on `stop()` (``LocalPostgres/unreachableDataDirectory`` says so); false refuses.
+        public var temporaryIfUnreachable: Bool
 
         public init(
             dataDirectory: URL? = nil, settings: [String: String] = [:], fast: Bool = false, files: [String: URL] = [:],
-            hba: [String]? = nil
+            hba: [String]? = nil, temporaryIfUnreachable: Bool = false
         ) {
             self.dataDirectory = dataDirectory
             self.settings = settings
             self.fast = fast
             self.files = files
             self.hba = hba
+            self.temporaryIfUnreachable = temporaryIfUnreachable
         }
     }
 
     public let port: Int
     public let dataDirectory: URL
+    /// The data directory asked for, when the server's user could not enter it and a temporary
+    /// one was used instead (``Options/temporaryIfUnreachable``).
+    public let unreachableDataDirectory: URL?
     public let socketDirectory: URL
     /// The `-o` options the server was started with (port, socket directory, settings).
     let serverOptions: String
     let binaries: URL
     let runAs: String?
-    let temporary: Bool
     let logger: Logger
 
     /// The superuser's URL over loopback TCP (trust authentication, loopback only).
     public var url: String { "postgres://postgres@127.0.0.1:\(port)/postgres?sslmode=disable" }
 
     private init(
-        port: Int, dataDirectory: URL, socketDirectory: URL, serverOptions: String, binaries: URL, runAs: String?,
-        temporary: Bool, logger: Logger
+        port: Int, dataDirectory: URL, unreachableDataDirectory: URL?, socketDirectory: URL, serverOptions: String,
+        binaries: URL, runAs: String?, logger: Logger
     ) {
         self.port = port
         self.serverOptions = serverOptions
         self.dataDirectory = dataDirectory
+        self.unreachableDataDirectory = unreachableDataDirectory
         self.socketDirectory = socketDirectory
         self.binaries = binaries
         self.runAs = runAs
-        self.temporary = temporary
         self.logger = logger
     }
 
@@ -89,30 +96,53 @@ public final class LocalPostgres: Sendable {
     static func startBlocking(_ options: Options, logger: Logger) throws -> LocalPostgres {
         let binaries = try findBinaries()
         let runAs = try serverUser()
+        let base = try makeTemporaryDirectory(prefix: "baton-pg-")
+        do {
+            return try startBlocking(options, in: base, binaries: binaries, runAs: runAs, logger: logger)
+        } catch {
+            // Nothing left behind: the socket directory and copies live here; a temporary cluster too.
+            try? FileManager.default.removeItem(at: base)
+            throw error
+        }
+    }
+
+    private static func startBlocking(
+        _ options: Options, in base: URL, binaries: URL, runAs: String?, logger: Logger
+    ) throws -> LocalPostgres {
         let fileManager = FileManager.default
         let temporary = options.dataDirectory == nil
-        let base = try makeTemporaryDirectory(prefix: "baton-pg-")
-        let dataDirectory = options.dataDirectory ?? base.appending(path: "data")
+        var dataDirectory = options.dataDirectory ?? base.appending(path: "data")
+        var unreachable: URL?
         let socketDirectory = base.appending(path: "socket")
         try fileManager.createDirectory(at: socketDirectory, withIntermediateDirectories: true)
         if let runAs { try chown(base, to: runAs) }
         if let runAs { try chown(socketDirectory, to: runAs) }
 
-        if !fileManager.fileExists(atPath: dataDirectory.appending(path: "PG_VERSION").path) {
+        // As root the server runs as `runAs`, which must be able to get to the directory.
+        if let runAs, !temporary {
+            let created = !fileManager.fileExists(atPath: dataDirectory.path)
             try fileManager.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
-            if let runAs {
-                try chown(dataDirectory, to: runAs)
-                // As root the server runs as `runAs`, which must be able to get to the directory.
-                do {
-                    try run(
-                        URL(fileURLWithPath: "/bin/sh"), ["-c", "cd \"$0\"", dataDirectory.path], as: runAs, what: "cd")
-                } catch {
+            if created { try chown(dataDirectory, to: runAs) }
+            if (try? run(
+                URL(fileURLWithPath: "/bin/sh"), ["-c", "cd \"$0\"", dataDirectory.path], as: runAs, what: "cd"))
+                == nil
+            {
+                guard options.temporaryIfUnreachable else {
+                    if created { try? fileManager.removeItem(at: dataDirectory) }
                     throw LocalPostgresError(
                         "PostgreSQL refuses to run as root, so it runs as \(runAs), which cannot enter "
                             + "\(dataDirectory.path): choose a data directory \(runAs) can reach (such as one under "
                             + "/tmp), or let it through the directories above (chmod o+x)")
                 }
+                if created { try? fileManager.removeItem(at: dataDirectory) }
+                unreachable = dataDirectory
+                dataDirectory = base.appending(path: "data")
             }
+        }
+
+        if !fileManager.fileExists(atPath: dataDirectory.appending(path: "PG_VERSION").path) {
+            try fileManager.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
+            if let runAs { try chown(dataDirectory, to: runAs) }
             try run(
                 binaries.appending(path: "initdb"),
                 [
@@ -168,9 +198,9 @@ public final class LocalPostgres: Sendable {
                     ["start", "-D", dataDirectory.path, "-l", log.path, "-o", serverOptions, "-w", "-t", "30"],
                     as: runAs, what: "pg_ctl start", log: log)
                 let server = LocalPostgres(
-                    port: port, dataDirectory: dataDirectory, socketDirectory: socketDirectory,
-                    serverOptions: serverOptions, binaries: binaries,
-                    runAs: runAs, temporary: temporary, logger: logger)
+                    port: port, dataDirectory: dataDirectory, unreachableDataDirectory: unreachable,
+                    socketDirectory: socketDirectory, serverOptions: serverOptions, binaries: binaries,
+                    runAs: runAs, logger: logger)
                 logger.info("postgres started", metadata: ["port": "\(port)", "data": "\(dataDirectory.path)"])
                 return server
             } catch {
@@ -190,13 +220,8 @@ public final class LocalPostgres: Sendable {
         } catch {
             logger.warning("postgres did not stop cleanly", metadata: ["error": "\(error)"])
         }
-        let base = socketDirectory.deletingLastPathComponent()
-        if temporary {
-            try? FileManager.default.removeItem(at: base)
-        } else {
-            try? FileManager.default.removeItem(at: socketDirectory)
-            try? FileManager.default.removeItem(at: base)
-        }
+        // The socket directory, the log and the copies live here; a temporary cluster's data too.
+        try? FileManager.default.removeItem(at: socketDirectory.deletingLastPathComponent())
     }
 
     /// Restarts the server on the same port, `mode` being `fast` or `immediate` (a crash).

@@ -28,12 +28,14 @@ struct CLIServeTests {
 
     /// `baton dev` starts its own PostgreSQL, the API and a worker, and prints a token and a curl
     /// line that work; the admin commands run from its directory find it without being told;
-    /// Ctrl-C (SIGINT) stops it all.
-    @Test func devPrintsATokenThatEnqueuesAJobThatRuns() async throws {
+    /// Ctrl-C (SIGINT) stops it all. In a directory closed to others (a clone under root's home),
+    /// where PostgreSQL's user cannot enter as root runs it, the cluster lives in a temporary
+    /// directory it names, and nothing of it is left after.
+    @Test(arguments: [0o755, 0o700])
+    func devPrintsATokenThatEnqueuesAJobThatRuns(permissions: Int) async throws {
         let data = FileManager.default.temporaryDirectory.appending(path: "baton-dev-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: data, withIntermediateDirectories: true)
-        // As root, PostgreSQL runs as postgres, which must get in.
-        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: data.path)
+        try FileManager.default.setAttributes([.posixPermissions: permissions], ofItemAtPath: data.path)
         defer { try? FileManager.default.removeItem(at: data) }
         let dev = try ChildProcess(
             try ChildProcess.builtBinary("baton"), ["dev", "--port", "0"], environment: Self.noTokens, directory: data)
@@ -48,6 +50,10 @@ struct CLIServeTests {
             "\(output)\n\(dev.standardError)")
         #expect(output.contains("curl -s -H \"Authorization: Bearer \(api.2)\""))
         #expect(output.contains("export BATON_URL=\(api.1) BATON_TOKEN=\(api.2)"))
+        let cluster = try #require(output.firstMatch(of: /\(data in ([^,)]+)(, removed on exit)?/), "\(output)")
+        let closed = permissions == 0o700 && getuid() == 0
+        #expect((cluster.2 != nil) == closed, "\(output)")
+        #expect(cluster.1.hasPrefix(data.path) != closed, "\(output)")
         let session = data.appending(path: ".baton/dev.json")
         let mode = try FileManager.default.attributesOfItem(atPath: session.path)[.posixPermissions] as? Int
         #expect(mode == 0o600, "the file holds a token")
@@ -81,5 +87,9 @@ struct CLIServeTests {
         dev.signal(SIGINT)
         #expect(try await dev.waitForExit(timeout: .seconds(60)) == 0)
         #expect(!FileManager.default.fileExists(atPath: session.path), "removed when dev stops")
+        if closed {
+            let base = URL(fileURLWithPath: String(cluster.1)).deletingLastPathComponent()
+            #expect(!FileManager.default.fileExists(atPath: base.path), "the temporary cluster is left behind")
+        }
     }
 }

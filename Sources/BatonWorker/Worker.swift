@@ -224,6 +224,28 @@ public final class Worker: Service, Sendable {
         return control
     }
 
+    /// Says what became of an attempt: a failure at `warning` (retried, with its delay) or `error`
+    /// (the job discarded), so that a job retrying for hours shows in the log; a success at `debug`.
+    private func report(_ transition: Transition, of job: ClaimedJob, after duration: Duration) {
+        var metadata: Logger.Metadata = [
+            "job": "\(job.id)", "stage": "\(job.stage)", "attempt": "\(job.attempt)",
+            "task": "\(job.spec.task?.task ?? "group")", "ms": "\(duration.milliseconds)",
+        ]
+        switch transition {
+        case .retry(let error, let delay):
+            metadata["error"] = "\(error)"
+            metadata["retry_in"] = "\(DurationFormat.format(delay))"
+            logger.warning("stage failed; retrying", metadata: metadata)
+        case .discard(let error):
+            metadata["error"] = "\(error)"
+            logger.error("stage failed; job discarded", metadata: metadata)
+        case .hop, .advance, .complete, .spawn:
+            logger.debug("stage done", metadata: metadata)
+        case .release:
+            logger.info("stage put back: the worker is stopping", metadata: metadata)
+        }
+    }
+
     /// Runs the claimed stage, and the stages after it while they may hop (background, same
     /// worker), committing each outcome before the next stage starts. `control` is from `admit`.
     func execute(_ claimed: ClaimedJob, control: RunControl) async {
@@ -257,6 +279,7 @@ public final class Worker: Service, Sendable {
             metrics.stageEnded(
                 queue: job.queue, task: job.spec.task?.task ?? "group", transition: transition,
                 duration: ContinuousClock.now - started)
+            report(transition, of: job, after: ContinuousClock.now - started)
             let outcome = Outcome(
                 jobID: job.id, stage: job.stage, attempt: job.attempt, transition: transition, queue: job.queue,
                 heldLane: job.spec.lane)

@@ -194,7 +194,7 @@ struct Bench: AsyncParsableCommand {
     }
 
     func count(_ pool: DatabasePool, _ condition: String) async throws -> Int {
-        let rows = try await pool.rows(
+        let rows = try await pool.read(
             PostgresQuery(unsafeSQL: "SELECT count(*)::int FROM \(pool.configuration.schema).jobs WHERE \(condition)"),
             logger: pool.logger)
         return try rows.first?.decode(Int.self) ?? 0
@@ -214,7 +214,7 @@ struct Bench: AsyncParsableCommand {
     /// (round trips) and those run in all, inside Baton's functions included.
     func statementsPerJob(_ pool: DatabasePool, schema: String, jobs: Int) async -> (sent: Double, all: Double)? {
         do {
-            let rows = try await pool.rows(
+            let rows = try await pool.read(
                 PostgresQuery(
                     unsafeSQL: """
                         SELECT coalesce(sum(calls) FILTER (WHERE toplevel), 0)::float8, coalesce(sum(calls), 0)::float8

@@ -41,7 +41,7 @@ public final class ClusterMetrics: Sendable {
 
     /// Reads the gauges once; series reported before and absent now are set to 0.
     private func read(previously: Set<[String]>) async throws -> Set<[String]> {
-        let rows = try await store.pool.rows(
+        let rows = try await store.pool.read(
             """
             SELECT 'queue', queue, state::text, count(*)::float8,
                    extract(epoch FROM now() - min(run_at) FILTER (WHERE state = 'available'))::float8

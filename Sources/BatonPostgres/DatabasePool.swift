@@ -155,6 +155,12 @@ public final class DatabasePool: Service, Sendable {
         try await withConnection { connection in try await connection.rows(query, logger: logger) }
     }
 
+    /// Runs `query`, which changes nothing, and returns all its rows
+    /// (``PostgresConnection/read(_:logger:)``: no commit to confirm).
+    package func read(_ query: PostgresQuery, logger: Logger) async throws -> [PostgresRow] {
+        try await withConnection { connection in try await connection.read(query, logger: logger) }
+    }
+
     /// Runs a statement whose rows do not matter.
     package func perform(_ query: PostgresQuery, logger: Logger? = nil) async throws {
         _ = try await rows(query, logger: logger ?? self.logger)

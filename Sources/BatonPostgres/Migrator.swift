@@ -56,13 +56,13 @@ public struct Migrator: Sendable {
     public func currentVersion(_ pool: DatabasePool) async throws -> Int {
         // A statement naming a missing table fails while it is parsed: ask whether it exists first.
         var exists = false
-        for row in try await pool.rows(
+        for row in try await pool.read(
             "SELECT to_regclass(\(schema + ".migrations")) IS NOT NULL", logger: logger)
         {
             exists = try row.decode(Bool.self)
         }
         guard exists else { return 0 }
-        let rows = try await pool.rows(
+        let rows = try await pool.read(
             "SELECT coalesce(max(version), 0) FROM \(unescaped: schema).migrations", logger: logger)
         for row in rows {
             let version = try row.decode(Int.self)

@@ -11,7 +11,7 @@ extension Store {
     /// primary key, filtered.
     public func jobs(_ filter: JobFilter) async throws -> [JobSummary] {
         let states = filter.states.isEmpty ? nil : filter.states.map(\.rawValue)
-        let rows = try await pool.rows(
+        let rows = try await pool.read(
             """
             SELECT id, queue, priority::int, state::text, stage, stage_count, chain -> stage ->> 'task', lane,
                    attempt, run_at, created_at, finished_at, errors -> -1 ->> 'error'
@@ -42,7 +42,7 @@ extension Store {
 
     /// The group members of `parent`, by stage and member order (`jobs_parent` index).
     public func members(of parent: Int64) async throws -> [MemberRecord] {
-        let rows = try await pool.rows(
+        let rows = try await pool.read(
             """
             SELECT parent_stage, member_index, id, state::text, attempt,
                    CASE WHEN state = 'completed' THEN (results -> 0 -> 'output')::text END, errors::text
@@ -107,7 +107,7 @@ extension Store {
     /// Which of `keys` name jobs that `owner` did not enqueue (`jobs_idempotency_key` index).
     public func idempotencyKeys(_ keys: [String], notEnqueuedBy owner: String?) async throws -> [String] {
         guard !keys.isEmpty else { return [] }
-        let rows = try await pool.rows(
+        let rows = try await pool.read(
             """
             SELECT idempotency_key FROM \(unescaped: schema).jobs
             WHERE idempotency_key = ANY(\(keys)) AND enqueued_by IS DISTINCT FROM \(owner)
@@ -125,7 +125,7 @@ extension Store {
     /// Every queue with jobs or paused, with its counts per state (a scan of the table: an
     /// operator's query, not a hot one).
     public func queues() async throws -> [QueueStatus] {
-        let rows = try await pool.rows(
+        let rows = try await pool.read(
             """
             SELECT coalesce(c.queue, p.queue), c.state::text, coalesce(c.n, 0)::int, c.oldest, p.queue IS NOT NULL
             FROM (SELECT queue, state, count(*) AS n, min(run_at) FILTER (WHERE state = 'available') AS oldest
@@ -162,7 +162,7 @@ extension Store {
     /// Lanes with a holder or jobs waiting, by name after `after`; heads from `jobs_lane_head`,
     /// waiting counts from `jobs_lane_waiting`.
     public func lanes(after: String? = nil, limit: Int = 100) async throws -> [LaneStatus] {
-        let rows = try await pool.rows(
+        let rows = try await pool.read(
             """
             WITH heads AS (
                 SELECT lane, id, queue, state::text AS state, stage, chain -> stage ->> 'task' AS task, attempt, run_at,
@@ -197,7 +197,7 @@ extension Store {
 
     /// Registered workers, oldest first, with the jobs each runs now (`jobs_running` index).
     public func workers() async throws -> [WorkerRecord] {
-        let rows = try await pool.rows(
+        let rows = try await pool.read(
             """
             SELECT w.id, w.host, w.pid, w.queues, w.tasks, w.started_at, w.heartbeat_at,
                    ARRAY(SELECT j.id FROM \(unescaped: schema).jobs j

@@ -7,7 +7,8 @@ extension Store {
 
     /// The job with this id, or nil.
     public func job(_ id: Int64) async throws -> JobRecord? {
-        try await fetchJob("SELECT \(unescaped: Self.recordColumns) FROM \(unescaped: schema).jobs WHERE id = \(id)")
+        try await fetchJob(
+            "SELECT \(unescaped: Self.recordColumns) FROM \(unescaped: schema).jobs WHERE id = \(id)", changes: false)
     }
 
     /// Marks the job as awaited, so that its end is notified, and returns it as it is now.
@@ -16,7 +17,7 @@ extension Store {
             """
             UPDATE \(unescaped: schema).jobs SET watched = true WHERE id = \(id)
             RETURNING \(unescaped: Self.recordColumns)
-            """)
+            """, changes: true)
     }
 
     static let recordColumns = """
@@ -25,8 +26,8 @@ extension Store {
         member_index, idempotency_key, enqueued_by
         """
 
-    private func fetchJob(_ query: PostgresQuery) async throws -> JobRecord? {
-        let rows = try await pool.rows(query, logger: logger)
+    private func fetchJob(_ query: PostgresQuery, changes: Bool) async throws -> JobRecord? {
+        let rows = try await changes ? pool.rows(query, logger: logger) : pool.read(query, logger: logger)
         for row in rows {
             let (id, queue, priority, state, runAt, createdAt, attemptedAt, finishedAt, chain, stage) =
                 try row.decode((Int64, String, Int, String, Date, Date, Date?, Date?, String, Int).self)
@@ -51,7 +52,7 @@ extension Store {
 
     /// Ids of the group members of `parent` at `stage`, in member order.
     public func members(of parent: Int64, stage: Int) async throws -> [Int64] {
-        let rows = try await pool.rows(
+        let rows = try await pool.read(
             """
             SELECT id FROM \(unescaped: schema).jobs WHERE parent_id = \(parent) AND parent_stage = \(stage)
             ORDER BY member_index

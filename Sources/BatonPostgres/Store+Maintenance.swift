@@ -19,7 +19,7 @@ extension Store {
     /// Running stages whose worker has sent no heartbeat within `lease` (or has no row at all).
     /// Uses `jobs_running`.
     package func lostStages(lease: Duration, limit: Int) async throws -> [LostStage] {
-        let rows = try await pool.rows(
+        let rows = try await pool.read(
             """
             SELECT j.id, j.worker_id, j.stage, j.attempt, j.chain::text FROM \(unescaped: schema).jobs j
             WHERE j.state = 'running' AND NOT EXISTS (
@@ -42,7 +42,7 @@ extension Store {
     /// before its last heartbeat, which did not list them (the claim's answer was lost). Uses
     /// `jobs_running`, worker by worker.
     package func orphanedStages(lease: Duration, limit: Int) async throws -> [LostStage] {
-        let rows = try await pool.rows(
+        let rows = try await pool.read(
             """
             SELECT j.id, j.worker_id, j.stage, j.attempt, j.chain::text
             FROM \(unescaped: schema).workers w JOIN \(unescaped: schema).jobs j ON j.worker_id = w.id
@@ -147,7 +147,7 @@ extension Store {
 
     /// Task names served by workers seen within `within`.
     public func liveTaskNames(within: Duration) async throws -> Set<String> {
-        let rows = try await pool.rows(
+        let rows = try await pool.read(
             """
             SELECT DISTINCT unnest(tasks) FROM \(unescaped: schema).workers
             WHERE heartbeat_at > now() - \(within.milliseconds) * interval '1 millisecond'

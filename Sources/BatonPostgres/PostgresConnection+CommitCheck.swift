@@ -41,4 +41,14 @@ extension PostgresConnection {
     package func perform(_ query: PostgresQuery, logger: Logger) async throws {
         _ = try await rows(query, logger: logger)
     }
+
+    /// Runs `query`, which changes nothing, and returns all its rows: without the commit check of
+    /// ``rows(_:logger:)``, since rows read are a snapshot of committed data whether or not the
+    /// implicit transaction's end reaches this side. Listings, look-ups, metrics, readiness.
+    package func read(_ query: PostgresQuery, logger: Logger) async throws -> [PostgresRow] {
+        try await eventLoop.flatSubmit { () -> EventLoopFuture<[PostgresRow]> in
+            guard !self.isClosed else { return self.eventLoop.makeFailedFuture(DatabaseUnavailable.closed) }
+            return self.query(query, logger: logger).map(\.rows)
+        }.get()
+    }
 }

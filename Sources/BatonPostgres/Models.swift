@@ -114,6 +114,9 @@ package struct ClaimedJob: Sendable {
     /// Seconds from when the stage became claimable to its claim; nil when it was handed over
     /// without a claim (a lane hand-off claimed while applying an outcome).
     package var waited: Double? = nil
+    /// When the statement that claimed it was sent: a cancel heard since may be about this claim
+    /// (its notification can arrive before the claim's answer).
+    package var claimedSince: ContinuousClock.Instant = .now
 
     package var spec: StageSpec { chain[stage] }
     package var next: StageSpec? { stage + 1 < chain.count ? chain[stage + 1] : nil }

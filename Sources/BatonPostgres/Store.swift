@@ -119,6 +119,7 @@ extension Store {
     /// order, skipping rows other workers hold (`claim_waited` in the schema; `jobs_available`
     /// index), each with how long it waited to be picked up.
     package func claim(queue: String, limit: Int, worker: String) async throws -> [ClaimedJob] {
+        let asked = ContinuousClock.now
         let rows = try await pool.rows(
             "SELECT * FROM \(unescaped: schema).claim_waited(\(queue), \(limit)::int, \(worker))", logger: logger)
         var decoder = ClaimDecoder()
@@ -130,6 +131,7 @@ extension Store {
                 id: id, queue: queue, stage: stage, attempt: attempt, chain: chain, input: input, results: results,
                 metadata: metadata, groupOutput: groupOutput)
             job.waited = waited
+            job.claimedSince = asked
             claimed.append(job)
         }
         return claimed
@@ -176,6 +178,7 @@ extension Store {
         let batch = Self.outcomeBatch(outcomes)
         let queues = Array(slots.keys)
         let free = queues.map { slots[$0] ?? 0 }
+        let asked = ContinuousClock.now
         let rows = try await pool.rows(
             """
             SELECT * FROM \(unescaped: schema).apply_outcomes(\(worker), \(batch)::jsonb, \(queues)::text[], \(free)::int[])
@@ -191,10 +194,11 @@ extension Store {
             case "finished": if let id { result.finished.append(id) }
             case "claimed":
                 guard let id, let queue, let stage, let attempt, let chain, let input, let metadata else { continue }
-                result.claimed.append(
-                    try decoder.job(
-                        id: id, queue: queue, stage: stage, attempt: attempt, chain: chain, input: input,
-                        results: results, metadata: metadata, groupOutput: groupOutput))
+                var job = try decoder.job(
+                    id: id, queue: queue, stage: stage, attempt: attempt, chain: chain, input: input,
+                    results: results, metadata: metadata, groupOutput: groupOutput)
+                job.claimedSince = asked
+                result.claimed.append(job)
             default: break
             }
         }

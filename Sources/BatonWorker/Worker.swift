@@ -22,6 +22,8 @@ public final class Worker: Service, Sendable {
     private struct State {
         var draining = false
         var running: [Int64: RunControl] = [:]
+        /// Cancels heard for jobs not running here, and when: a claim under way may bring one.
+        var cancelsHeard: [Int64: ContinuousClock.Instant] = [:]
     }
 
     public let configuration: WorkerConfiguration
@@ -94,14 +96,7 @@ public final class Worker: Service, Sendable {
 
     public func run() async throws {
         try await register()
-        let subscription = listener.subscribe { event in
-            switch event {
-            case .available(let queue): self.fetchers[queue]?.wake()
-            case .listening: for fetcher in self.fetchers.values { fetcher.wake() }
-            case .cancel(let id): self.state.withLock { $0.running[id] }?.stop(.cancelled)
-            case .finished: break
-            }
-        }
+        let subscription = listener.subscribe { self.heard($0) }
         defer { subscription.cancel() }
         logger.info(
             "worker started",
@@ -217,10 +212,41 @@ public final class Worker: Service, Sendable {
 
     // MARK: running a job
 
-    /// Registers a received job as running here (see `holdings`), before its task starts.
+    /// Acts on what the listener heard.
+    func heard(_ event: Listener.Event) {
+        switch event {
+        case .available(let queue): fetchers[queue]?.wake()
+        case .listening: for fetcher in fetchers.values { fetcher.wake() }
+        case .cancel(let id): cancel(id)
+        case .finished: break
+        }
+    }
+
+    /// Stops the job if it runs here; else remembers the cancel for a while, since the claim that
+    /// brings the job here may have committed before the cancel and be answered after its notice.
+    private func cancel(_ id: Int64) {
+        let now = ContinuousClock.now
+        let control = state.withLock { state -> RunControl? in
+            if let control = state.running[id] { return control }
+            if state.cancelsHeard.count >= 1000 {
+                state.cancelsHeard = state.cancelsHeard.filter { now - $0.value < .seconds(60) }
+            }
+            state.cancelsHeard[id] = now
+            return nil
+        }
+        control?.stop(.cancelled)
+    }
+
+    /// Registers a received job as running here (see `holdings`), before its task starts; stopped
+    /// at once if it was cancelled after the statement that claimed it was sent.
     func admit(_ job: ClaimedJob) -> RunControl {
         let control = RunControl()
-        state.withLock { $0.running[job.id] = control }
+        let cancelled = state.withLock { state in
+            state.running[job.id] = control
+            guard let heard = state.cancelsHeard.removeValue(forKey: job.id) else { return false }
+            return heard > job.claimedSince
+        }
+        if cancelled { control.stop(.cancelled) }
         return control
     }
 

@@ -125,7 +125,8 @@ struct Worker: AsyncParsableCommand {
         if let listener {
             services.append(
                 MetricsServer(
-                    host: listener.host, port: listener.port, registry: Metrics.registry, logger: logger))
+                    host: listener.host, port: listener.port, registry: Metrics.registry, logger: logger,
+                    stalled: { worker.stalledLoops() }))
         }
         try await runServices(pool: pool, main: services, logger: logger) {
             try await requireMigrated(pool, logger: logger)

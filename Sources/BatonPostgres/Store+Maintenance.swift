@@ -124,15 +124,25 @@ extension Store {
 
     /// Extends the lease of every job the worker runs, and records which jobs those are: `holds`
     /// is asked once a connection is in hand, so that the list is no older than the heartbeat.
-    /// Returns false if the worker's row is gone (it was declared lost): the caller registers again.
-    package func heartbeat(worker: String, holds: @escaping @Sendable () -> [Int64]) async throws -> Bool {
+    /// `alive` is false if the worker's row is gone (it was declared lost): the caller registers
+    /// again. `cancelled`: the held jobs cancelled meanwhile, whose notice the worker may have
+    /// missed (its LISTEN connection was down). Primary key look-ups.
+    package func heartbeat(worker: String, holds: @escaping @Sendable () -> [Int64]) async throws
+        -> (alive: Bool, cancelled: [Int64])
+    {
         try await pool.withConnection { connection in
+            let held = holds()
             let rows = try await connection.rows(
                 """
-                UPDATE \(unescaped: schema).workers SET heartbeat_at = now(), holds = \(holds())
-                WHERE id = \(worker) RETURNING 1
+                WITH beat AS (
+                    UPDATE \(unescaped: schema).workers SET heartbeat_at = now(), holds = \(held)
+                    WHERE id = \(worker) RETURNING 1)
+                SELECT EXISTS (SELECT 1 FROM beat), coalesce(array_agg(id), '{}')
+                FROM \(unescaped: schema).jobs WHERE id = ANY(\(held)) AND state = 'cancelled'
                 """, logger: logger)
-            return !rows.isEmpty
+            guard let row = rows.first else { return (false, []) }
+            let (alive, cancelled) = try row.decode((Bool, [Int64]).self)
+            return (alive, cancelled)
         }
     }
 

@@ -1,3 +1,4 @@
+import Baton
 import Hummingbird
 import Logging
 import NIOCore
@@ -6,11 +7,15 @@ import ServiceLifecycle
 
 /// `/metrics` (Prometheus text, no token: bind it where only the scraper reaches) and `/healthz`
 /// for a process that has no API of its own: `baton worker --metrics-port`.
+///
+/// `/healthz` answers 503 `{"status": "stalled", "loops": […]}` while `stalled` names loops that
+/// have stopped coming round (``Worker/stalledLoops(at:)``): a liveness probe restarts the process.
 public struct MetricsServer: Service {
     let application: Application<RouterResponder<BasicRequestContext>>
 
     public init(
         host: String, port: Int, registry: PrometheusCollectorRegistry, logger: Logger,
+        stalled: @escaping @Sendable () -> [String] = { [] },
         onListening: @escaping @Sendable (Int) async -> Void = { _ in }
     ) {
         let router = Router()
@@ -22,9 +27,12 @@ public struct MetricsServer: Service {
                 body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
         }
         router.get("/healthz") { _, _ -> Response in
-            Response(
-                status: .ok, headers: [.contentType: "application/json"],
-                body: .init(byteBuffer: ByteBuffer(string: #"{"status":"ok"}"#)))
+            let loops = stalled()
+            let body: JSONValue =
+                loops.isEmpty ? ["status": "ok"] : ["status": "stalled", "loops": .array(loops.map { .string($0) })]
+            return Response(
+                status: loops.isEmpty ? .ok : .serviceUnavailable, headers: [.contentType: "application/json"],
+                body: .init(byteBuffer: ByteBuffer(string: body.jsonText)))
         }
         application = Application(
             router: router,

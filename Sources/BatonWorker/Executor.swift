@@ -16,6 +16,8 @@ enum StopReason: Sendable {
 /// The handle by which a running stage is stopped from outside.
 final class RunControl: Sendable {
     let signal = Signal()
+    /// When the worker took the run on (``Worker/admit(_:)``).
+    let admitted = ContinuousClock.now
     private let reason = Mutex<StopReason?>(nil)
 
     func stop(_ why: StopReason) {

@@ -18,6 +18,8 @@ final class Fetcher: Sendable {
         var reservations = 0
         /// Draining: no more reservations.
         var stopping = false
+        /// When the fetch loop last came round (it does at least every poll interval).
+        var tick = ContinuousClock.now
     }
 
     let queue: String
@@ -41,6 +43,9 @@ final class Fetcher: Sendable {
             "\(queue): \($0.running) running, \($0.reservations) reservations, \($0.inbox.count) in the inbox"
         }
     }
+
+    /// When the fetch loop last came round.
+    var lastTick: ContinuousClock.Instant { state.withLock { $0.tick } }
 
     /// Jobs the completer claimed for this fetcher that it has not started yet.
     var handedOverJobs: [Int64] { state.withLock { $0.inbox.map(\.id) } }
@@ -87,7 +92,10 @@ final class Fetcher: Sendable {
             while !Task.isCancelled {
                 // Run what the completer claimed for us, even while draining (it is ours now).
                 // Admitted before they leave the inbox: never out of the worker's holdings.
-                let handedOver = state.withLock { $0.inbox }
+                let handedOver = state.withLock { state in
+                    state.tick = .now
+                    return state.inbox
+                }
                 let controls = handedOver.map { worker.admit($0) }
                 state.withLock { $0.inbox.removeFirst(handedOver.count) }
                 for (job, control) in zip(handedOver, controls) { start(job, control, in: &group, for: worker) }

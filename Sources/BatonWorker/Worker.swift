@@ -24,6 +24,8 @@ public final class Worker: Service, Sendable {
         var running: [Int64: RunControl] = [:]
         /// Cancels heard for jobs not running here, and when: a claim under way may bring one.
         var cancelsHeard: [Int64: ContinuousClock.Instant] = [:]
+        /// When the heartbeat loop last came round.
+        var heartbeat = ContinuousClock.now
     }
 
     public let configuration: WorkerConfiguration
@@ -80,6 +82,20 @@ public final class Worker: Service, Sendable {
     /// Whether the worker's LISTEN is in effect (wake-ups reach it without waiting for a poll).
     public var isListening: Bool { listener.isListening }
 
+    /// The loops that have not come round within the lease (`heartbeat`, `fetch:QUEUE`): a worker
+    /// wedged so (a statement that never returns, a task that blocks its thread) is one to restart.
+    /// Empty while it works, and while it drains. The worker's `/healthz` answers 503 with them.
+    public func stalledLoops(at now: ContinuousClock.Instant = .now) -> [String] {
+        guard !isDraining else { return [] }
+        var stalled: [String] = []
+        if now - state.withLock({ $0.heartbeat }) > configuration.lease { stalled.append("heartbeat") }
+        for (queue, fetcher) in fetchers.sorted(by: { $0.key < $1.key })
+        where now - fetcher.lastTick > configuration.lease {
+            stalled.append("fetch:\(queue)")
+        }
+        return stalled
+    }
+
     /// Ids of the jobs running on this worker now.
     public var runningJobs: [Int64] { state.withLock { Array($0.running.keys) } }
 
@@ -96,6 +112,7 @@ public final class Worker: Service, Sendable {
 
     public func run() async throws {
         try await register()
+        state.withLock { $0.heartbeat = .now }
         let subscription = listener.subscribe { self.heard($0) }
         defer { subscription.cancel() }
         logger.info(
@@ -198,8 +215,12 @@ public final class Worker: Service, Sendable {
         let interval = configuration.lease / 3
         while !Task.isCancelled {
             try? await Task.sleep(for: interval)
+            let sent = ContinuousClock.now
+            state.withLock { $0.heartbeat = sent }
             do {
-                if try await !store.heartbeat(worker: id, holds: { self.holdings }) {
+                let beat = try await store.heartbeat(worker: id, holds: { self.holdings })
+                stopCancelled(beat.cancelled, admittedBefore: sent)
+                if !beat.alive {
                     logger.warning("worker row was gone (declared lost?); registering again")
                     try await register()
                 }
@@ -237,15 +258,28 @@ public final class Worker: Service, Sendable {
         control?.stop(.cancelled)
     }
 
+    /// Stops the stages of `jobs` that were running here before `instant`: cancels whose notice
+    /// was missed, found by the heartbeat sent then (a run admitted since is a later one).
+    private func stopCancelled(_ jobs: [Int64], admittedBefore instant: ContinuousClock.Instant) {
+        guard !jobs.isEmpty else { return }
+        let controls = state.withLock { state in
+            jobs.compactMap { state.running[$0] }.filter { $0.admitted < instant }
+        }
+        for control in controls { control.stop(.cancelled) }
+    }
+
     /// Registers a received job as running here (see `holdings`), before its task starts; stopped
-    /// at once if it was cancelled after the statement that claimed it was sent.
+    /// at once if it was cancelled after the statement that claimed it was sent. An earlier run of
+    /// the same job still here is stopped: the job was handed out again, so that run is not the
+    /// job's any more (and it would otherwise run on unseen by the drain).
     func admit(_ job: ClaimedJob) -> RunControl {
         let control = RunControl()
-        let cancelled = state.withLock { state in
-            state.running[job.id] = control
-            guard let heard = state.cancelsHeard.removeValue(forKey: job.id) else { return false }
-            return heard > job.claimedSince
+        let (cancelled, earlier) = state.withLock { state in
+            let earlier = state.running.updateValue(control, forKey: job.id)
+            guard let heard = state.cancelsHeard.removeValue(forKey: job.id) else { return (false, earlier) }
+            return (heard > job.claimedSince, earlier)
         }
+        earlier?.stop(.cancelled)
         if cancelled { control.stop(.cancelled) }
         return control
     }

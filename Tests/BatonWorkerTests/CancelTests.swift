@@ -1,3 +1,4 @@
+import Baton
 import BatonTestSupport
 import Testing
 
@@ -31,6 +32,26 @@ import Testing
             #expect(running.stopReason == nil)
             worker.heard(.cancel(jobID: 9))
             #expect(running.stopReason == .cancelled)
+        }
+    }
+
+    /// A cancel whose notice never reached the worker (its LISTEN connection was down) still stops
+    /// the stage: the next heartbeat finds the job cancelled.
+    @Test func aCancelWhoseNoticeWasLostStopsTheStageAtTheNextHeartbeat() async throws {
+        try await TestDatabase.with { db async throws in
+            try await withWorker(db, tasks: TaskRegistry()) { baton, worker async throws in
+                let job = try await baton.enqueue([
+                    NewJob(chain: ChainDefinition(input: 1, stages: [.task("sleep", args: ["ms": 60_000])]))
+                ])[0]
+                try await db.eventually("the stage to start") { worker.runningJobs.contains(job.id) }
+                // Cancelled as `cancel` does it, without its NOTIFY.
+                try await db.pool.perform(
+                    "UPDATE \(unescaped: db.configuration.schema).jobs SET state = 'cancelled' WHERE id = \(job.id)")
+                try await db.eventually(timeout: .seconds(5), "the stage to stop") {
+                    !worker.runningJobs.contains(job.id)
+                }
+                #expect(try await db.store.job(job.id)?.state == .cancelled)
+            }
         }
     }
 }

@@ -127,16 +127,15 @@ func withServer<T: Sendable>(
         let server = BatonServer(
             configuration: configuration, client: client, registry: testRegistry, logger: db.logger,
             onListening: { portSink.yield($0) })
-        var services: [any Service] = (pool.map { [$0] } ?? []) + [client, server]
-        if let tasks {
-            services.append(
-                Worker(
-                    pool: pool ?? db.pool, tasks: tasks,
-                    configuration: WorkerConfiguration(
-                        queues: ["default": 8], lease: .seconds(2), pollInterval: .seconds(1),
-                        drainGrace: .seconds(5), schedulerInterval: .milliseconds(20)),
-                    logger: workerLogger ?? db.logger))
+        let worker = tasks.map { tasks in
+            Worker(
+                pool: pool ?? db.pool, tasks: tasks,
+                configuration: WorkerConfiguration(
+                    queues: ["default": 8], lease: .seconds(2), pollInterval: .seconds(1),
+                    drainGrace: .seconds(5), schedulerInterval: .milliseconds(20)),
+                logger: workerLogger ?? db.logger)
         }
+        let services: [any Service] = (pool.map { [$0] } ?? []) + [client, server] + (worker.map { [$0] } ?? [])
         let group = ServiceGroup(services: services, logger: db.logger)
         return try await withThrowingTaskGroup(of: T?.self) { running in
             running.addTask {
@@ -148,8 +147,12 @@ func withServer<T: Sendable>(
                 var iterator = ports.makeAsyncIterator()
                 let port = try #require(await iterator.next())
                 try await db.eventually("the listener to connect") { client.listener.isListening }
-                if tasks != nil {
-                    try await db.eventually("the worker to register") { try await !db.store.workers().isEmpty }
+                if let worker {
+                    // Registered (the API checks task names against live workers) and listening
+                    // (a cancel's notice reaches it at once).
+                    try await db.eventually("the worker to register and listen") {
+                        try await !db.store.workers().isEmpty && worker.isListening
+                    }
                 }
                 result = .success(
                     try await body(TestServer(base: "http://127.0.0.1:\(port)", db: db, client: client)))

@@ -1,6 +1,8 @@
 // A worker process for the tests that need several processes (lanes across workers, SIGKILL,
 // SIGTERM drain). It serves the built-in tasks and `record`, which logs each attempt's start and
-// end to `<schema>.test_runs` and fails at random when asked to.
+// end to `<schema>.test_runs` and fails at random when asked to. With `"gate": N` it first waits
+// until no one holds PostgreSQL's advisory lock N exclusively: a test holds it to keep the stage
+// running for as long as it needs, and lets go to end it.
 //
 // Usage: BatonTestWorker DATABASE_URL [QUEUE:CONCURRENCY] [LEASE_MS] [GRACE_MS]
 // BATON_DATABASE_LISTEN_URL, as for `baton worker`, sends the LISTEN connection there.
@@ -37,6 +39,9 @@ tasks.register(name: "record") { args, input, context in
     let minMs = args["min_ms"]?.numberValue?.integer(as: Int.self) ?? 0
     let maxMs = args["max_ms"]?.numberValue?.integer(as: Int.self) ?? minMs
     let failPercent = args["fail_percent"]?.numberValue?.integer(as: Int.self) ?? 0
+    if let gate = args["gate"]?.numberValue?.integer(as: Int64.self) {
+        try await pool.perform("SELECT pg_advisory_lock_shared(\(gate)), pg_advisory_unlock_shared(\(gate))")
+    }
     try await Task.sleep(for: .milliseconds(Int.random(in: minMs...max(minMs, maxMs))))
     let failed = Int.random(in: 0..<100) < failPercent
     try await pool.perform(

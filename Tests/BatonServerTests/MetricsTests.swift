@@ -120,7 +120,8 @@ struct MetricsTests {
             let missing = ["queue": "default", "task": "missing"]
             #expect(work.value("baton_jobs_completed_total", noop) == 1)
             #expect(work.value("baton_stages_completed_total", noop) == 1)
-            #expect(work.value("baton_jobs_retried_total", missing) == 2)  // the discarded job's first try, the lane holder's
+            // The discarded job's first try, and the lane holder's.
+            #expect(work.value("baton_jobs_retried_total", missing) == 2)
             #expect(work.value("baton_jobs_discarded_total", missing) == 1)
             #expect(
                 work.value("baton_stage_duration_seconds_count", noop.merging(["outcome": "succeeded"]) { $1 }) == 1)

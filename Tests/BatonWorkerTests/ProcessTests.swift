@@ -109,13 +109,20 @@ struct ProcessTests {
     @Test func aPausedWorkerThatWakesAfterItsLeaseCannotFinishTheJobTwice() async throws {
         try await TestDatabase.with { db async throws in
             try await db.createRunsTable()
+            // The stage runs until the gate opens: the pause falls inside it whatever the timing.
+            let gate = try await Gate(db)
             let sleeper = try WorkerProcess(url: db.url, lease: .seconds(1))
             let id = try await db.store.enqueue([
-                NewJob(chain: ChainDefinition(input: 1, stages: [record(["min_ms": 800], attempts: 3)]))
+                NewJob(chain: ChainDefinition(input: 1, stages: [record(["gate": .number(gate.key)], attempts: 3)]))
             ])[0].id
             try await db.eventually("the stage to start") { try await db.store.job(id)?.state == .running }
             sleeper.signal(SIGSTOP)
             let rescuer = try WorkerProcess(url: db.url, lease: .seconds(1))
+            try await db.eventually(timeout: .seconds(60), "the rescuer to run the job's second attempt") {
+                let job = try await db.store.job(id)
+                return job?.state == .running && job?.attempt == 2
+            }
+            try await gate.open()
             try await db.eventually(timeout: .seconds(60), "the rescued job to complete") {
                 try await db.store.job(id)?.state == .completed
             }
@@ -140,8 +147,11 @@ struct ProcessTests {
         try await TestDatabase.with { db async throws in
             try await db.createRunsTable()
             let worker = try WorkerProcess(url: db.url, lease: .seconds(5), grace: .seconds(2))
+            // The short stage runs until the gate opens, after the SIGTERM: it is running when
+            // the drain begins, and ends within the grace.
+            let gate = try await Gate(db)
             let short = try await db.store.enqueue([
-                NewJob(chain: ChainDefinition(input: 1, stages: [record(["min_ms": 700])]))
+                NewJob(chain: ChainDefinition(input: 1, stages: [record(["gate": .number(gate.key)])]))
             ])[0].id
             let long = try await db.store.enqueue([
                 NewJob(chain: ChainDefinition(input: 2, stages: [.task("sleep", args: ["ms": 60_000])]))
@@ -152,6 +162,7 @@ struct ProcessTests {
                 return shortState == .running && longState == .running
             }
             worker.signal(SIGTERM)
+            try await gate.open()
             #expect(try await worker.waitForExit(timeout: .seconds(30)) == 0)
             #expect(try await db.store.job(short)?.state == .completed)
             let putBack = try #require(try await db.store.job(long))

@@ -1,6 +1,8 @@
 import Baton
 import BatonTestSupport
 import Foundation
+import Logging
+import PostgresNIO
 
 #if canImport(Glibc)
     import Glibc
@@ -29,4 +31,24 @@ final class WorkerProcess: Sendable {
 
     /// The test worker binary beside this test bundle.
     static func binary() throws -> URL { try ChildProcess.builtBinary("BatonTestWorker") }
+}
+
+/// Holds PostgreSQL's advisory lock `key` on a connection of its own until `open()`: a `record`
+/// stage given `"gate": key` (BatonTestWorker) runs until then.
+final class Gate: Sendable {
+    let key = Int64.random(in: 1...Int64.max)
+    private let connection: PostgresConnection
+    private let logger: Logger
+
+    init(_ db: TestDatabase) async throws {
+        logger = db.logger
+        connection = try await PostgresConnection.connect(
+            configuration: try db.configuration.connectionConfiguration, id: 1, logger: db.logger)
+        try await connection.perform("SELECT pg_advisory_lock(\(key))", logger: logger)
+    }
+
+    func open() async throws {
+        try await connection.perform("SELECT pg_advisory_unlock(\(key))", logger: logger)
+        try await connection.close()
+    }
 }

@@ -16,8 +16,8 @@ import Tracing
 /// let document = try await job.result()
 /// ```
 public final class BatonClient: Service, Sendable {
-    public let store: Store
-    public let listener: Listener
+    package let store: Store
+    package let listener: Listener
     let waker: Waker
     let logger: Logger
 

@@ -13,17 +13,17 @@ import Synchronization
 ///
 /// The control plane refreshes them on each `GET /metrics`, so they come from the API: one reader
 /// per scrape rather than one per worker, and none when nobody scrapes.
-public final class ClusterMetrics: Sendable {
+package final class ClusterMetrics: Sendable {
     let store: Store
     private let state = Mutex<(reported: Set<[String]>, last: ContinuousClock.Instant?)>(([], nil))
 
-    public init(store: Store) {
+    package init(store: Store) {
         self.store = store
     }
 
     /// Reads the gauges unless they were read less than a second ago; a failure leaves them as
     /// they were (and is logged at debug).
-    public func refresh() async {
+    package func refresh() async {
         let due = state.withLock { state in
             if let last = state.last, ContinuousClock.now - last < .seconds(1) { return false }
             state.last = .now

@@ -6,8 +6,8 @@ import Synchronization
 /// Listens on Baton's channel over a connection of its own and hands each event to subscribers.
 /// Reconnects with backoff when the connection drops; after each (re)connect subscribers get
 /// `.listening`, since notifications sent meanwhile are lost and state must be read again.
-public final class Listener: Service, Sendable {
-    public enum Event: Sendable, Hashable {
+package final class Listener: Service, Sendable {
+    package enum Event: Sendable, Hashable {
         /// Jobs became available in this queue.
         case available(queue: String)
         /// This job was cancelled; stop running it.
@@ -19,10 +19,10 @@ public final class Listener: Service, Sendable {
     }
 
     /// Ends a subscription when cancelled or deinitialised.
-    public final class Subscription: Sendable {
+    package final class Subscription: Sendable {
         private let cancelAction: @Sendable () -> Void
         init(_ cancel: @escaping @Sendable () -> Void) { cancelAction = cancel }
-        public func cancel() { cancelAction() }
+        package func cancel() { cancelAction() }
         deinit { cancelAction() }
     }
 
@@ -37,17 +37,17 @@ public final class Listener: Service, Sendable {
     let logger: Logger
     private let state = Mutex(State())
 
-    public init(configuration: DatabaseConfiguration, logger: Logger) {
+    package init(configuration: DatabaseConfiguration, logger: Logger) {
         self.configuration = configuration
         self.channel = "\(configuration.schema)_events"
         self.logger = logger
     }
 
     /// Whether LISTEN is in effect now.
-    public var isListening: Bool { state.withLock { $0.connected } }
+    package var isListening: Bool { state.withLock { $0.connected } }
 
     /// Calls `handler` for every event until the subscription ends. The handler must not block.
-    public func subscribe(_ handler: @escaping @Sendable (Event) -> Void) -> Subscription {
+    package func subscribe(_ handler: @escaping @Sendable (Event) -> Void) -> Subscription {
         let id = state.withLock { state in
             state.nextID += 1
             state.handlers[state.nextID] = handler
@@ -73,7 +73,7 @@ public final class Listener: Service, Sendable {
         }
     }
 
-    public func run() async throws {
+    package func run() async throws {
         await cancelWhenGracefulShutdown { await self.listenUntilCancelled() }
         state.withLock { $0.connected = false }
     }

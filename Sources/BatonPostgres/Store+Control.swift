@@ -9,7 +9,7 @@ extension Store {
     /// Jobs (not group members) newest first, by keyset on the id: a page never repeats or skips
     /// a job however many are inserted meanwhile (new jobs have larger ids). A backward scan of the
     /// primary key, filtered.
-    public func jobs(_ filter: JobFilter) async throws -> [JobSummary] {
+    package func jobs(_ filter: JobFilter) async throws -> [JobSummary] {
         let states = filter.states.isEmpty ? nil : filter.states.map(\.rawValue)
         let rows = try await pool.read(
             """
@@ -41,7 +41,7 @@ extension Store {
     }
 
     /// The group members of `parent`, by stage and member order (`jobs_parent` index).
-    public func members(of parent: Int64) async throws -> [MemberRecord] {
+    package func members(of parent: Int64) async throws -> [MemberRecord] {
         let rows = try await pool.read(
             """
             SELECT parent_stage, member_index, id, state::text, attempt,
@@ -66,7 +66,7 @@ extension Store {
     /// (`retry_job` in the schema). Returns the job's new state, or nil when it cannot be retried:
     /// it has not finished, it completed, it is a group member (retry its parent), or members of its
     /// failed group are still running. Throws `BatonError.jobNotFound` for an unknown id.
-    public func retry(_ id: Int64) async throws -> JobState? {
+    package func retry(_ id: Int64) async throws -> JobState? {
         do {
             let rows = try await pool.rows(
                 "SELECT queue, state::text FROM \(unescaped: schema).retry_job(\(id))", logger: logger)
@@ -85,7 +85,7 @@ extension Store {
     /// Deletes a finished job with its group members. Returns false when the job has not finished,
     /// is a group member (delete its parent) or has members still running (a failed group's
     /// siblings); throws `BatonError.jobNotFound` for an unknown id.
-    public func delete(_ id: Int64) async throws -> Bool {
+    package func delete(_ id: Int64) async throws -> Bool {
         let rows = try await pool.rows(
             """
             WITH d AS (
@@ -105,7 +105,7 @@ extension Store {
     }
 
     /// Which of `keys` name jobs that `owner` did not enqueue (`jobs_idempotency_key` index).
-    public func idempotencyKeys(_ keys: [String], notEnqueuedBy owner: String?) async throws -> [String] {
+    package func idempotencyKeys(_ keys: [String], notEnqueuedBy owner: String?) async throws -> [String] {
         guard !keys.isEmpty else { return [] }
         let rows = try await pool.read(
             """
@@ -124,7 +124,7 @@ extension Store {
 
     /// Every queue with jobs or paused, with its counts per state (a scan of the table: an
     /// operator's query, not a hot one).
-    public func queues() async throws -> [QueueStatus] {
+    package func queues() async throws -> [QueueStatus] {
         let rows = try await pool.read(
             """
             SELECT coalesce(c.queue, p.queue), c.state::text, coalesce(c.n, 0)::int, c.oldest, p.queue IS NOT NULL
@@ -145,7 +145,7 @@ extension Store {
 
     /// Pauses or resumes a queue: workers claim nothing from a paused queue (running stages finish).
     /// Resuming wakes the queue's workers.
-    public func setPaused(_ paused: Bool, queue: String) async throws {
+    package func setPaused(_ paused: Bool, queue: String) async throws {
         if paused {
             try await pool.perform(
                 "INSERT INTO \(unescaped: schema).paused_queues (queue) VALUES (\(queue)) ON CONFLICT DO NOTHING",
@@ -161,7 +161,7 @@ extension Store {
 
     /// Lanes with a holder or jobs waiting, by name after `after`; heads from `jobs_lane_head`,
     /// waiting counts from `jobs_lane_waiting`.
-    public func lanes(after: String? = nil, limit: Int = 100) async throws -> [LaneStatus] {
+    package func lanes(after: String? = nil, limit: Int = 100) async throws -> [LaneStatus] {
         let rows = try await pool.read(
             """
             WITH heads AS (
@@ -196,7 +196,7 @@ extension Store {
     }
 
     /// Registered workers, oldest first, with the jobs each runs now (`jobs_running` index).
-    public func workers() async throws -> [WorkerRecord] {
+    package func workers() async throws -> [WorkerRecord] {
         let rows = try await pool.read(
             """
             SELECT w.id, w.host, w.pid, w.queues, w.tasks, w.started_at, w.heartbeat_at,

@@ -6,7 +6,7 @@ extension Store {
     // MARK: inspect
 
     /// The job with this id, or nil.
-    public func job(_ id: Int64) async throws -> JobRecord? {
+    package func job(_ id: Int64) async throws -> JobRecord? {
         try await fetchJob(
             "SELECT \(unescaped: Self.recordColumns) FROM \(unescaped: schema).jobs WHERE id = \(id)", changes: false)
     }
@@ -51,7 +51,7 @@ extension Store {
     }
 
     /// Ids of the group members of `parent` at `stage`, in member order.
-    public func members(of parent: Int64, stage: Int) async throws -> [Int64] {
+    package func members(of parent: Int64, stage: Int) async throws -> [Int64] {
         let rows = try await pool.read(
             """
             SELECT id FROM \(unescaped: schema).jobs WHERE parent_id = \(parent) AND parent_stage = \(stage)
@@ -71,7 +71,7 @@ extension Store {
     /// moves on. Workers running it are told to stop. Returns the ids cancelled (empty if the job
     /// had already finished); throws `BatonError.jobNotFound` for an unknown id.
     @discardableResult
-    public func cancel(_ id: Int64) async throws -> [Int64] {
+    package func cancel(_ id: Int64) async throws -> [Int64] {
         let rows = try await pool.rows(
             "SELECT id, worker_id, watched FROM \(unescaped: schema).cancel_job(\(id))", logger: logger)
         var cancelled: [Int64] = []

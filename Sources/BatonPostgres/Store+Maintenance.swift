@@ -156,7 +156,7 @@ extension Store {
     }
 
     /// Task names served by workers seen within `within`.
-    public func liveTaskNames(within: Duration) async throws -> Set<String> {
+    package func liveTaskNames(within: Duration) async throws -> Set<String> {
         let rows = try await pool.read(
             """
             SELECT DISTINCT unnest(tasks) FROM \(unescaped: schema).workers

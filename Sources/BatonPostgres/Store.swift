@@ -8,12 +8,12 @@ import PostgresNIO
 /// Transitions that need more than one step (lanes, groups, idempotency) are PL/pgSQL functions in
 /// `migrations/`, so each is one round trip and one transaction. The store passes batches as one
 /// JSON array parameter.
-public struct Store: Sendable {
-    public let pool: DatabasePool
-    public let schema: String
+package struct Store: Sendable {
+    package let pool: DatabasePool
+    package let schema: String
     package let logger: Logger
 
-    public init(pool: DatabasePool, schema: String? = nil, logger: Logger = Logger(label: "baton.store")) {
+    package init(pool: DatabasePool, schema: String? = nil, logger: Logger = Logger(label: "baton.store")) {
         self.pool = pool
         self.schema = schema ?? pool.configuration.schema
         self.logger = logger
@@ -21,7 +21,7 @@ public struct Store: Sendable {
 
     /// The LISTEN/NOTIFY channel of this schema. Payloads: `q:<queue>` (jobs available),
     /// `c:<job id>` (cancel it), `f:<job id>` (a watched job finished).
-    public var channel: String { "\(schema)_events" }
+    package var channel: String { "\(schema)_events" }
 
     /// Sends notifications on the channel, all in one statement, outside any other transaction.
     package func notify(_ payloads: [String]) async throws {
@@ -36,7 +36,7 @@ extension Store {
 
     /// Enqueues `jobs` in one transaction (all or none). A job whose first stage names a lane
     /// becomes that lane's holder or waits behind it. Returns one entry per job, in order.
-    public func enqueue(_ jobs: [NewJob]) async throws -> [EnqueuedJob] {
+    package func enqueue(_ jobs: [NewJob]) async throws -> [EnqueuedJob] {
         guard !jobs.isEmpty else { return [] }
         let rows = try await pool.rows(try Self.enqueueQuery(jobs, schema: schema), logger: logger)
         return try Self.decodeEnqueued(rows, expected: jobs.count)
@@ -44,7 +44,7 @@ extension Store {
 
     /// Enqueues `jobs` on `connection`, inside whatever transaction the caller has open there: the
     /// jobs exist if and only if the caller commits.
-    public func enqueue(_ jobs: [NewJob], on connection: PostgresConnection) async throws -> [EnqueuedJob] {
+    package func enqueue(_ jobs: [NewJob], on connection: PostgresConnection) async throws -> [EnqueuedJob] {
         guard !jobs.isEmpty else { return [] }
         let rows = try await connection.rows(try Self.enqueueQuery(jobs, schema: schema), logger: logger)
         return try Self.decodeEnqueued(rows, expected: jobs.count)

@@ -7,21 +7,21 @@ import Synchronization
 /// from this process.
 /// (A transaction that sends NOTIFY commits under a global lock; one per enqueue would serialise
 /// every enqueue in the cluster.)
-public final class Waker: Service, Sendable {
+package final class Waker: Service, Sendable {
     let store: Store
     let window: Duration
     let logger: Logger
     private let pending = Mutex<Set<String>>([])
     private let signal = Signal()
 
-    public init(store: Store, window: Duration = .milliseconds(2), logger: Logger) {
+    package init(store: Store, window: Duration = .milliseconds(2), logger: Logger) {
         self.store = store
         self.window = window
         self.logger = logger
     }
 
     /// Asks for a wake-up of these queues' workers; returns at once.
-    public func wake(_ queues: some Sequence<String>) {
+    package func wake(_ queues: some Sequence<String>) {
         send(queues.map { "q:\($0)" })
     }
 
@@ -39,7 +39,7 @@ public final class Waker: Service, Sendable {
         if added { signal.signal() }
     }
 
-    public func run() async throws {
+    package func run() async throws {
         await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 await self.signal.wait()

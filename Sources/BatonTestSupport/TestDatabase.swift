@@ -9,7 +9,7 @@ import PostgresNIO
 public struct TestDatabase: Sendable {
     public let configuration: DatabaseConfiguration
     public let pool: DatabasePool
-    public let store: Store
+    package let store: Store
     public let logger: Logger
     /// The database URL with this test's schema (`?schema=`), for worker processes.
     public let url: String

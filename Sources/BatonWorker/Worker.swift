@@ -29,7 +29,7 @@ public final class Worker: Service, Sendable {
     }
 
     public let configuration: WorkerConfiguration
-    public let store: Store
+    package let store: Store
     let listener: Listener
     let waker: Waker
     let logger: Logger

@@ -112,7 +112,6 @@ actor Cluster {
                 let server = try await LocalPostgres.start(
                     LocalPostgres.Options(settings: ["max_connections": "400"], fast: true))
                 Cluster.stopAtExit = server
-                ExecutorNudge.start()
                 atexit { Cluster.stopAtExit?.stop() }
                 return server
             }
@@ -123,22 +122,4 @@ actor Cluster {
     /// Set once before the exit handler is registered, read by it at exit (a C function pointer
     /// cannot capture anything).
     nonisolated(unsafe) static var stopAtExit: LocalPostgres?
-}
-
-/// A thread that schedules an empty task every half second, for the life of the test process.
-///
-/// Full runs of this suite (90-odd tests, many processes and servers on 2 cores) were seen to stop
-/// with every task suspended and Dispatch's worker threads idle: work stayed queued until something
-/// else was enqueued. A debugging thread that enqueued a task every 2 s kept every run but one
-/// going. This is that nudge, in the test process only; the cause (in the Swift runtime's Dispatch
-/// executor on Linux, or in how the suite loads it) is not found yet.
-enum ExecutorNudge {
-    static func start() {
-        Thread.detachNewThread {
-            while true {
-                Thread.sleep(forTimeInterval: 0.5)
-                Task.detached {}
-            }
-        }
-    }
 }

@@ -247,26 +247,6 @@ public final class LocalPostgres: Sendable {
         try await Self.offloaded { try self.startAgain() }
     }
 
-    /// Sends `signal` to the server and every process it started: `SIGSTOP` leaves a server that
-    /// keeps its connections open and answers nothing (a hung host), `SIGCONT` brings it back.
-    public func signalAll(_ signal: Int32) throws {
-        let pidFile = try String(contentsOf: dataDirectory.appending(path: "postmaster.pid"), encoding: .utf8)
-        guard let first = pidFile.split(separator: "\n").first, let server = pid_t(first) else {
-            throw LocalPostgresError("no server pid in \(dataDirectory.path)/postmaster.pid")
-        }
-        var pids = [server]
-        for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
-            guard let pid = pid_t(entry),
-                let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
-                let close = stat.lastIndex(of: ")")
-            else { continue }
-            // `pid (name) state ppid …`: the name may hold spaces, so count from its closing paren.
-            let fields = stat[stat.index(after: close)...].split(separator: " ")
-            if fields.count > 1, pid_t(fields[1]) == server { pids.append(pid) }
-        }
-        for pid in pids { _ = kill(pid, signal) }
-    }
-
     /// `stop()`, off the threads that run Swift tasks.
     public func shutdown() async {
         _ = try? await Self.offloaded { self.stop() }

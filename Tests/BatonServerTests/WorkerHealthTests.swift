@@ -3,20 +3,16 @@ import Baton
 import BatonTestSupport
 import Foundation
 import LocalPostgres
+import PostgresNIO
 import Testing
 
 /// `baton worker --metrics-port`'s `/healthz` as a liveness probe sees it.
 @Suite struct WorkerHealthTests {
-    /// With PostgreSQL hung (every server process stopped: connections open, no answer) the
-    /// worker's heartbeat and fetch loops stop coming round; within the lease `/healthz` answers
-    /// 503 naming them, and 200 again once the server answers.
+    /// While a lock holds every statement of the worker's loops (its heartbeat and its claims wait
+    /// on the jobs table), the loops stop coming round: within the lease `/healthz` answers 503
+    /// naming them, and 200 again once the lock goes.
     @Test func aWorkerWhoseLoopsStopSaysSo() async throws {
-        let cluster = try await LocalPostgres.start(LocalPostgres.Options(fast: true))
-        defer {
-            try? cluster.signalAll(SIGCONT)
-            cluster.stop()
-        }
-        try await TestDatabase.with(baseURL: cluster.url) { db async throws in
+        try await TestDatabase.with { db async throws in
             let port = try LocalPostgres.freePort()
             let worker = try ChildProcess(
                 try ChildProcess.builtBinary("baton"),
@@ -36,18 +32,24 @@ import Testing
             }
             try await db.eventually("the worker to answer 200") { await health().status == 200 }
 
-            try cluster.signalAll(SIGSTOP)
-            let stopped = ContinuousClock.now
-            try await db.eventually(timeout: .seconds(20), "the worker to say it is stalled") {
-                await health().status == 503
+            let locker = try await PostgresConnection.connect(
+                configuration: try db.configuration.connectionConfiguration, id: 1, logger: db.logger)
+            try await locker.query("BEGIN", logger: db.logger)
+            try await locker.query(
+                "LOCK TABLE \(unescaped: db.configuration.schema).jobs IN ACCESS EXCLUSIVE MODE", logger: db.logger)
+            let locked = ContinuousClock.now
+            var stalled: JSONValue?
+            try await db.eventually(timeout: .seconds(20), "the worker to name both loops stalled") {
+                let answer = await health()
+                stalled = answer.body
+                let loops = answer.body?["loops"]?.arrayValue ?? []
+                return answer.status == 503 && loops.contains("heartbeat") && loops.contains("fetch:default")
             }
-            #expect(stopped.duration(to: .now) > .seconds(3), "stalled before the lease ran out")
-            let stalled = await health().body
+            #expect(locked.duration(to: .now) > .seconds(3), "stalled before the lease ran out")
             #expect(stalled?["status"] == "stalled")
-            #expect(stalled?["loops"]?.arrayValue?.contains("heartbeat") == true, "\(String(describing: stalled))")
-            #expect(stalled?["loops"]?.arrayValue?.contains("fetch:default") == true)
 
-            try cluster.signalAll(SIGCONT)
+            try await locker.query("COMMIT", logger: db.logger)
+            try await locker.close()
             try await db.eventually(timeout: .seconds(20), "the worker to recover") { await health().status == 200 }
             worker.signal(SIGTERM)
             #expect(try await worker.waitForExit(timeout: .seconds(30)) == 0, "\(worker.standardError)")

@@ -21,7 +21,7 @@ enum Scenario: String, CaseIterable, Sendable {
         case .poolPressure: "300 idle connections held by another client"
         case .vacuumHeld: "a transaction holding an xid under steady load: throughput before, during, after"
         case .overload: "producers at 1.5x what the workers can do, then normal: the backlog drains"
-        case .laneSoak: "8 workers, ordered stages over many lanes with random failures: no overlap, FIFO"
+        case .laneSoak: "Workers running ordered stages over many lanes with random failures: no overlap, FIFO"
         }
     }
 

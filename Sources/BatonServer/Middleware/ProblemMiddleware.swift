@@ -23,7 +23,11 @@ struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
         do {
             return try await next(request, context)
         } catch {
-            return try problem(for: error, request, context).response(from: request, context: context)
+            let problem = problem(for: error, request, context)
+            if problem.status == .internalServerError {
+                context.logger.error("request failed", metadata: ["error": "\(String(reflecting: error))"])
+            }
+            return try problem.response(from: request, context: context)
         }
     }
 
@@ -76,7 +80,7 @@ struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
             }
             return Problem(error.status)
         default:
-            context.logger.error("request failed", metadata: ["error": "\(String(reflecting: error))"])
+            // Logged by `handle` if it is the answer (a wrapped error may yet be the caller's).
             return Problem(
                 .internalServerError, type: "internal", title: "The server could not complete the request",
                 detail: "see the server log for request \(context.logger[metadataKey: "request_id"] ?? "\(context.id)")"

@@ -178,12 +178,15 @@ let package = Package(
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ]
+            ],
+            // The previous release's migrations, read from disk by UpgradeTests.
+            exclude: ["Fixtures"]
         ),
         .testTarget(
             name: "BatonServerTests",
             dependencies: [
-                "Baton", "BatonAPI", "BatonHTTPClient", "BatonPostgres", "BatonServer", "BatonWorker", "BatonTestSupport",
+                "Baton", "BatonAPI", "BatonHTTPClient", "BatonPostgres", "BatonServer", "BatonWorker",
+                "BatonTestSupport",
                 "BatonCLI",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Metrics", package: "swift-metrics"),

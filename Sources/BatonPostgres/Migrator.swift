@@ -1,11 +1,16 @@
+import Foundation
 import Logging
 import PostgresNIO
 
-/// Applies the SQL files of `migrations/` (compiled into the binary) that the database lacks.
+/// Applies the SQL files of `migrations/` (compiled into the binary) that the database lacks, then
+/// the functions of `migrations/functions/`.
 ///
-/// Each file is applied once, in its own transaction, in file-name order, and recorded in
-/// `<schema>.migrations`. A session advisory lock makes concurrent runs (many workers starting at
-/// once) wait for each other instead of racing.
+/// A numbered file (tables, types, indexes) is applied once, in its own transaction, in file-name
+/// order, and recorded in `<schema>.migrations`. The functions are all replaced (`CREATE OR
+/// REPLACE`) on every run, in one transaction: a change to a function is a diff of its file. A
+/// function's signature is a contract with running workers of the previous version: change it
+/// under a new name, and drop the old one in a numbered file once no release calls it. A session
+/// advisory lock makes concurrent runs (many workers starting at once) wait for each other.
 public struct Migrator: Sendable {
     public struct Migration: Sendable, Hashable {
         public var version: Int
@@ -17,6 +22,9 @@ public struct Migrator: Sendable {
     public static let migrations: [Migration] = EmbeddedMigrations.all.map { file, sql in
         Migration(version: Int(file.prefix(while: \.isNumber)) ?? 0, file: file, sql: sql)
     }
+
+    /// The functions this binary carries: (file name, `CREATE OR REPLACE FUNCTION …`).
+    package static let functions = EmbeddedMigrations.functions
 
     /// The newest schema version this binary knows.
     public static var latestVersion: Int { migrations.map(\.version).max() ?? 0 }
@@ -71,6 +79,26 @@ public struct Migrator: Sendable {
         return 0
     }
 
+    /// In a transaction of `connection`: Baton's schema first on the search path, and
+    /// `pg_temp.baton_execute`, which runs a file of many statements (one extended-protocol query
+    /// cannot; PL/pgSQL's EXECUTE can, and the file travels as a parameter, unquoted).
+    private func prepare(_ connection: PostgresConnection) async throws {
+        try await connection.perform("SET LOCAL search_path TO \(unescaped: schema)", logger: logger)
+        try await connection.perform(
+            """
+            CREATE OR REPLACE FUNCTION pg_temp.baton_execute(sql text) RETURNS void
+            LANGUAGE plpgsql AS $$ BEGIN EXECUTE sql; END $$
+            """, logger: logger)
+    }
+
+    /// Whether `sql` holds more than comments and blank lines (EXECUTE refuses an empty string).
+    static func hasStatements(_ sql: String) -> Bool {
+        sql.split(separator: "\n").contains { line in
+            let text = line.trimmingCharacters(in: .whitespaces)
+            return !text.isEmpty && !text.hasPrefix("--")
+        }
+    }
+
     private func applyMissing(on connection: PostgresConnection) async throws -> [String] {
         try await connection.perform("CREATE SCHEMA IF NOT EXISTS \(unescaped: schema)", logger: logger)
         try await connection.perform(
@@ -86,15 +114,10 @@ public struct Migrator: Sendable {
         for migration in Self.migrations.sorted(by: { $0.version < $1.version }) where !done.contains(migration.version)
         {
             try await connection.withTransaction(logger: logger) { connection in
-                try await connection.perform("SET LOCAL search_path TO \(unescaped: schema)", logger: logger)
-                // A file holds many statements, which one extended-protocol query cannot; PL/pgSQL's
-                // EXECUTE runs them all, and the file travels as a parameter, unquoted.
-                try await connection.perform(
-                    """
-                    CREATE OR REPLACE FUNCTION pg_temp.baton_execute(sql text) RETURNS void
-                    LANGUAGE plpgsql AS $$ BEGIN EXECUTE sql; END $$
-                    """, logger: logger)
-                try await connection.perform("SELECT pg_temp.baton_execute(\(migration.sql))", logger: logger)
+                try await prepare(connection)
+                if Self.hasStatements(migration.sql) {
+                    try await connection.perform("SELECT pg_temp.baton_execute(\(migration.sql))", logger: logger)
+                }
                 try await connection.perform(
                     "INSERT INTO migrations (version, file) VALUES (\(migration.version), \(migration.file))",
                     logger: logger)
@@ -102,6 +125,13 @@ public struct Migrator: Sendable {
             logger.info("migrated", metadata: ["file": "\(migration.file)", "schema": "\(schema)"])
             applied.append(migration.file)
         }
+        try await connection.withTransaction(logger: logger) { connection in
+            try await prepare(connection)
+            for (_, sql) in Self.functions {
+                try await connection.perform("SELECT pg_temp.baton_execute(\(sql))", logger: logger)
+            }
+        }
+        logger.debug("functions replaced", metadata: ["count": "\(Self.functions.count)", "schema": "\(schema)"])
         return applied
     }
 }

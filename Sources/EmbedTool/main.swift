@@ -4,7 +4,8 @@ import Yams
 
 // Files compiled into Baton's targets, so that the `baton` binary runs where only it was copied.
 //
-//   EmbedTool migrations OUTPUT.swift FILE.sql…   `EmbeddedMigrations.all`: (file name, SQL), in order
+//   EmbedTool migrations OUTPUT.swift FILE.sql…   `EmbeddedMigrations.all` (numbered steps) and
+//                                                 `.functions` (files under functions/): (file name, SQL), in order
 //   EmbedTool openapi OUTPUT.swift openapi.yaml   `EmbeddedOpenAPI.json`: the document as JSON text
 let arguments = Array(CommandLine.arguments.dropFirst())
 guard arguments.count >= 2, ["migrations", "openapi"].contains(arguments[0]) else {
@@ -51,14 +52,22 @@ func json(_ node: Node) throws -> JSONValue {
 var swift: String
 switch mode {
 case "migrations":
-    swift = "// Generated from migrations/*.sql by the EmbedMigrations plugin. Do not edit.\n"
-    swift += "enum EmbeddedMigrations {\n    static let all: [(file: String, sql: String)] = [\n"
-    for url in files {
-        let sql = try String(contentsOf: url, encoding: .utf8)
-        swift += "        (\n            \(String(reflecting: url.lastPathComponent)),\n"
-        swift += "            \(literal(sql))\n        ),\n"
+    func entries(_ urls: [URL]) throws -> String {
+        var entries = ""
+        for url in urls {
+            let sql = try String(contentsOf: url, encoding: .utf8)
+            entries += "        (\n            \(String(reflecting: url.lastPathComponent)),\n"
+            entries += "            \(literal(sql))\n        ),\n"
+        }
+        return entries
     }
-    swift += "    ]\n}\n"
+    let functions = files.filter { $0.deletingLastPathComponent().lastPathComponent == "functions" }
+    let steps = files.filter { !functions.contains($0) }
+    swift = "// Generated from migrations/ by the EmbedMigrations plugin. Do not edit.\n"
+    swift += "enum EmbeddedMigrations {\n"
+    swift += "    static let all: [(file: String, sql: String)] = [\n\(try entries(steps))    ]\n"
+    swift += "    static let functions: [(file: String, sql: String)] = [\n\(try entries(functions))    ]\n"
+    swift += "}\n"
 default:
     let yaml = try String(contentsOf: files[0], encoding: .utf8)
     guard let node = try Yams.compose(yaml: yaml) else { throw YamlError.representer(problem: "an empty document") }

@@ -27,7 +27,8 @@ struct MigrationTests {
         }
     }
 
-    /// Every file of `migrations/`, as it is on disk (a build that missed a new file fails here).
+    /// Every file of `migrations/` and `migrations/functions/`, as it is on disk (a build that
+    /// missed a new file fails here); each function file replaces one function.
     @Test func theBinaryCarriesEveryFileOfMigrationsAsWritten() throws {
         var directory = URL(fileURLWithPath: #filePath)
         for _ in 0..<3 { directory.deleteLastPathComponent() }
@@ -38,6 +39,16 @@ struct MigrationTests {
         for migration in Migrator.migrations {
             let text = try String(contentsOf: directory.appending(path: migration.file), encoding: .utf8)
             #expect(migration.sql == text, "\(migration.file) differs from the embedded copy")
+        }
+        let functions = directory.appending(path: "functions")
+        let functionFiles = try FileManager.default.contentsOfDirectory(atPath: functions.path)
+            .filter { $0.hasSuffix(".sql") }
+        #expect(Migrator.functions.map(\.file) == functionFiles.sorted())
+        for (file, sql) in Migrator.functions {
+            #expect(sql == (try String(contentsOf: functions.appending(path: file), encoding: .utf8)))
+            let name = String(file.dropLast(4))
+            #expect(sql.components(separatedBy: "CREATE OR REPLACE FUNCTION \(name)(").count == 2, "\(file)")
+            #expect(!sql.contains("CREATE FUNCTION"), "\(file) must replace, not create")
         }
     }
 }

@@ -1,0 +1,81 @@
+-- Enqueue a batch of jobs in one call. A job whose first stage names a lane enters it (holder or
+-- waiting); a repeated idempotency key (from an earlier call or earlier in this batch) yields the
+-- job that holds it. Returns (id, queue, state, inserted, run_at, created_at) in input order, so
+-- that the control plane answers without reading the jobs back; new jobs outside lanes are
+-- answered from the insert's RETURNING.
+--   p_jobs: [{"queue", "priority", "run_at"?, "chain", "input", "metadata", "key"?, "owner"?}, …]
+-- `owner` is a fingerprint of the API token that enqueued the job.
+CREATE OR REPLACE FUNCTION enqueue(p_jobs jsonb) RETURNS TABLE (id bigint, queue text, state job_state, inserted boolean, run_at timestamptz,
+                                           created_at timestamptz)
+LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+DECLARE
+    v_ids bigint[];
+    v_new boolean[];
+    v_lanes text[];
+    v_queues text[];
+    v_states job_state[];
+    v_run_at timestamptz[];
+    v_created_at timestamptz[];
+BEGIN
+    -- Lock the lanes entered before inserting, so that their entry time (taken after the lock)
+    -- orders them the way the lane lock serialises them.
+    SELECT array_agg(DISTINCT l) INTO v_lanes FROM (
+        SELECT j -> 'chain' -> 0 ->> 'lane' AS l FROM jsonb_array_elements(p_jobs) j
+    ) x WHERE l IS NOT NULL;
+    IF v_lanes IS NOT NULL THEN
+        PERFORM lock_lanes(v_lanes);
+    END IF;
+
+    -- Ids are drawn before the insert so that each input row knows its job without relying on
+    -- the order of RETURNING.
+    WITH input AS MATERIALIZED (
+        SELECT nextval('jobs_id_seq') AS new_id, i.*
+        FROM ROWS FROM (jsonb_to_recordset(p_jobs)
+                AS (queue text, priority smallint, run_at timestamptz, chain jsonb, input jsonb, metadata jsonb,
+                    key text, owner text))
+            WITH ORDINALITY AS i(queue, priority, run_at, chain, input, metadata, key, owner, ord)
+    ), ins AS (
+        INSERT INTO jobs (id, queue, priority, state, run_at, chain, stage_count, input, metadata,
+                          idempotency_key, lane, lane_ready_at, enqueued_by)
+        OVERRIDING SYSTEM VALUE
+        SELECT i.new_id, coalesce(i.queue, 'default'), coalesce(i.priority, 0),
+               CASE WHEN i.run_at > now() THEN 'scheduled'
+                    WHEN i.chain -> 0 ->> 'lane' IS NOT NULL THEN 'waiting'
+                    ELSE 'available' END::job_state,
+               coalesce(i.run_at, now()), i.chain, jsonb_array_length(i.chain), coalesce(i.input, 'null'),
+               coalesce(i.metadata, '{}'),
+               i.key, i.chain -> 0 ->> 'lane', clock_timestamp(), i.owner
+        FROM input i ORDER BY i.ord
+        ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+        RETURNING jobs.id, jobs.queue, jobs.state, jobs.run_at, jobs.created_at
+    )
+    SELECT array_agg(ins.id ORDER BY i.ord), array_agg(ins.id IS NOT NULL ORDER BY i.ord),
+           array_agg(ins.queue ORDER BY i.ord), array_agg(ins.state ORDER BY i.ord),
+           array_agg(ins.run_at ORDER BY i.ord), array_agg(ins.created_at ORDER BY i.ord)
+    INTO v_ids, v_new, v_queues, v_states, v_run_at, v_created_at
+    FROM input i LEFT JOIN ins ON ins.id = i.new_id;
+
+    -- the common case (new jobs, no lanes) answers from what the insert returned.
+    IF array_position(v_new, false) IS NULL AND v_lanes IS NULL THEN
+        RETURN QUERY SELECT * FROM unnest(v_ids, v_queues, v_states, v_new, v_run_at, v_created_at);
+        RETURN;
+    END IF;
+
+    IF array_position(v_new, false) IS NOT NULL THEN
+        -- A new statement, a new snapshot: it sees the job that won the key, even if another
+        -- transaction committed it while this one waited.
+        SELECT array_agg(coalesce(v.id, j.id) ORDER BY v.ord) INTO v_ids
+        FROM unnest(v_ids, ARRAY(SELECT k ->> 'key' FROM jsonb_array_elements(p_jobs) k))
+            WITH ORDINALITY AS v(id, key, ord)
+        LEFT JOIN jobs j ON v.id IS NULL AND j.idempotency_key = v.key;
+    END IF;
+
+    IF v_lanes IS NOT NULL THEN
+        PERFORM promote_lanes(v_lanes);
+    END IF;
+
+    RETURN QUERY
+    SELECT j.id, j.queue, j.state, v.new, j.run_at, j.created_at
+    FROM unnest(v_ids, v_new) WITH ORDINALITY AS v(id, new, ord) JOIN jobs j ON j.id = v.id
+    ORDER BY v.ord;
+END $$;

@@ -1,0 +1,34 @@
+-- Start a discarded or cancelled job again at the stage it stopped on, with fresh attempts; its
+-- history (results, errors) stays. A laned stage rejoins the back of its lane. A group stage fans
+-- out anew: members left from the failed run are deleted, so the job must not have members still
+-- running (cancel or wait for them first). Group members are retried through their parent.
+-- Returns (id, queue, state) of the job, or nothing when it is not retryable; raises
+-- `no_data_found` for an unknown id.
+CREATE OR REPLACE FUNCTION retry_job(p_id bigint) RETURNS TABLE (id bigint, queue text, state job_state)
+LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    v_job jobs;
+BEGIN
+    SELECT * INTO v_job FROM jobs j WHERE j.id = p_id FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'job % not found', p_id USING ERRCODE = 'no_data_found';
+    END IF;
+    IF v_job.state NOT IN ('discarded', 'cancelled') OR v_job.parent_id IS NOT NULL
+       OR unfinished_members(p_id) THEN
+        RETURN;
+    END IF;
+    DELETE FROM jobs m WHERE m.parent_id = p_id AND m.parent_stage = v_job.stage;
+    IF v_job.lane IS NOT NULL THEN
+        PERFORM lock_lanes(ARRAY[v_job.lane]);
+    END IF;
+    UPDATE jobs j SET
+        state = (CASE WHEN j.lane IS NULL THEN 'available' ELSE 'waiting' END)::job_state,
+        attempt = 0, run_at = now(), finished_at = NULL, worker_id = NULL, pending = NULL,
+        group_output = NULL, lane_ready_at = clock_timestamp()
+    WHERE j.id = p_id;
+    IF v_job.lane IS NOT NULL THEN
+        PERFORM promote_lanes(ARRAY[v_job.lane]);
+    END IF;
+    RETURN QUERY SELECT j.id, j.queue, j.state FROM jobs j WHERE j.id = p_id;
+END $$;

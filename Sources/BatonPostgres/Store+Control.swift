@@ -104,22 +104,6 @@ extension Store {
         return false
     }
 
-    /// Which of `keys` name jobs that `owner` did not enqueue (`jobs_idempotency_key` index).
-    package func idempotencyKeys(_ keys: [String], notEnqueuedBy owner: String?) async throws -> [String] {
-        guard !keys.isEmpty else { return [] }
-        let rows = try await pool.read(
-            """
-            SELECT idempotency_key FROM \(unescaped: schema).jobs
-            WHERE idempotency_key = ANY(\(keys)) AND enqueued_by IS DISTINCT FROM \(owner)
-            """, logger: logger)
-        var taken: [String] = []
-        for row in rows {
-            let key = try row.decode(String.self)
-            taken.append(key)
-        }
-        return taken
-    }
-
     // MARK: queues
 
     /// Every queue with jobs or paused, with its counts per state (a scan of the table: an

@@ -38,8 +38,12 @@ extension Store {
     /// becomes that lane's holder or waits behind it. Returns one entry per job, in order.
     package func enqueue(_ jobs: [NewJob]) async throws -> [EnqueuedJob] {
         guard !jobs.isEmpty else { return [] }
-        let rows = try await pool.rows(try Self.enqueueQuery(jobs, schema: schema), logger: logger)
-        return try Self.decodeEnqueued(rows, expected: jobs.count)
+        do {
+            let rows = try await pool.rows(try Self.enqueueQuery(jobs, schema: schema), logger: logger)
+            return try Self.decodeEnqueued(rows, expected: jobs.count)
+        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "BT409" {
+            throw IdempotencyKeyTaken(index: error.serverInfo?[.detail].flatMap { Int($0) } ?? 0)
+        }
     }
 
     /// Enqueues `jobs` on `connection`, inside whatever transaction the caller has open there: the
@@ -87,6 +91,7 @@ extension Store {
                 batch.append(contentsOf: ",\"owner\":".utf8)
                 JSONValue.string(owner).write(into: &batch)
             }
+            if job.ownKeysOnly { batch.append(contentsOf: ",\"own_keys\":true".utf8) }
             batch.append(UInt8(ascii: "}"))
         }
         batch.append(UInt8(ascii: "]"))
@@ -239,4 +244,10 @@ extension Store {
         JSONValue.string(value.contains("\u{0}") ? value.replacingOccurrences(of: "\u{0}", with: "\u{FFFD}") : value)
             .jsonText
     }
+}
+
+/// An enqueue refused as a whole: the idempotency key of the job at `index` of the batch names a
+/// job of another owner (``NewJob/ownKeysOnly``).
+package struct IdempotencyKeyTaken: Error {
+    package var index: Int
 }

@@ -4,7 +4,11 @@
 -- that the control plane answers without reading the jobs back; new jobs outside lanes are
 -- answered from the insert's RETURNING.
 --   p_jobs: [{"queue", "priority", "run_at"?, "chain", "input", "metadata", "key"?, "owner"?}, …]
--- `owner` is a fingerprint of the API token that enqueued the job.
+-- `owner` is a fingerprint of the API token that enqueued the job. With "own_keys": true, a key
+-- that names a job of another owner refuses the whole batch (SQLSTATE BT409, DETAIL the job's
+-- index in the batch): a caller that may see only its own jobs learns nothing of another's, and
+-- the check is in the same transaction as the insert, so a race between two owners cannot slip
+-- past it.
 CREATE OR REPLACE FUNCTION enqueue(p_jobs jsonb) RETURNS TABLE (id bigint, queue text, state job_state, inserted boolean, run_at timestamptz,
                                            created_at timestamptz)
 LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
@@ -16,6 +20,7 @@ DECLARE
     v_states job_state[];
     v_run_at timestamptz[];
     v_created_at timestamptz[];
+    v_taken bigint;
 BEGIN
     -- Lock the lanes entered before inserting, so that their entry time (taken after the lock)
     -- orders them the way the lane lock serialises them.
@@ -68,6 +73,15 @@ BEGIN
         FROM unnest(v_ids, ARRAY(SELECT k ->> 'key' FROM jsonb_array_elements(p_jobs) k))
             WITH ORDINALITY AS v(id, key, ord)
         LEFT JOIN jobs j ON v.id IS NULL AND j.idempotency_key = v.key;
+        SELECT min(v.ord) INTO v_taken
+        FROM unnest(v_ids, v_new) WITH ORDINALITY AS v(id, new, ord)
+        JOIN jobs j ON j.id = v.id
+        WHERE NOT v.new AND (p_jobs -> (v.ord::int - 1) ->> 'own_keys')::boolean
+          AND j.enqueued_by IS DISTINCT FROM p_jobs -> (v.ord::int - 1) ->> 'owner';
+        IF v_taken IS NOT NULL THEN
+            RAISE EXCEPTION 'the idempotency key of job % names another owner''s job', v_taken - 1
+                USING ERRCODE = 'BT409', DETAIL = (v_taken - 1)::text;
+        END IF;
     END IF;
 
     IF v_lanes IS NOT NULL THEN

@@ -24,17 +24,21 @@ extension API {
         }
         let caller = Caller.current
         job.enqueuedBy = caller?.fingerprint
+        // An `enqueue` token may not learn another caller's job through its key.
+        job.ownKeysOnly = caller?.role == .enqueue
         try await checkTasks([job], unchecked: input.query.unchecked)
-        let enqueued = try await client.enqueue([job])[0]
+        let enqueued: EnqueuedJob
+        do {
+            enqueued = try await client.enqueue([job])[0]
+        } catch is IdempotencyKeyTaken {
+            throw Problem.idempotencyKeyTaken(path: "idempotency_key")
+        }
         var record: JobRecord
         if enqueued.inserted {
             countEnqueued(job)
             record = JobRecord(job: job, enqueued: enqueued)
         } else {
             record = try await client.job(enqueued.id)
-            if caller?.role == .enqueue, record.enqueuedBy != caller?.fingerprint {
-                throw Problem.idempotencyKeyTaken(path: "idempotency_key")
-            }
         }
         // The job is committed: from here on, trouble answers with what is known rather than a 500
         // that would make the caller enqueue it again.
@@ -58,19 +62,17 @@ extension API {
         let jobs = try request.jobs.enumerated().map { index, item in
             var job = try JobReader(prefix: "jobs[\(index)].", now: now).job(item)
             job.enqueuedBy = caller?.fingerprint
+            // A key naming another caller's job would answer with that job's id and state.
+            job.ownKeysOnly = caller?.role == .enqueue
             return job
         }
         try await checkTasks(jobs, unchecked: input.query.unchecked)
-        if caller?.role == .enqueue {
-            // A key naming another caller's job would answer with that job's id and state.
-            let keys = jobs.compactMap(\.idempotencyKey)
-            if let taken = try await store.idempotencyKeys(keys, notEnqueuedBy: caller?.fingerprint).first,
-                let index = jobs.firstIndex(where: { $0.idempotencyKey == taken })
-            {
-                throw Problem.idempotencyKeyTaken(path: "jobs[\(index)].idempotency_key")
-            }
+        let enqueued: [EnqueuedJob]
+        do {
+            enqueued = try await client.enqueue(jobs)
+        } catch let taken as IdempotencyKeyTaken {
+            throw Problem.idempotencyKeyTaken(path: "jobs[\(taken.index)].idempotency_key")
         }
-        let enqueued = try await client.enqueue(jobs)
         for (job, result) in zip(jobs, enqueued) where result.inserted { countEnqueued(job) }
         let response = Components.Schemas.BatchResponse(jobs: enqueued.map(Components.Schemas.EnqueuedJob.init))
         return enqueued.contains(where: \.inserted)

@@ -143,6 +143,29 @@ struct ProcessTests {
         }
     }
 
+    /// A cancel made in one process stops the stage running in a worker process: the worker lets
+    /// go of the job (its heartbeat no longer lists it) long before the stage would have ended.
+    @Test func aCancelStopsAStageRunningInAnotherProcess() async throws {
+        try await TestDatabase.with { db async throws in
+            let worker = try WorkerProcess(url: db.url, lease: .seconds(2))
+            let id = try await db.store.enqueue([
+                NewJob(chain: ChainDefinition(input: 1, stages: [.task("sleep", args: ["ms": 60_000])]))
+            ])[0].id
+            func held() async throws -> [Int64] {
+                try await db.values(
+                    "SELECT unnest(holds) FROM \(unescaped: db.configuration.schema).workers", as: Int64.self)
+            }
+            try await db.eventually("the worker to hold the running stage") { try await held().contains(id) }
+            #expect(try await !db.store.cancel(id).isEmpty)
+            try await db.eventually(timeout: .seconds(10), "the worker to let go of the cancelled stage") {
+                try await !held().contains(id)
+            }
+            #expect(try await db.store.job(id)?.state == .cancelled)
+            worker.signal(SIGTERM)
+            #expect(try await worker.waitForExit(timeout: .seconds(30)) == 0)
+        }
+    }
+
     @Test func sigtermDrainsFinishingWhatFitsTheGraceAndPuttingBackTheRest() async throws {
         try await TestDatabase.with { db async throws in
             try await db.createRunsTable()

@@ -12,7 +12,6 @@ let package = Package(
         .library(name: "BatonHTTPClient", targets: ["BatonHTTPClient"]),
         .library(name: "BatonServer", targets: ["BatonServer"]),
         .executable(name: "baton", targets: ["BatonCLI"]),
-        .executable(name: "baton-reliability", targets: ["BatonReliability"]),
     ],
     dependencies: [
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
@@ -127,7 +126,8 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
-        // The reliability suite: fault, load and soak scenarios against real processes.
+        // The reliability suite: fault, load and soak scenarios against real processes. Not a
+        // product (nothing to install): scripts/reliability.sh builds and runs it.
         .executableTarget(
             name: "BatonReliability",
             dependencies: [

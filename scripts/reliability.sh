@@ -14,8 +14,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 configuration=${BUILD:-release}
 swift build -c "$configuration" --product baton >&2
-swift build -c "$configuration" --product baton-reliability >&2
+swift build -c "$configuration" --product BatonReliability >&2
 bin=$(swift build -c "$configuration" --show-bin-path)
 report=()
 case " $* " in *" --report "*) ;; *) report=(--report reliability-results.jsonl) ;; esac
-exec "$bin/baton-reliability" run "${report[@]}" "$@"
+exec "$bin/BatonReliability" run "${report[@]}" "$@"

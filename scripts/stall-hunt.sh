@@ -10,7 +10,7 @@ n=${1:-20}
 cd "$(dirname "$0")/.."
 mkdir -p /tmp/hunt
 bin=$(swift build --show-bin-path)
-cp "$bin"/{baton,baton-reliability,BatonTestWorker,BatonQuickStart,BatonHTTPEnqueue,batonPackageTests.xctest} /tmp/hunt/
+cp "$bin"/{baton,BatonReliability,BatonTestWorker,BatonQuickStart,BatonHTTPEnqueue,batonPackageTests.xctest} /tmp/hunt/
 for i in $(seq 1 "$n"); do
     log=/tmp/hunt/run-$i.log
     start=$(date +%s)

@@ -11,7 +11,7 @@ import ServiceLifecycle
 @main
 struct Reliability: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "baton-reliability",
+        commandName: "BatonReliability",
         abstract: "Run Baton through faults, load and soak, and check that nothing is lost.",
         subcommands: [RunScenarios.self, ScenarioWorker.self], defaultSubcommand: RunScenarios.self)
 }

@@ -1,7 +1,6 @@
 import ArgumentParser
 import Baton
 import BatonPostgres
-import BatonServer
 import BatonWorker
 import Configuration
 import Logging
@@ -124,7 +123,7 @@ struct Worker: AsyncParsableCommand {
         var services: [any Service] = [worker]
         if let listener {
             services.append(
-                MetricsServer(
+                WorkerEndpoint(
                     host: listener.host, port: listener.port, registry: Metrics.registry, logger: logger,
                     stalled: { worker.stalledLoops() }))
         }

@@ -5,15 +5,15 @@ import NIOCore
 import Prometheus
 import ServiceLifecycle
 
-/// `/metrics` (Prometheus text, no token: bind it where only the scraper reaches) and `/healthz`
-/// for a process that has no API of its own: `baton worker --metrics-port`.
+/// `baton worker --metrics-port`: `/metrics` (Prometheus text, no token: bind it where only the
+/// scraper reaches) and `/healthz`, for a worker process, which has no API of its own.
 ///
 /// `/healthz` answers 503 `{"status": "stalled", "loops": […]}` while `stalled` names loops that
-/// have stopped coming round (``Worker/stalledLoops(at:)``): a liveness probe restarts the process.
-public struct MetricsServer: Service {
+/// have stopped coming round (`BatonWorker.Worker.stalledLoops(at:)`): a liveness probe restarts the process.
+struct WorkerEndpoint: Service {
     let application: Application<RouterResponder<BasicRequestContext>>
 
-    public init(
+    init(
         host: String, port: Int, registry: PrometheusCollectorRegistry, logger: Logger,
         stalled: @escaping @Sendable () -> [String] = { [] },
         onListening: @escaping @Sendable (Int) async -> Void = { _ in }
@@ -41,7 +41,7 @@ public struct MetricsServer: Service {
             logger: logger)
     }
 
-    public func run() async throws {
+    func run() async throws {
         try await application.run()
     }
 }

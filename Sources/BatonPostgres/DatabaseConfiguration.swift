@@ -281,6 +281,12 @@ public struct DatabaseConfiguration: Sendable {
         }
     }
 
+    /// Where the LISTEN connection goes, for messages.
+    var listenDisplayAddress: String {
+        guard let listenAddress else { return displayAddress }
+        return "\(listenAddress.unixSocketPath ?? "\(listenAddress.host):\(listenAddress.port)")/\(database ?? "")"
+    }
+
     public var displayAddress: String {
         "\(unixSocketPath ?? "\(host):\(port)")/\(database ?? "")"
     }

@@ -108,7 +108,10 @@ package final class Listener: Service, Sendable {
                 if Task.isCancelled { break }
                 logger.log(
                     level: lost ? .debug : .warning, "listener lost its connection; reconnecting",
-                    metadata: ["error": "\(error.logDescription)", "retry_in": "\(backoff)"])
+                    metadata: [
+                        "database": "\(configuration.listenDisplayAddress)", "error": "\(error.logDescription)",
+                        "retry_in": "\(backoff)",
+                    ])
                 lost = true
             }
             state.withLock { $0.connected = false }

@@ -90,11 +90,14 @@ public final class DatabasePool: Service, Sendable {
     }
 
     /// After an outage: a new `PostgresClient`, running before it is handed out, then the old one
-    /// closed. Not if the old one still has connections in use: it has not lost them all, and its
-    /// connections will do.
+    /// closed. Not if the old one has served a statement since the database went away, or has
+    /// connections in use: it has not lost them all (the server refused only new connections, as
+    /// when `max_connections` is reached), and its connections will do.
     private func replaceIfAway(in group: inout DiscardingTaskGroup) {
         let new: Generation? = state.withLock { state in
-            guard state.away != nil, state.current.leased.load(ordering: .relaxed) == 0 else { return nil }
+            guard state.away != nil, state.current.leased.load(ordering: .relaxed) == 0,
+                !state.current.servedWhileAway.load(ordering: .relaxed)
+            else { return nil }
             return Generation(configuration.makePostgresClient(logger: logger), number: state.current.number + 1)
         }
         if let new { group.addImmediateTask { await new.run() } }
@@ -182,6 +185,7 @@ public final class DatabasePool: Service, Sendable {
                         let inUse = Meter(label: "baton_db_connections_in_use")
                         inUse.increment()
                         generation.leased.add(1, ordering: .relaxed)
+                        generation.servedWhileAway.store(true, ordering: .relaxed)
                         defer {
                             generation.leased.subtract(1, ordering: .relaxed)
                             inUse.decrement()
@@ -288,6 +292,7 @@ public final class DatabasePool: Service, Sendable {
                 let (first, waiters) = state.withLock { state in
                     let first = state.away == nil
                     if first {
+                        state.current.servedWhileAway.store(false, ordering: .relaxed)
                         state.away = Away(
                             since: .now,
                             description: "the database at \(configuration.displayAddress) cannot be reached: \(cause)")
@@ -350,6 +355,8 @@ extension DatabasePool {
         let number: Int
         /// Connections leased through Baton now.
         let leased = Atomic(0)
+        /// Whether a connection was leased since the database was last found away.
+        let servedWhileAway = Atomic(false)
         private let retired = Atomic(false)
         private let retirement: AsyncStream<Never>
         private let retirementSink: AsyncStream<Never>.Continuation

@@ -29,7 +29,8 @@ import Synchronization
 /// `Retry-After`, a retry in the worker's loops); statements keep being given a connection for
 /// ``patience`` in case the pool still holds live ones. While the database is away, the probe
 /// tries again every ``probeInterval``; on its first success a fresh `PostgresClient` takes over
-/// and the old one is closed (a statement still waiting in it is asked again of the new one).
+/// and the old one is closed (a statement still waiting in it is asked again of the new one),
+/// unless the old one served a statement meanwhile: then only new connections were refused.
 ///
 /// `Tests/BatonPostgresTests/DatabasePoolTests.swift` shows PostgresNIO's behaviour and this
 /// pool's through real outages of PostgreSQL.
@@ -117,7 +118,7 @@ public final class DatabasePool: Service, Sendable {
                 "the database is back",
                 metadata: [
                     "away_for": "\(away.since.duration(to: .now))",
-                    "pool": "\(new.map { "new pool \($0.number)" } ?? "kept; it had connections in use")",
+                    "pool": "\(new.map { "new pool \($0.number)" } ?? "kept; it still served")",
                 ])
         }
     }
@@ -192,7 +193,7 @@ public final class DatabasePool: Service, Sendable {
                         }
                         do {
                             return try await body(connection)
-                        } catch  where Self.isConnectionLoss(error) {
+                        } catch  where error.isConnectionLoss {
                             self.suspect()
                             throw error
                         }
@@ -227,21 +228,16 @@ public final class DatabasePool: Service, Sendable {
         }
     }
 
-    /// Errors that say a connection was lost rather than a statement refused.
-    static func isConnectionLoss(_ error: any Error) -> Bool {
-        if error is DatabaseUnavailable { return true }
-        guard let error = error as? PSQLError else { return false }
-        guard error.code == .server else { return error.code != .queryCancelled }
-        // Class 08: connection exception; 57: operator intervention (shutdown, terminated).
-        let state = error.serverInfo?[.sqlState] ?? ""
-        return state.hasPrefix("08") || (state.hasPrefix("57") && state != "57014")
-    }
-
     // MARK: watching the database
 
     /// Starts a probe unless one is under way or the database answered a moment ago.
     private func suspect() {
-        let start = state.withLock { state in state.startProbe(unlessReachableWithin: Self.patience) }
+        let start = state.withLock { state in
+            if state.away == nil, let last = state.lastReachable, last.duration(to: .now) < Self.patience {
+                return false
+            }
+            return state.startProbe()
+        }
         if start { eventSink.yield(.probe) }
     }
 
@@ -259,7 +255,7 @@ public final class DatabasePool: Service, Sendable {
                     if Task.isCancelled { return (true, false) }
                     if let last = state.lastReachable, last.duration(to: .now) < Self.patience { return (true, false) }
                     state.waiters[id] = waiter
-                    return (nil, state.startProbe(unlessReachableWithin: .zero))
+                    return (nil, state.startProbe())
                 }
                 if let answer { waiter.resume(returning: answer) }
                 if start { eventSink.yield(.probe) }
@@ -341,9 +337,9 @@ extension DatabasePool {
             return Array(waiters.values)
         }
 
-        mutating func startProbe(unlessReachableWithin recent: Duration) -> Bool {
+        /// Whether the caller is to start a probe: none is under way and the pool runs.
+        mutating func startProbe() -> Bool {
             guard !probing, !closed else { return false }
-            if away == nil, let last = lastReachable, last.duration(to: .now) < recent { return false }
             probing = true
             return true
         }

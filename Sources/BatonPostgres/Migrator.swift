@@ -79,24 +79,23 @@ public struct Migrator: Sendable {
         return 0
     }
 
-    /// In a transaction of `connection`: Baton's schema first on the search path, and
-    /// `pg_temp.baton_execute`, which runs a file of many statements (one extended-protocol query
-    /// cannot; PL/pgSQL's EXECUTE can, and the file travels as a parameter, unquoted).
-    private func prepare(_ connection: PostgresConnection) async throws {
+    /// Runs `sql`, a file of many statements, in the transaction open on `connection`, with Baton's
+    /// schema first on the search path. One extended-protocol query cannot hold many statements;
+    /// PL/pgSQL's EXECUTE can, and the file travels as a parameter, unquoted. A file of comments
+    /// only runs nothing (EXECUTE refuses an empty string).
+    package func execute(_ sql: String, on connection: PostgresConnection) async throws {
         try await connection.perform("SET LOCAL search_path TO \(unescaped: schema)", logger: logger)
+        let hasStatements = sql.split(separator: "\n").contains { line in
+            let text = line.trimmingCharacters(in: .whitespaces)
+            return !text.isEmpty && !text.hasPrefix("--")
+        }
+        guard hasStatements else { return }
         try await connection.perform(
             """
             CREATE OR REPLACE FUNCTION pg_temp.baton_execute(sql text) RETURNS void
             LANGUAGE plpgsql AS $$ BEGIN EXECUTE sql; END $$
             """, logger: logger)
-    }
-
-    /// Whether `sql` holds more than comments and blank lines (EXECUTE refuses an empty string).
-    static func hasStatements(_ sql: String) -> Bool {
-        sql.split(separator: "\n").contains { line in
-            let text = line.trimmingCharacters(in: .whitespaces)
-            return !text.isEmpty && !text.hasPrefix("--")
-        }
+        try await connection.perform("SELECT pg_temp.baton_execute(\(sql))", logger: logger)
     }
 
     private func applyMissing(on connection: PostgresConnection) async throws -> [String] {
@@ -114,10 +113,7 @@ public struct Migrator: Sendable {
         for migration in Self.migrations.sorted(by: { $0.version < $1.version }) where !done.contains(migration.version)
         {
             try await connection.withTransaction(logger: logger) { connection in
-                try await prepare(connection)
-                if Self.hasStatements(migration.sql) {
-                    try await connection.perform("SELECT pg_temp.baton_execute(\(migration.sql))", logger: logger)
-                }
+                try await execute(migration.sql, on: connection)
                 try await connection.perform(
                     "INSERT INTO migrations (version, file) VALUES (\(migration.version), \(migration.file))",
                     logger: logger)
@@ -125,11 +121,9 @@ public struct Migrator: Sendable {
             logger.info("migrated", metadata: ["file": "\(migration.file)", "schema": "\(schema)"])
             applied.append(migration.file)
         }
+        // Every function in one statement, one transaction.
         try await connection.withTransaction(logger: logger) { connection in
-            try await prepare(connection)
-            for (_, sql) in Self.functions {
-                try await connection.perform("SELECT pg_temp.baton_execute(\(sql))", logger: logger)
-            }
+            try await execute(Self.functions.map(\.sql).joined(separator: "\n"), on: connection)
         }
         logger.debug("functions replaced", metadata: ["count": "\(Self.functions.count)", "schema": "\(schema)"])
         return applied

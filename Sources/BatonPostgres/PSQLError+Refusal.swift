@@ -15,6 +15,18 @@ extension Error {
 }
 
 extension Error {
+    /// Whether a connection was lost (or never had) rather than a statement refused: a reason to
+    /// look whether the database is still there (``DatabasePool``).
+    package var isConnectionLoss: Bool {
+        if self is DatabaseUnavailable { return true }
+        guard let error = self as? PSQLError else { return false }
+        guard error.code == .server else { return error.code != .queryCancelled }
+        // Class 08: connection exception; 57: operator intervention (shutdown, terminated), but
+        // 57014, a statement cancelled.
+        let state = error.serverInfo?[.sqlState] ?? ""
+        return state.hasPrefix("08") || (state.hasPrefix("57") && state != "57014")
+    }
+
     /// The error for a log line: a lost connection or an absent database in one plain line (what
     /// PostgreSQL said, or "connection refused"), anything else in full, its statement included.
     package var logDescription: String {

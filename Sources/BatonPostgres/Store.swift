@@ -38,20 +38,28 @@ extension Store {
     /// becomes that lane's holder or waits behind it. Returns one entry per job, in order.
     package func enqueue(_ jobs: [NewJob]) async throws -> [EnqueuedJob] {
         guard !jobs.isEmpty else { return [] }
-        do {
-            let rows = try await pool.rows(try Self.enqueueQuery(jobs, schema: schema), logger: logger)
-            return try Self.decodeEnqueued(rows, expected: jobs.count)
-        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "BT409" {
-            throw IdempotencyKeyTaken(index: error.serverInfo?[.detail].flatMap { Int($0) } ?? 0)
-        }
+        let query = try Self.enqueueQuery(jobs, schema: schema)
+        return try await Self.enqueued(jobs.count) { try await pool.rows(query, logger: logger) }
     }
 
     /// Enqueues `jobs` on `connection`, inside whatever transaction the caller has open there: the
     /// jobs exist if and only if the caller commits.
     package func enqueue(_ jobs: [NewJob], on connection: PostgresConnection) async throws -> [EnqueuedJob] {
         guard !jobs.isEmpty else { return [] }
-        let rows = try await connection.rows(try Self.enqueueQuery(jobs, schema: schema), logger: logger)
-        return try Self.decodeEnqueued(rows, expected: jobs.count)
+        let query = try Self.enqueueQuery(jobs, schema: schema)
+        return try await Self.enqueued(jobs.count) { try await connection.rows(query, logger: logger) }
+    }
+
+    /// The entries `enqueue` returned, or ``IdempotencyKeyTaken`` when it refused a batch whose key
+    /// names another owner's job (SQLSTATE BT409, the job's index in DETAIL).
+    private static func enqueued(_ expected: Int, _ run: () async throws -> [PostgresRow]) async throws
+        -> [EnqueuedJob]
+    {
+        do {
+            return try decodeEnqueued(try await run(), expected: expected)
+        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "BT409" {
+            throw IdempotencyKeyTaken(index: error.serverInfo?[.detail].flatMap { Int($0) } ?? 0)
+        }
     }
 
     /// The batch as `enqueue` reads it: `[{"queue", "priority", "run_at"?, "chain", "input", "metadata",

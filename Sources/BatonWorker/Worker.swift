@@ -336,10 +336,10 @@ public final class Worker: Service, Sendable {
                     stage: job.spec, next: job.next, attempt: job.attempt, outcome: outcome,
                     canHop: !isDraining && control.stopReason == nil, random: Double.random(in: 0..<1))
             }
+            let duration = ContinuousClock.now - started
             metrics.stageEnded(
-                queue: job.queue, task: job.spec.task?.task ?? "group", transition: transition,
-                duration: ContinuousClock.now - started)
-            report(transition, of: job, after: ContinuousClock.now - started)
+                queue: job.queue, task: job.spec.task?.task ?? "group", transition: transition, duration: duration)
+            report(transition, of: job, after: duration)
             let outcome = Outcome(
                 jobID: job.id, stage: job.stage, attempt: job.attempt, transition: transition, queue: job.queue,
                 heldLane: job.spec.lane)

@@ -110,25 +110,19 @@ struct UpgradeTests {
         try await db.pool.perform("DROP SCHEMA \(unescaped: schema) CASCADE")
         try await db.pool.perform("CREATE SCHEMA \(unescaped: schema)")
         let sqls = try files.map { try String(contentsOf: directory.appending(path: $0), encoding: .utf8) }
+        let migrator = Migrator(schema: schema, logger: db.logger)
         try await db.pool.withTransaction(logger: db.logger) { connection in
-            try await connection.perform("SET LOCAL search_path TO \(unescaped: schema)", logger: db.logger)
-            try await connection.perform(
-                """
-                CREATE OR REPLACE FUNCTION pg_temp.baton_execute(sql text) RETURNS void
-                LANGUAGE plpgsql AS $$ BEGIN EXECUTE sql; END $$
-                """, logger: db.logger)
-            for sql in sqls {
-                try await connection.perform("SELECT pg_temp.baton_execute(\(sql))", logger: db.logger)
-            }
+            for sql in sqls { try await migrator.execute(sql, on: connection) }
             try await connection.perform(
                 """
                 CREATE TABLE migrations (
                     version int PRIMARY KEY, file text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())
                 """, logger: db.logger)
-            for (index, file) in files.enumerated() {
-                try await connection.perform(
-                    "INSERT INTO migrations (version, file) VALUES (\(index + 1), \(file))", logger: db.logger)
-            }
+            try await connection.perform(
+                """
+                INSERT INTO migrations (version, file)
+                SELECT version, file FROM unnest(\(files)::text[]) WITH ORDINALITY AS f(file, version)
+                """, logger: db.logger)
         }
     }
 }

@@ -2,6 +2,7 @@ import Baton
 import BatonPostgres
 import Logging
 import PostgresNIO
+import ServiceLifecycle
 import Synchronization
 
 /// Writes decided outcomes to the database in batches: whatever has arrived is flushed in one
@@ -9,7 +10,10 @@ import Synchronization
 /// idle one writes at once. A submitter either waits for its outcome to commit (a hop must, before
 /// the next stage starts) or goes on at once, freeing its slot while the batch is written; past
 /// `limit` buffered outcomes every submitter waits (back-pressure).
-final class Completer: Sendable {
+///
+/// On graceful shutdown it writes what it holds and returns (the ``StageRunner``, shut down before
+/// it, has no stage left to submit); cancelled, it leaves the rest to the lease.
+final class Completer: Service, Sendable {
     private struct Pending {
         var outcome: Outcome
         var done: CheckedContinuation<Bool, Never>?
@@ -110,9 +114,17 @@ final class Completer: Sendable {
         }
     }
 
+    func run() async {
+        await withGracefulShutdownHandler {
+            await self.flushUntilFinished()
+        } onGracefulShutdown: {
+            self.finish()
+        }
+    }
+
     /// Flushes until `finish()` is called and the buffer is empty, or until cancelled (then what
     /// is left unwritten is left to the lease: the rescuer retries those stages).
-    func run() async {
+    private func flushUntilFinished() async {
         while !Task.isCancelled {
             let batch = state.withLock { state -> [Pending]? in
                 state.writing = []
@@ -146,7 +158,7 @@ final class Completer: Sendable {
     }
 
     /// Stops accepting outcomes; `run()` returns after writing what it holds.
-    func finish() {
+    private func finish() {
         let held = state.withLock { state in
             state.finished = true
             defer { state.held.removeAll() }

@@ -18,21 +18,19 @@ import Testing
     /// The claim that brings a job here can commit before a cancel and be answered after the
     /// cancel's notice: the job is stopped as it arrives. A cancel heard before the claim was sent
     /// (of an earlier run, since retried) does not touch it; a job running here is stopped at once.
-    @Test func aCancelHeardWhileTheClaimIsAnsweredStopsTheJob() async throws {
-        try await TestDatabase.with { db async throws in
-            let worker = Worker(pool: db.pool, tasks: TaskRegistry(), logger: db.logger)
-            let asked = ContinuousClock.now
-            worker.heard(.cancel(jobID: 7))
-            #expect(worker.admit(Self.claimed(7, since: asked)).stopReason == .cancelled)
+    @Test func aCancelHeardWhileTheClaimIsAnsweredStopsTheJob() {
+        let intake = Intake(capacities: ["default": 4])
+        let asked = ContinuousClock.now
+        intake.cancel(7)
+        #expect(intake.admit(Self.claimed(7, since: asked)).stopReason == .cancelled)
 
-            worker.heard(.cancel(jobID: 8))
-            #expect(worker.admit(Self.claimed(8, since: .now)).stopReason == nil)
+        intake.cancel(8)
+        #expect(intake.admit(Self.claimed(8, since: .now)).stopReason == nil)
 
-            let running = worker.admit(Self.claimed(9, since: .now))
-            #expect(running.stopReason == nil)
-            worker.heard(.cancel(jobID: 9))
-            #expect(running.stopReason == .cancelled)
-        }
+        let running = intake.admit(Self.claimed(9, since: .now))
+        #expect(running.stopReason == nil)
+        intake.cancel(9)
+        #expect(running.stopReason == .cancelled)
     }
 
     /// A cancel whose notice never reached the worker (its LISTEN connection was down) still stops

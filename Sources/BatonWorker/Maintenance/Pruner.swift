@@ -1,0 +1,20 @@
+import BatonPostgres
+import ServiceLifecycle
+
+/// Deletes finished jobs past their retention (with their group members) every minute, while
+/// this worker holds the maintenance lead.
+struct Pruner: Service {
+    let store: Store
+    let leadership: Leadership
+    let retention: Duration
+    var period: Duration = .seconds(60)
+
+    func run() async {
+        await leadership.repeatWhileLeading(every: period, "pruning") { try await prune() }
+    }
+
+    /// Finished jobs past retention, in batches.
+    func prune() async throws {
+        while try await store.prune(retention: retention, limit: 5000) == 5000 {}
+    }
+}

@@ -1,0 +1,144 @@
+import Baton
+import BatonPostgres
+import Logging
+import ServiceLifecycle
+
+/// Runs each stage the ``Intake`` admits as a child task, and the stages after it while they may
+/// hop (background, same worker), submitting each outcome to the ``Completer``.
+///
+/// On graceful shutdown it drains: every queue stops claiming, running stages get `drainGrace` to
+/// finish, then the rest are put back (their attempt does not count); it returns once every stage
+/// it started has ended and nothing more can arrive.
+final class StageRunner: Service, Sendable {
+    let intake: Intake
+    let executor: Executor
+    let completer: Completer
+    let metrics: WorkerMetrics
+    let drainGrace: Duration
+    let logger: Logger
+    private let drainStarted = Signal()
+
+    init(
+        intake: Intake, executor: Executor, completer: Completer, metrics: WorkerMetrics, drainGrace: Duration,
+        logger: Logger
+    ) {
+        self.intake = intake
+        self.executor = executor
+        self.completer = completer
+        self.metrics = metrics
+        self.drainGrace = drainGrace
+        self.logger = logger
+    }
+
+    func run() async {
+        await withGracefulShutdownHandler {
+            await withTaskGroup(of: Bool.self) { group in
+                group.addTask {
+                    await self.runAdmitted()
+                    return true
+                }
+                group.addTask {
+                    await self.drainStarted.wait()
+                    try? await Task.sleep(for: self.drainGrace)
+                    guard !Task.isCancelled else { return false }
+                    let released = self.intake.releaseAll()
+                    if released > 0 {
+                        self.logger.warning("drain grace over; putting stages back", metadata: ["count": "\(released)"])
+                    }
+                    return false
+                }
+                while let stagesDone = await group.next() {
+                    if stagesDone { group.cancelAll() }
+                }
+            }
+        } onGracefulShutdown: {
+            self.logger.info("draining", metadata: ["running": "\(self.intake.runningJobs.count)"])
+            self.intake.drainAll()
+            self.drainStarted.signal()
+        }
+    }
+
+    private func runAdmitted() async {
+        await withDiscardingTaskGroup { group in
+            for await admitted in intake.admitted {
+                group.addTask {
+                    await self.execute(admitted.job, control: admitted.control)
+                    self.intake.ended(admitted)
+                }
+            }
+        }
+    }
+
+    /// Runs the claimed stage, and the stages after it while they may hop, committing each
+    /// outcome before the next stage starts.
+    func execute(_ claimed: ClaimedJob, control: RunControl) async {
+        var job = claimed
+        if let invalid = job.invalid {
+            logger.error("job cannot run", metadata: ["job": "\(job.id)", "reason": "\(invalid)"])
+            await completer.submit(
+                Outcome(jobID: job.id, stage: job.stage, attempt: job.attempt, transition: .discard(error: invalid)))
+            return
+        }
+        while true {
+            let transition: Transition
+            let started = ContinuousClock.now
+            switch await executor.run(job, control: control) {
+            case .stopped(.cancelled):
+                logger.info("stage cancelled", metadata: ["job": "\(job.id)", "stage": "\(job.stage)"])
+                return
+            case .stopped(.released):
+                transition = .release
+            case .ended(let outcome):
+                transition = Transition.decide(
+                    stage: job.spec, next: job.next, attempt: job.attempt, outcome: outcome,
+                    canHop: !intake.isDraining(job.queue) && control.stopReason == nil,
+                    random: Double.random(in: 0..<1))
+            }
+            let duration = ContinuousClock.now - started
+            metrics.stageEnded(
+                queue: job.queue, task: job.spec.task?.task ?? "group", transition: transition, duration: duration)
+            report(transition, of: job, after: duration)
+            let outcome = Outcome(
+                jobID: job.id, stage: job.stage, attempt: job.attempt, transition: transition, queue: job.queue,
+                heldLane: job.spec.lane)
+            // Only a hop waits for its commit: the next stage must not start before its input is durable.
+            guard case .hop(let output) = transition else {
+                await completer.submit(outcome)
+                return
+            }
+            guard await completer.submitAndWait(outcome) else {
+                logger.notice(
+                    "outcome not applied: the job is no longer this worker's",
+                    metadata: ["job": "\(job.id)", "stage": "\(job.stage)", "attempt": "\(job.attempt)"])
+                return
+            }
+            job.earlierOutputs.append((try? JSONValue(parsing: output)) ?? .null)
+            job.stage += 1
+            job.attempt = 1
+            job.input = output
+            job.groupOutput = nil
+        }
+    }
+
+    /// Says what became of an attempt: a failure at `warning` (retried, with its delay) or `error`
+    /// (the job discarded), so that a job retrying for hours shows in the log; a success at `debug`.
+    private func report(_ transition: Transition, of job: ClaimedJob, after duration: Duration) {
+        var metadata: Logger.Metadata = [
+            "job": "\(job.id)", "stage": "\(job.stage)", "attempt": "\(job.attempt)",
+            "task": "\(job.spec.task?.task ?? "group")", "ms": "\(duration.milliseconds)",
+        ]
+        switch transition {
+        case .retry(let error, let delay):
+            metadata["error"] = "\(error)"
+            metadata["retry_in"] = "\(DurationFormat.format(delay))"
+            logger.warning("stage failed; retrying", metadata: metadata)
+        case .discard(let error):
+            metadata["error"] = "\(error)"
+            logger.error("stage failed; job discarded", metadata: metadata)
+        case .hop, .advance, .complete, .spawn:
+            logger.debug("stage done", metadata: metadata)
+        case .release:
+            logger.info("stage put back: the worker is stopping", metadata: metadata)
+        }
+    }
+}

@@ -39,7 +39,19 @@ final class Fetcher: Service, Sendable, CustomStringConvertible {
 
     func run() async {
         await withGracefulShutdownHandler {
-            await self.fetchUntilDrained()
+            await withDiscardingTaskGroup { group in
+                // Looks for work every `pollInterval` whatever the notifications say: a lost NOTIFY
+                // costs this much latency, never a job. (A ticker beside the loop, not a timeout on
+                // each of its waits: those would cost two child tasks per wait on a busy worker.)
+                group.addTask {
+                    while !Task.isCancelled {
+                        try? await Task.sleep(for: self.pollInterval)
+                        self.intake.wake(self.queue)
+                    }
+                }
+                await self.fetchUntilDrained()
+                group.cancelAll()
+            }
         } onGracefulShutdown: {
             self.intake.drain(self.queue)
         }
@@ -53,7 +65,7 @@ final class Fetcher: Service, Sendable, CustomStringConvertible {
             case .stop:
                 return
             case .wait:
-                await intake.waitForWork(in: queue, atMost: pollInterval)
+                await intake.waitForWork(in: queue)
             case .claim(let limit):
                 do {
                     let jobs = try await store.claim(queue: queue, limit: limit, worker: workerID)

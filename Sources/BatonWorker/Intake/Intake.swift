@@ -55,13 +55,8 @@ final class Intake: Sendable {
     /// What the fetch loop of `queue` does next.
     func fetch(_ queue: String) -> SlotStateMachine.FetchAction { state.withLock { $0.slots.fetch(queue) } }
 
-    /// Waits for a wake-up of `queue`'s fetch loop, or `interval` (then looks anyway: a lost
-    /// NOTIFY costs this much latency, never a job).
-    func waitForWork(in queue: String, atMost interval: Duration) async {
-        await signals[queue]?.wait(timeout: interval)
-        // Not `wake`: the loop is awake already, and a signal to itself would make it spin.
-        _ = state.withLock { $0.slots.wake(queue) }
-    }
+    /// Waits for a wake-up of `queue`'s fetch loop.
+    func waitForWork(in queue: String) async { await signals[queue]?.wait() }
 
     /// Jobs are (or may be) available in `queue`.
     func wake(_ queue: String) { perform(state.withLock { $0.slots.wake(queue) }) }

@@ -40,28 +40,6 @@ extension Store {
         return jobs
     }
 
-    /// The group members of `parent`, by stage and member order (`jobs_parent` index).
-    package func members(of parent: Int64) async throws -> [MemberRecord] {
-        let rows = try await pool.read(
-            """
-            SELECT parent_stage, member_index, id, state::text, attempt,
-                   CASE WHEN state = 'completed' THEN (results -> 0 -> 'output')::text END, errors::text
-            FROM \(unescaped: schema).jobs WHERE parent_id = \(parent)
-            ORDER BY parent_stage, member_index
-            """, logger: logger)
-        var members: [MemberRecord] = []
-        for row in rows {
-            let (stage, index, id, state, attempt, output, errors) = try row.decode(
-                (Int, Int, Int64, String, Int, String?, String).self)
-            members.append(
-                MemberRecord(
-                    stage: stage, index: index, id: id, state: JobState(rawValue: state) ?? .available,
-                    attempt: attempt, output: try output.map { try JSONValue(parsing: $0) },
-                    errors: try JSONValue(parsing: errors).decode(as: [JobRecord.AttemptError].self)))
-        }
-        return members
-    }
-
     /// Starts a discarded or cancelled job again at the stage it stopped on, with fresh attempts
     /// (`retry_job` in the schema). Returns the job's new state, or nil when it cannot be retried:
     /// it has not finished, it completed, it is a group member (retry its parent), or members of its

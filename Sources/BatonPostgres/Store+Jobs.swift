@@ -11,6 +11,39 @@ extension Store {
             "SELECT \(unescaped: Self.recordColumns) FROM \(unescaped: schema).jobs WHERE id = \(id)", changes: false)
     }
 
+    /// The job with this id and its group members, read in one statement: one snapshot, so that
+    /// a parent is never seen still running beside the members its fan-out has just started (two
+    /// statements could see either side of that commit). Nil if there is no such job.
+    package func jobWithMembers(_ id: Int64) async throws -> (job: JobRecord, members: [MemberRecord])? {
+        let rows = try await pool.read(
+            """
+            SELECT \(unescaped: Self.recordColumns),
+                (SELECT json_agg(json_build_array(m.parent_stage, m.member_index, m.id, m.state, m.attempt,
+                        CASE WHEN m.state = 'completed' THEN m.results -> 0 -> 'output' END, m.errors)
+                    ORDER BY m.parent_stage, m.member_index)
+                 FROM \(unescaped: schema).jobs m WHERE m.parent_id = j.id)::text
+            FROM \(unescaped: schema).jobs j WHERE id = \(id)
+            """, logger: logger)
+        guard let row = rows.first else { return nil }
+        let job = try Self.jobRecord(row)
+        let members = try JSONValue(parsing: try Array(row)[21].decode(String?.self) ?? "[]").arrayValue ?? []
+        return (
+            job,
+            try members.map { member in
+                let fields = member.arrayValue ?? []
+                guard fields.count == 7 else {
+                    throw BatonError.invalidChain(path: "members", reason: "unreadable member row")
+                }
+                return MemberRecord(
+                    stage: try fields[0].decode(as: Int.self), index: try fields[1].decode(as: Int.self),
+                    id: try fields[2].decode(as: Int64.self),
+                    state: JobState(rawValue: fields[3].stringValue ?? "") ?? .available,
+                    attempt: try fields[4].decode(as: Int.self), output: fields[5] == .null ? nil : fields[5],
+                    errors: try fields[6].decode(as: [JobRecord.AttemptError].self))
+            }
+        )
+    }
+
     /// Marks the job as awaited, so that its end is notified, and returns it as it is now.
     package func watch(_ id: Int64) async throws -> JobRecord? {
         try await fetchJob(
@@ -28,7 +61,12 @@ extension Store {
 
     private func fetchJob(_ query: PostgresQuery, changes: Bool) async throws -> JobRecord? {
         let rows = try await changes ? pool.rows(query, logger: logger) : pool.read(query, logger: logger)
-        for row in rows {
+        return try rows.first.map(Self.jobRecord)
+    }
+
+    /// A row that starts with `recordColumns`.
+    private static func jobRecord(_ row: PostgresRow) throws -> JobRecord {
+        do {
             let (id, queue, priority, state, runAt, createdAt, attemptedAt, finishedAt, chain, stage) =
                 try row.decode((Int64, String, Int, String, Date, Date, Date?, Date?, String, Int).self)
             let columns = Array(row)
@@ -47,7 +85,6 @@ extension Store {
                 parentID: try columns[17].decode(Int64?.self), memberIndex: try columns[18].decode(Int?.self),
                 idempotencyKey: try text(19), enqueuedBy: try text(20))
         }
-        return nil
     }
 
     /// Ids of the group members of `parent` at `stage`, in member order.

@@ -43,7 +43,10 @@ extension API {
         // The job is committed: from here on, trouble answers with what is known rather than a 500
         // that would make the caller enqueue it again.
         if let wait, !record.state.isFinished { record = await waited(record, for: wait) }
-        let members = wait != nil || !enqueued.inserted ? (try? await members(of: record)) ?? [] : []
+        var members: [MemberRecord] = []
+        if wait != nil || !enqueued.inserted, let read = try? await store.jobWithMembers(enqueued.id) {
+            (record, members) = read
+        }
         let answer = Components.Schemas.Job(record, members: members)
         let location = "/v1/jobs/\(enqueued.id)"
         return enqueued.inserted
@@ -116,9 +119,12 @@ extension API {
     func getJob(_ input: Operations.GetJob.Input) async throws -> Operations.GetJob.Output {
         let id = try Self.jobID(input.path.id)
         let wait = try wait(input.query.wait)
-        var job = try await readableJob(id)
-        if let wait, !job.state.isFinished { job = await waited(job, for: wait) }
-        return .ok(.init(body: .json(.init(job, members: try await members(of: job)))))
+        var (job, members) = try await readableJob(id)
+        if let wait, !job.state.isFinished {
+            job = await waited(job, for: wait)
+            if let read = try? await store.jobWithMembers(id) { (job, members) = read }
+        }
+        return .ok(.init(body: .json(.init(job, members: members))))
     }
 
     /// The job once it has finished, or as it is when `wait` runs out, the server begins to shut
@@ -135,16 +141,12 @@ extension API {
 
     /// The job, if the caller may see it: an `enqueue` token sees only its own (others are 404,
     /// so as not to tell which ids exist).
-    private func readableJob(_ id: Int64) async throws -> JobRecord {
+    private func readableJob(_ id: Int64) async throws -> (JobRecord, [MemberRecord]) {
         let caller = Caller.current
-        guard let job = try await store.job(id), caller?.role != .enqueue || job.enqueuedBy == caller?.fingerprint
+        guard let read = try await store.jobWithMembers(id),
+            caller?.role != .enqueue || read.job.enqueuedBy == caller?.fingerprint
         else { throw Problem.notFound("no job has id \(id)") }
-        return job
-    }
-
-    private func members(of job: JobRecord) async throws -> [MemberRecord] {
-        guard job.chain.contains(where: { if case .group = $0.body { true } else { false } }) else { return [] }
-        return try await store.members(of: job.id)
+        return read
     }
 
     /// `GET /v1/jobs`: newest first, `limit` at a time, `next_cursor` to go on.
@@ -204,13 +206,15 @@ extension API {
             let state = try await store.job(id)?.state.rawValue ?? "finished"
             throw Problem.conflict("job \(id) is \(state): only a job that has not finished can be cancelled")
         }
-        guard let job = try await store.job(id) else { throw Problem.notFound("no job has id \(id)") }
+        guard let (job, members) = try await store.jobWithMembers(id) else {
+            throw Problem.notFound("no job has id \(id)")
+        }
         let task = job.chain.indices.contains(job.stage) ? job.chain[job.stage].task?.task ?? "group" : "none"
         Counter(
             label: "baton_jobs_cancelled_total",
             dimensions: [("queue", queueLabels.label(job.queue)), ("task", taskLabels.label(task))]
         ).increment()
-        return .ok(.init(body: .json(.init(job, members: try await members(of: job)))))
+        return .ok(.init(body: .json(.init(job, members: members))))
     }
 
     /// `POST /v1/jobs/{id}/retry`: a discarded or cancelled job starts again at its failed stage.
@@ -226,8 +230,10 @@ extension API {
                     : "job \(id) is \(job.state.rawValue): only a discarded or cancelled job can be retried"
             throw Problem.conflict(reason)
         }
-        guard let job = try await store.job(id) else { throw Problem.notFound("no job has id \(id)") }
-        return .ok(.init(body: .json(.init(job, members: try await members(of: job)))))
+        guard let (job, members) = try await store.jobWithMembers(id) else {
+            throw Problem.notFound("no job has id \(id)")
+        }
+        return .ok(.init(body: .json(.init(job, members: members))))
     }
 
     /// `DELETE /v1/jobs/{id}`: 204; a job that has not finished is refused (409).

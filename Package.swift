@@ -39,10 +39,13 @@ let package = Package(
     ],
     targets: [
         .target(name: "Baton", dependencies: [.product(name: "Logging", package: "swift-log")]),
+        // The `http` task's contract: its args, templates and expectations (pure, checked at
+        // enqueue by the store and the API; run by BatonWorker's `HTTPTask`).
+        .target(name: "BatonHTTPTask", dependencies: ["Baton"]),
         .target(
             name: "BatonPostgres",
             dependencies: [
-                "Baton",
+                "Baton", "BatonHTTPTask",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
@@ -58,7 +61,7 @@ let package = Package(
         .target(
             name: "BatonWorker",
             dependencies: [
-                "Baton", "BatonPostgres",
+                "Baton", "BatonHTTPTask", "BatonPostgres",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -90,7 +93,7 @@ let package = Package(
         .target(
             name: "BatonServer",
             dependencies: [
-                "Baton", "BatonAPI", "BatonPostgres",
+                "Baton", "BatonAPI", "BatonHTTPTask", "BatonPostgres",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "OpenAPIHummingbird", package: "swift-openapi-hummingbird"),
@@ -118,7 +121,10 @@ let package = Package(
         ),
         .target(
             name: "BatonTestSupport",
-            dependencies: ["BatonPostgres", "LocalPostgres", .product(name: "PostgresNIO", package: "postgres-nio")]
+            dependencies: [
+                "BatonPostgres", "LocalPostgres", .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
         ),
         .executableTarget(
             name: "BatonTestWorker",
@@ -155,7 +161,19 @@ let package = Package(
         .testTarget(
             name: "BatonTests",
             dependencies: [
-                "Baton", "BatonTestSupport", .product(name: "PropertyBased", package: "swift-property-based"),
+                "Baton", "BatonHTTPTask", "BatonTestSupport",
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ]
+        ),
+        .testTarget(name: "BatonHTTPTaskTests", dependencies: ["Baton", "BatonHTTPTask"]),
+        // The `baton` executable, run as a process: its commands, settings and exit codes.
+        .testTarget(
+            name: "BatonCLITests",
+            dependencies: [
+                "Baton", "BatonPostgres", "BatonTestSupport", "BatonCLI", "LocalPostgres",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
         .testTarget(

@@ -15,12 +15,19 @@ public struct ChainDefinition: Sendable, Hashable {
         self.stages = stages
     }
 
-    /// Checks what the database cannot: sizes, names and policies. Throws the first problem with
-    /// the JSON path of the field at fault (e.g. `stages[2].group[0].lane`).
-    public func validate() throws(BatonError) {
+    /// Checks a task's args when a chain is validated (`task`, `args`, the args' JSON path): the
+    /// rules of a task whose args are known live with the task (the `http` task's in
+    /// `BatonHTTPTask`), not in this module.
+    public typealias ArgsCheck =
+        @Sendable (_ task: String, _ args: JSONValue, _ path: String) throws(BatonError) -> Void
+
+    /// Checks what the database cannot: sizes, names and policies, and each task's args with
+    /// `checkingArgs`. Throws the first problem with the JSON path of the field at fault (e.g.
+    /// `stages[2].group[0].lane`).
+    public func validate(checkingArgs check: ArgsCheck? = nil) throws(BatonError) {
         try input.checkStorable(at: "input")
         guard !stages.isEmpty else { throw .invalidChain(path: "stages", reason: "a chain needs at least one stage") }
-        try Self.validate(stages, path: "stages")
+        try Self.validate(stages, path: "stages", check: check)
         var seen = Set<String>()
         for (index, stage) in stages.enumerated() {
             if let name = stage.name, !seen.insert(name).inserted {
@@ -29,7 +36,7 @@ public struct ChainDefinition: Sendable, Hashable {
         }
     }
 
-    private static func validate(_ stages: [StageSpec], path: String) throws(BatonError) {
+    private static func validate(_ stages: [StageSpec], path: String, check: ArgsCheck?) throws(BatonError) {
         guard stages.count <= maxStages else {
             throw .invalidChain(path: path, reason: "at most \(maxStages) stages or members, got \(stages.count)")
         }
@@ -43,7 +50,7 @@ public struct ChainDefinition: Sendable, Hashable {
                 guard !members.isEmpty else {
                     throw .invalidChain(path: "\(here).group", reason: "a group needs at least one member")
                 }
-                try validate(members, path: "\(here).group")
+                try validate(members, path: "\(here).group", check: check)
             case .task(let task):
                 try checkName(task.task, path: "\(here).task", what: "task name")
                 try task.args.checkStorable(at: "\(here).args")
@@ -57,9 +64,9 @@ public struct ChainDefinition: Sendable, Hashable {
                 guard task.retry.backoff.initial >= .zero, task.retry.backoff.max >= task.retry.backoff.initial else {
                     throw .invalidChain(path: "\(here).backoff", reason: "needs 0 ≤ initial ≤ max")
                 }
-                // The built-in `http` task's args are known: a malformed request is refused now, at
-                // its path, rather than failing when it runs.
-                if task.task == HTTPRequestArgs.taskName { _ = try HTTPRequestArgs(task.args, path: "\(here).args") }
+                // Args whose rules are known: a malformed request is refused now, at its path,
+                // rather than failing when it runs.
+                try check?(task.task, task.args, "\(here).args")
             }
         }
     }

@@ -1,4 +1,5 @@
 import Baton
+import BatonHTTPTask
 import Foundation
 import Logging
 import PostgresNIO
@@ -69,7 +70,7 @@ extension Store {
         batch.reserveCapacity(jobs.count * 300)
         batch.append(UInt8(ascii: "["))
         for (index, job) in jobs.enumerated() {
-            try job.chain.validate()
+            try job.chain.validate(checkingArgs: HTTPRequestArgs.check)
             try ChainDefinition.checkName(job.queue, path: "queue", what: "queue name")
             guard (Int(Int16.min)...Int(Int16.max)).contains(job.priority) else {
                 throw BatonError.invalidChain(path: "priority", reason: "must be within -32768...32767")

@@ -1,4 +1,5 @@
 import Baton
+import BatonHTTPTask
 import BatonTestSupport
 import Foundation
 import PropertyBased

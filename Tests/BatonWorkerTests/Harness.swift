@@ -23,22 +23,9 @@ func withWorker<T: Sendable>(
     let client = BatonClient(pool: db.pool, logger: db.logger)
     let worker = Worker(
         pool: db.pool, tasks: tasks, configuration: configuration, logger: db.logger)
-    let group = ServiceGroup(services: [client, worker], logger: db.logger)
-    return try await withThrowingTaskGroup(of: T?.self) { tasks in
-        tasks.addTask {
-            try await group.run()
-            return nil
-        }
-        let result: Result<T, any Error>
-        do {
-            try await db.eventually("the listeners to connect") { client.listener.isListening }
-            result = .success(try await body(client, worker))
-        } catch {
-            result = .failure(error)
-        }
-        await group.triggerGracefulShutdown()
-        try await tasks.waitForAll()
-        return try result.get()
+    return try await withRunningServices([client, worker], logger: db.logger) {
+        try await db.eventually("the listeners to connect") { client.listener.isListening }
+        return try await body(client, worker)
     }
 }
 

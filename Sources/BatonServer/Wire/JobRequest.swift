@@ -1,5 +1,6 @@
 import Baton
 import BatonAPI
+import BatonHTTPTask
 import BatonPostgres
 import Foundation
 
@@ -45,7 +46,7 @@ struct JobReader {
         job.chain.stages = try stages(request.stages, at: "stages")
         do {
             try ChainDefinition.checkName(job.queue, path: "queue", what: "queue name")
-            try job.chain.validate()
+            try job.chain.validate(checkingArgs: HTTPRequestArgs.check)
             try job.metadata.checkStorable(at: "metadata")
         } catch {
             throw Problem.invalid(error, prefix: prefix)

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Baton
+import BatonHTTPTask
 import Foundation
 import Logging
 import NIOCore

@@ -136,32 +136,18 @@ func withServer<T: Sendable>(
                 logger: workerLogger ?? db.logger)
         }
         let services: [any Service] = (pool.map { [$0] } ?? []) + [client, server] + (worker.map { [$0] } ?? [])
-        let group = ServiceGroup(services: services, logger: db.logger)
-        return try await withThrowingTaskGroup(of: T?.self) { running in
-            running.addTask {
-                try await group.run()
-                return nil
-            }
-            let result: Result<T, any Error>
-            do {
-                var iterator = ports.makeAsyncIterator()
-                let port = try #require(await iterator.next())
-                try await db.eventually("the listener to connect") { client.listener.isListening }
-                if let worker {
-                    // Registered (the API checks task names against live workers) and listening
-                    // (a cancel's notice reaches it at once).
-                    try await db.eventually("the worker to register and listen") {
-                        try await !db.store.workers().isEmpty && worker.isListening
-                    }
+        return try await withRunningServices(services, logger: db.logger) {
+            var iterator = ports.makeAsyncIterator()
+            let port = try #require(await iterator.next())
+            try await db.eventually("the listener to connect") { client.listener.isListening }
+            if let worker {
+                // Registered (the API checks task names against live workers) and listening
+                // (a cancel's notice reaches it at once).
+                try await db.eventually("the worker to register and listen") {
+                    try await !db.store.workers().isEmpty && worker.isListening
                 }
-                result = .success(
-                    try await body(TestServer(base: "http://127.0.0.1:\(port)", db: db, client: client)))
-            } catch {
-                result = .failure(error)
             }
-            await group.triggerGracefulShutdown()
-            try await running.waitForAll()
-            return try result.get()
+            return try await body(TestServer(base: "http://127.0.0.1:\(port)", db: db, client: client))
         }
     }
 }

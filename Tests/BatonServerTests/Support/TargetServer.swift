@@ -1,4 +1,5 @@
 import Baton
+import BatonTestSupport
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -67,21 +68,11 @@ func withTargetServer<T: Sendable>(
     let application = Application(
         responder: responder, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
         onServerRunning: { channel in portSink.yield(channel.localAddress?.port ?? 0) }, logger: logger)
-    let group = ServiceGroup(services: [application], logger: logger)
-    return try await withThrowingTaskGroup(of: Void.self) { running in
-        running.addTask { try await group.run() }
+    return try await withRunningServices([application], logger: logger) {
         var iterator = ports.makeAsyncIterator()
         let port = await iterator.next() ?? 0
         let target = TargetServer(base: "http://127.0.0.1:\(port)")
         server.withLock { $0 = target }
-        let result: Result<T, any Error>
-        do {
-            result = .success(try await body(target))
-        } catch {
-            result = .failure(error)
-        }
-        await group.triggerGracefulShutdown()
-        try await running.waitForAll()
-        return try result.get()
+        return try await body(target)
     }
 }

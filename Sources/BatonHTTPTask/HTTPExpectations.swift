@@ -1,3 +1,4 @@
+import Baton
 import Foundation
 
 /// What a response status means for the stage.

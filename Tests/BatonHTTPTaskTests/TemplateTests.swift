@@ -1,4 +1,5 @@
 import Baton
+import BatonHTTPTask
 import Testing
 
 struct TemplateTests {

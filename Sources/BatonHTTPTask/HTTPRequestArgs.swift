@@ -1,3 +1,4 @@
+import Baton
 import Foundation
 
 /// The args of a stage running the built-in `http` task, checked:
@@ -27,6 +28,12 @@ public struct HTTPRequestArgs: Sendable, Hashable {
 
     /// The name the task is registered under.
     public static let taskName = "http"
+
+    /// The check ``ChainDefinition/validate(checkingArgs:)`` makes of an `http` stage's args;
+    /// other tasks' args pass.
+    public static let check: ChainDefinition.ArgsCheck = { task, args, path throws(BatonError) in
+        if task == taskName { _ = try HTTPRequestArgs(args, path: path) }
+    }
     public static let methods: Set<String> = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
     public static let defaultTimeout = Duration.seconds(30)
     public static let maxTimeout = Duration.seconds(3600)

@@ -1,3 +1,5 @@
+import Baton
+
 /// Text with `{{path}}` tags, filled from a JSON scope: the `http` task's URL, headers, query
 /// values and bodies.
 ///

@@ -82,7 +82,7 @@ final class Rig: Sendable {
     /// `baton serve` on a free port, its tokens set; returns once it answers `/readyz`.
     func startAPI() async throws {
         let port = try LocalPostgres.freePort()
-        let api = try ChildProcess(
+        let api = try await ChildProcess(
             try ChildProcess.builtBinary("baton"),
             ["serve", "--database-url", url, "--port", "\(port)", "--max-wait", "5s"],
             environment: ["BATON_API_TOKEN": token, "BATON_LOG_LEVEL": "warning"])
@@ -105,7 +105,7 @@ final class Rig: Sendable {
     func startWorker(_ index: Int, concurrency: Int, lease: Duration = .seconds(5)) async throws -> String {
         let binary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
         let id = "worker-\(index)-\(UInt32.random(in: 0...UInt32.max))"
-        let worker = try ChildProcess(
+        let worker = try await ChildProcess(
             binary,
             [
                 "worker", "--database-url", url, "--concurrency", "\(concurrency)", "--lease",

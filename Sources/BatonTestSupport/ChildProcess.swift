@@ -1,21 +1,31 @@
 import Foundation
 import LocalPostgres
+import Subprocess
+import Synchronization
+import SystemPackage
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
-/// A process the tests start, signal and wait for, with its output in files.
-///
-/// Spawned with posix_spawn and reaped with waitpid on its own pid: Foundation's `Process` here
-/// could miss a child's exit when other children come and go in the same test process.
-public final class ChildProcess: @unchecked Sendable {
-    // @unchecked: `status` is written only by `poll()`, which callers use from one task at a time.
+/// A process the tests start, signal and wait for, with its output in files. Run by
+/// swift-subprocess, which waits for this child's own exit (by its pidfd) and starts it with
+/// none of this process's descriptors beyond the three given: an inherited socket of the test
+/// process (a server's listener, a client connection) would stay open in the child and hide its
+/// closing from the peer.
+public final class ChildProcess: Sendable {
     public let pid: pid_t
     public let output: URL
     public let errors: URL
     private let inputFile: URL?
-    private var status: Int32?
+    /// The run, which ends with the process: its exit status (128 + signal if killed).
+    private let run: Task<Int32, any Error>
+    private let exit: ExitStatus
+
+    /// The exit status once known.
+    private final class ExitStatus: Sendable {
+        let value = Mutex<Int32?>(nil)
+    }
 
     /// A binary of this package, built beside the running test bundle.
     public static func builtBinary(_ name: String) throws -> URL {
@@ -33,57 +43,59 @@ public final class ChildProcess: @unchecked Sendable {
 
     /// Starts `executable` with this process's environment, changed by `environment` (a nil
     /// value removes the variable), reading `input` (else nothing) on its standard input, in
-    /// `directory` (else this process's).
+    /// `directory` (else this process's); returns once it runs.
     public init(
         _ executable: URL, _ arguments: [String], environment: [String: String?] = [:], input: String? = nil,
         directory workingDirectory: URL? = nil
-    ) throws {
+    ) async throws {
         let directory = FileManager.default.temporaryDirectory
         let name = UUID().uuidString
-        output = directory.appending(path: "baton-child-\(name).out")
-        errors = directory.appending(path: "baton-child-\(name).err")
-        inputFile = try input.map { text in
+        let output = directory.appending(path: "baton-child-\(name).out")
+        let errors = directory.appending(path: "baton-child-\(name).err")
+        let inputFile = try input.map { text in
             let file = directory.appending(path: "baton-child-\(name).in")
             try Data(text.utf8).write(to: file)
             return file
         }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, inputFile?.path ?? "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, output.path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_addopen(&actions, 2, errors.path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        // Only the three above: an inherited socket of the test process (a server's listener, a
-        // client connection) would stay open in the child and hide its closing from the peer.
-        try closeInheritedDescriptors(&actions)
-        // Glibc's posix_spawn_file_actions_addchdir_np is not visible to Swift: env(1) changes the
-        // directory and then becomes the program (same pid).
-        let program = workingDirectory == nil ? executable : URL(fileURLWithPath: "/usr/bin/env")
-        let prefix =
-            workingDirectory.map { ["/usr/bin/env", "--chdir=\($0.path)", executable.path] } ?? [executable.path]
-        let argv = (prefix + arguments).map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        var pid = pid_t()
-        var variables = ProcessInfo.processInfo.environment
-        for (name, value) in environment { variables[name] = value }
-        let envp = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { envp.forEach { free($0) } }
-        let result = withCleanSignals { posix_spawn(&pid, program.path, &actions, $0, argv, envp) }
-        guard result == 0 else {
-            throw TestFailure("cannot start \(executable.path): \(String(cString: strerror(result)))")
+        func open(_ file: URL, _ mode: FileDescriptor.AccessMode) throws -> FileDescriptor {
+            try FileDescriptor.open(
+                FilePath(file.path), mode, options: mode == .readOnly ? [] : [.create, .truncate],
+                permissions: [.ownerReadWrite, .groupRead, .otherRead])
         }
-        self.pid = pid
+        let (standardOutput, standardError) = (try open(output, .writeOnly), try open(errors, .writeOnly))
+        let standardInput = try open(inputFile ?? URL(fileURLWithPath: "/dev/null"), .readOnly)
+        let configuration = Configuration(
+            executable: .path(FilePath(executable.path)), arguments: Arguments(arguments),
+            environment: .inherit.updating(
+                Dictionary(uniqueKeysWithValues: environment.map { (Environment.Key(stringLiteral: $0.key), $0.value) })
+            ),
+            workingDirectory: workingDirectory.map { FilePath($0.path) })
+        let exit = ExitStatus()
+        let (started, starting) = AsyncStream.makeStream(of: pid_t.self)
+        run = Task {
+            defer { starting.finish() }
+            let outcome = try await Subprocess.run(
+                configuration,
+                input: .fileDescriptor(standardInput, closeAfterSpawningProcess: true),
+                output: .fileDescriptor(standardOutput, closeAfterSpawningProcess: true),
+                error: .fileDescriptor(standardError, closeAfterSpawningProcess: true)
+            ) { execution in
+                starting.yield(execution.processIdentifier.value)
+            }
+            let status = outcome.terminationStatus.exitCode
+            exit.value.withLock { $0 = status }
+            return status
+        }
+        var iterator = started.makeAsyncIterator()
+        guard let pid = await iterator.next() else {
+            _ = try await run.value
+            throw TestFailure("\(executable.path) did not start")
+        }
+        (self.pid, self.output, self.errors, self.inputFile, self.exit) = (pid, output, errors, inputFile, exit)
     }
 
     /// Exit status once the process has ended (128 + signal if killed), nil while it runs.
-    public func poll() -> Int32? {
-        if let status { return status }
-        var raw: Int32 = 0
-        guard waitpid(pid, &raw, WNOHANG) == pid else { return nil }
-        let code = (raw & 0x7f) == 0 ? (raw >> 8) & 0xff : 128 + (raw & 0x7f)
-        status = code
-        return code
-    }
+    public func poll() -> Int32? { exit.value.withLock { $0 } }
 
     public var isRunning: Bool { poll() == nil }
 
@@ -93,26 +105,27 @@ public final class ChildProcess: @unchecked Sendable {
 
     /// Waits for the process to end (up to `timeout`, then kills it and throws); returns its status.
     public func waitForExit(timeout: Duration = .seconds(60)) async throws -> Int32 {
-        let deadline = ContinuousClock.now + timeout
-        while true {
-            if let status = poll() { return status }
-            guard ContinuousClock.now < deadline else {
-                kill(pid, SIGKILL)
-                throw TestFailure("process \(pid) did not exit within \(timeout)")
+        let status = try await withThrowingTaskGroup(of: Int32?.self) { group in
+            group.addTask { try await self.run.value }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return nil
             }
-            try await Task.sleep(for: .milliseconds(20))
+            defer { group.cancelAll() }
+            return try await group.next() ?? nil
         }
+        guard let status else {
+            kill(pid, SIGKILL)
+            throw TestFailure("process \(pid) did not exit within \(timeout)")
+        }
+        return status
     }
 
     public var standardOutput: String { (try? String(contentsOf: output, encoding: .utf8)) ?? "" }
     public var standardError: String { (try? String(contentsOf: errors, encoding: .utf8)) ?? "" }
 
     deinit {
-        if poll() == nil {
-            kill(pid, SIGKILL)
-            var raw: Int32 = 0
-            waitpid(pid, &raw, 0)
-        }
+        if isRunning { kill(pid, SIGKILL) }
         try? FileManager.default.removeItem(at: output)
         try? FileManager.default.removeItem(at: errors)
         if let inputFile { try? FileManager.default.removeItem(at: inputFile) }

@@ -30,10 +30,6 @@ public final class LocalPgBouncer: Sendable {
     public static func start(in server: LocalPostgres, mode: PoolMode, poolSize: Int = 20) async throws
         -> LocalPgBouncer
     {
-        try await LocalPostgres.offloaded { try startBlocking(server: server, mode: mode, poolSize: poolSize) }
-    }
-
-    static func startBlocking(server: LocalPostgres, mode: PoolMode, poolSize: Int) throws -> LocalPgBouncer {
         let binary = try findBinary()
         let runAs = try LocalPostgres.serverUser()
         let directory = try LocalPostgres.makeTemporaryDirectory(prefix: "baton-pgbouncer-")
@@ -64,7 +60,7 @@ public final class LocalPgBouncer: Sendable {
             }
         }
         // `-d`: it forks and the parent exits once the configuration is read.
-        try LocalPostgres.run(binary, ["-d", file.path], as: runAs, what: "pgbouncer")
+        try await LocalPostgres.run(binary, ["-d", file.path], as: runAs, what: "pgbouncer")
         let bouncer = LocalPgBouncer(port: port, directory: directory, runAs: runAs)
         let deadline = Date().addingTimeInterval(10)
         while !bouncer.accepts() {
@@ -72,7 +68,7 @@ public final class LocalPgBouncer: Sendable {
                 bouncer.stop()
                 throw LocalPostgresError("pgbouncer did not listen on \(port): \(bouncer.log)")
             }
-            usleep(20_000)
+            try await Task.sleep(for: .milliseconds(20))
         }
         return bouncer
     }

@@ -1,4 +1,3 @@
-import Dispatch
 import Foundation
 import Logging
 
@@ -80,25 +79,11 @@ public final class LocalPostgres: Sendable {
     public static func start(_ options: Options = Options(), logger: Logger = Logger(label: "baton.postgres"))
         async throws -> LocalPostgres
     {
-        try await offloaded { try startBlocking(options, logger: logger) }
-    }
-
-    /// Runs blocking work (spawning and waiting for PostgreSQL's programs) on a thread of its own,
-    /// not on one of the few threads that run Swift tasks.
-    static func offloaded<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global(qos: .utility).async {
-                continuation.resume(with: Result { try body() })
-            }
-        }
-    }
-
-    static func startBlocking(_ options: Options, logger: Logger) throws -> LocalPostgres {
-        let binaries = try findBinaries()
+        let binaries = try await findBinaries()
         let runAs = try serverUser()
         let base = try makeTemporaryDirectory(prefix: "baton-pg-")
         do {
-            return try startBlocking(options, in: base, binaries: binaries, runAs: runAs, logger: logger)
+            return try await start(options, in: base, binaries: binaries, runAs: runAs, logger: logger)
         } catch {
             // Nothing left behind: the socket directory and copies live here; a temporary cluster too.
             try? FileManager.default.removeItem(at: base)
@@ -106,9 +91,9 @@ public final class LocalPostgres: Sendable {
         }
     }
 
-    private static func startBlocking(
+    private static func start(
         _ options: Options, in base: URL, binaries: URL, runAs: String?, logger: Logger
-    ) throws -> LocalPostgres {
+    ) async throws -> LocalPostgres {
         let fileManager = FileManager.default
         let temporary = options.dataDirectory == nil
         var dataDirectory = options.dataDirectory ?? base.appending(path: "data")
@@ -123,7 +108,7 @@ public final class LocalPostgres: Sendable {
             let created = !fileManager.fileExists(atPath: dataDirectory.path)
             try fileManager.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
             if created { try chown(dataDirectory, to: runAs) }
-            if (try? run(
+            if (try? await run(
                 URL(fileURLWithPath: "/bin/sh"), ["-c", "cd \"$0\"", dataDirectory.path], as: runAs, what: "cd"))
                 == nil
             {
@@ -143,7 +128,7 @@ public final class LocalPostgres: Sendable {
         if !fileManager.fileExists(atPath: dataDirectory.appending(path: "PG_VERSION").path) {
             try fileManager.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
             if let runAs { try chown(dataDirectory, to: runAs) }
-            try run(
+            try await run(
                 binaries.appending(path: "initdb"),
                 [
                     "-D", dataDirectory.path, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync",
@@ -154,7 +139,7 @@ public final class LocalPostgres: Sendable {
 
         if fileManager.fileExists(atPath: dataDirectory.appending(path: "postmaster.pid").path) {
             // A server left running by an earlier process that was killed: stop it, it is ours.
-            try? run(
+            try? await run(
                 binaries.appending(path: "pg_ctl"), ["stop", "-D", dataDirectory.path, "-m", "fast", "-w", "-t", "30"],
                 as: runAs, what: "pg_ctl stop")
         }
@@ -193,7 +178,7 @@ public final class LocalPostgres: Sendable {
                 .joined(separator: " ")
             let log = base.appending(path: "server.log")
             do {
-                try run(
+                try await run(
                     binaries.appending(path: "pg_ctl"),
                     ["start", "-D", dataDirectory.path, "-l", log.path, "-o", serverOptions, "-w", "-t", "30"],
                     as: runAs, what: "pg_ctl start", log: log)
@@ -211,14 +196,17 @@ public final class LocalPostgres: Sendable {
         throw lastError ?? LocalPostgresError("the server did not start")
     }
 
-    /// Stops the server (fast shutdown) and, for a temporary cluster, deletes its files.
+    /// Stops the server (fast shutdown) and, for a temporary cluster, deletes its files. Blocks
+    /// until the server has gone (it may run in a `defer` or at exit, where nothing can be awaited):
+    /// so it signals the server as `pg_ctl stop` would, rather than running a program.
     public func stop() {
-        do {
-            try Self.run(
-                binaries.appending(path: "pg_ctl"), ["stop", "-D", dataDirectory.path, "-m", "fast", "-w", "-t", "30"],
-                as: runAs, what: "pg_ctl stop")
-        } catch {
-            logger.warning("postgres did not stop cleanly", metadata: ["error": "\(error)"])
+        if let server = postmaster() {
+            kill(server, SIGINT)
+            let deadline = ContinuousClock.now + .seconds(30)
+            while kill(server, 0) == 0, ContinuousClock.now < deadline { usleep(10_000) }
+            if kill(server, 0) == 0 {
+                logger.warning("postgres did not stop within 30 s", metadata: ["pid": "\(server)"])
+            }
         }
         // The socket directory, the log and the copies live here; a temporary cluster's data too.
         try? FileManager.default.removeItem(at: socketDirectory.deletingLastPathComponent())
@@ -233,46 +221,48 @@ public final class LocalPostgres: Sendable {
     /// Stops the server and keeps its files (``startServer()`` starts it again on the same port);
     /// `mode` is `smart`, `fast` or `immediate` (a crash).
     public func stopServer(mode: String = "fast") async throws {
-        try await Self.offloaded {
-            try Self.run(
-                self.binaries.appending(path: "pg_ctl"),
-                ["stop", "-D", self.dataDirectory.path, "-m", mode, "-w", "-t", "30"], as: self.runAs,
-                what: "pg_ctl stop")
-        }
+        try await Self.run(
+            binaries.appending(path: "pg_ctl"), ["stop", "-D", dataDirectory.path, "-m", mode, "-w", "-t", "30"],
+            as: runAs, what: "pg_ctl stop")
     }
 
     /// Starts a server stopped by ``stopServer(mode:)``, with the options it first started with;
     /// returns once it accepts connections.
     public func startServer() async throws {
-        try await Self.offloaded { try self.startAgain() }
-    }
-
-    /// `stop()`, off the threads that run Swift tasks.
-    public func shutdown() async {
-        _ = try? await Self.offloaded { self.stop() }
-    }
-
-    /// Starts the server again, with the options it first started with.
-    private func startAgain() throws {
         let log = socketDirectory.deletingLastPathComponent().appending(path: "server.log")
-        try Self.run(
+        try await Self.run(
             binaries.appending(path: "pg_ctl"),
             ["start", "-D", dataDirectory.path, "-l", log.path, "-o", serverOptions, "-w", "-t", "30"],
             as: runAs, what: "pg_ctl start", log: log)
     }
 
-    // MARK: finding and running PostgreSQL
+    /// `pg_ctl stop`, then removes what `stop()` removes.
+    public func shutdown() async {
+        do {
+            try await stopServer()
+        } catch {
+            logger.warning("postgres did not stop cleanly", metadata: ["error": "\(error)"])
+        }
+        stop()
+    }
 
-    /// PATH, then `pg_config --bindir`, then the newest `/usr/lib/postgresql/*/bin`.
-    /// The `psql` of the PostgreSQL installation the launcher uses.
-    public static func findPsql() throws -> URL { try findBinaries().appending(path: "psql") }
+    /// The server's process id, from the first line of `postmaster.pid`, if it runs.
+    private func postmaster() -> pid_t? {
+        let file = dataDirectory.appending(path: "postmaster.pid")
+        guard let text = try? String(contentsOf: file, encoding: .utf8),
+            let pid = text.split(separator: "\n").first.flatMap({ pid_t($0) }), kill(pid, 0) == 0
+        else { return nil }
+        return pid
+    }
 
-    static func findBinaries() throws -> URL {
+    public static func findPsql() async throws -> URL { try await findBinaries().appending(path: "psql") }
+
+    static func findBinaries() async throws -> URL {
         var candidates: [URL] = []
         for directory in (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":") {
             candidates.append(URL(fileURLWithPath: String(directory)))
         }
-        if let bindir = try? output(of: "pg_config", ["--bindir"]) {
+        if let bindir = try? await output(of: "pg_config", ["--bindir"]) {
             candidates.append(URL(fileURLWithPath: bindir))
         }
         let versions = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []
@@ -346,115 +336,6 @@ public final class LocalPostgres: Sendable {
         guard bound else { throw LocalPostgresError("cannot find a free port") }
         return Int(UInt16(bigEndian: address.sin_port))
     }
-
-    /// Runs a PostgreSQL program (as `user` if given) and throws with its output if it fails.
-    static func run(_ executable: URL, _ arguments: [String], as user: String?, what: String, log: URL? = nil) throws {
-        var command = executable.path
-        var commandArguments = arguments
-        if let user {
-            if let runuser = ["/usr/sbin/runuser", "/sbin/runuser", "/usr/bin/runuser"].first(where: {
-                FileManager.default.isExecutableFile(atPath: $0)
-            }) {
-                command = runuser
-                commandArguments = ["-u", user, "--", executable.path] + arguments
-            } else {
-                command = "/bin/su"
-                let quoted = ([executable.path] + arguments).map {
-                    "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'"
-                }
-                commandArguments = ["-s", "/bin/sh", user, "-c", quoted.joined(separator: " ")]
-            }
-        }
-        // Output goes to a file, not a pipe: the server that pg_ctl starts would inherit the pipe
-        // and keep it open, and reading it to the end would never return.
-        let outputFile = FileManager.default.temporaryDirectory.appending(path: "baton-pg-\(UUID().uuidString).out")
-        defer { try? FileManager.default.removeItem(at: outputFile) }
-        let status = try spawnAndWait(command, commandArguments, output: outputFile.path, what: what)
-        let output = (try? String(contentsOf: outputFile, encoding: .utf8)) ?? ""
-        guard status == 0 else {
-            var message = "\(what) failed (exit \(status)): \(output.trimmingCharacters(in: .whitespacesAndNewlines))"
-            if let log, let text = try? String(contentsOf: log, encoding: .utf8) {
-                message += "\nserver log:\n" + text.split(separator: "\n").suffix(15).joined(separator: "\n")
-            }
-            throw LocalPostgresError(message)
-        }
-    }
-
-    /// posix_spawn and waitpid: Foundation's `Process` here could miss the exit of a child whose
-    /// own child (the server) lives on.
-    static func spawnAndWait(_ command: String, _ arguments: [String], output: String, what: String) throws -> Int32 {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        // Nothing else of this process goes along: the server outlives this call, and a socket it
-        // inherited (an HTTP listener, a client connection) would stay open in it, so the peers
-        // of this process would never see those closed.
-        try closeInheritedDescriptors(&actions)
-        // `env -C /`: run from /, which the server user can always enter (unlike, say, /root).
-        let argv = (["/usr/bin/env", "-C", "/", command] + arguments).map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        var pid = pid_t()
-        let spawned = withCleanSignals { posix_spawn(&pid, "/usr/bin/env", &actions, $0, argv, environ) }
-        guard spawned == 0 else {
-            throw LocalPostgresError("\(what): cannot run \(command): \(String(cString: strerror(spawned)))")
-        }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) == -1 {
-            guard errno == EINTR else { throw LocalPostgresError("\(what): waitpid failed") }
-        }
-        // WIFEXITED / WEXITSTATUS, spelled out: the C macros are not imported.
-        return (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
-    }
-
-    /// What `command` prints, through a temporary file: no Foundation `Process` or `Pipe` in
-    /// this process (concurrent uses of them were seen to close a descriptor twice and take
-    /// Dispatch's timers with it, stalling every `Task.sleep` in a test run).
-    static func output(of command: String, _ arguments: [String]) throws -> String {
-        let file = FileManager.default.temporaryDirectory.appending(path: "baton-output-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: file) }
-        guard try spawnAndWait(command, arguments, output: file.path, what: command) == 0 else {
-            throw LocalPostgresError("\(command) failed")
-        }
-        return try String(contentsOf: file, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
-    }
-}
-
-/// Makes a `posix_spawn` close every descriptor from 3 up in the child (glibc's
-/// `posix_spawn_file_actions_addclosefrom_np`, looked up at run time: Swift's Glibc module does
-/// not declare it). Without it a child inherits this process's sockets that lack close-on-exec.
-package func closeInheritedDescriptors(_ actions: inout posix_spawn_file_actions_t) throws {
-    typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
-    guard let symbol = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") else {
-        throw LocalPostgresError("this C library has no posix_spawn_file_actions_addclosefrom_np (glibc 2.34 or later)")
-    }
-    let closeFrom = unsafeBitCast(symbol, to: CloseFrom.self)
-    guard closeFrom(&actions, 3) == 0 else {
-        throw LocalPostgresError("posix_spawn_file_actions_addclosefrom_np failed")
-    }
-}
-
-/// Runs `body` with `posix_spawn` attributes that start the child with no signal blocked and
-/// the usual signals at their default action. The spawning thread is often one of Dispatch's or
-/// NIO's, which block most signals, and a blocked mask is inherited through exec: a PgBouncer
-/// started so never saw SIGTERM or SIGINT (and SIGPIPE, ignored by NIO, would stay ignored).
-package func withCleanSignals<T>(_ body: (UnsafePointer<posix_spawnattr_t>) throws -> T) rethrows -> T {
-    var attributes = posix_spawnattr_t()
-    posix_spawnattr_init(&attributes)
-    defer { posix_spawnattr_destroy(&attributes) }
-    var none = sigset_t()
-    sigemptyset(&none)
-    posix_spawnattr_setsigmask(&attributes, &none)
-    var usual = sigset_t()
-    sigemptyset(&usual)
-    for signal in [SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGPIPE, SIGUSR1, SIGUSR2, SIGCHLD, SIGALRM] {
-        sigaddset(&usual, signal)
-    }
-    posix_spawnattr_setsigdefault(&attributes, &usual)
-    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-    return try body(&attributes)
 }
 
 /// The local server could not be set up; the message says why and what to do.

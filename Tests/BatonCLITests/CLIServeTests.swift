@@ -13,12 +13,12 @@ struct CLIServeTests {
 
     @Test func serveRefusesToStartWithoutTokens() async throws {
         try await TestDatabase.with { db async throws in
-            let child = try ChildProcess(
+            let child = try await ChildProcess(
                 try ChildProcess.builtBinary("baton"), ["serve", "--database-url", db.url, "--port", "0"],
                 environment: Self.noTokens)
             #expect(try await child.waitForExit(timeout: .seconds(60)) != 0)
             #expect(child.standardError.contains("BATON_API_TOKENS"))
-            let bad = try ChildProcess(
+            let bad = try await ChildProcess(
                 try ChildProcess.builtBinary("baton"), ["serve", "--database-url", db.url, "--port", "0"],
                 environment: ["BATON_API_TOKENS": "root:abcdefgh12345678"])
             #expect(try await bad.waitForExit(timeout: .seconds(60)) != 0)
@@ -37,7 +37,7 @@ struct CLIServeTests {
         try FileManager.default.createDirectory(at: data, withIntermediateDirectories: true)
         try FileManager.default.setAttributes([.posixPermissions: permissions], ofItemAtPath: data.path)
         defer { try? FileManager.default.removeItem(at: data) }
-        let dev = try ChildProcess(
+        let dev = try await ChildProcess(
             try ChildProcess.builtBinary("baton"), ["dev", "--port", "0"], environment: Self.noTokens, directory: data)
         defer { if dev.isRunning { dev.signal(SIGKILL) } }
         let deadline = ContinuousClock.now + .seconds(90)
@@ -74,7 +74,7 @@ struct CLIServeTests {
         #expect(job["output"] == 7)
 
         // From the same directory, with no address or token given, the CLI reaches this server.
-        let listed = try ChildProcess(
+        let listed = try await ChildProcess(
             try ChildProcess.builtBinary("baton"), ["jobs", "list", "--json"],
             environment: ["BATON_URL": nil, "BATON_TOKEN": nil, "BATON_API_TOKEN": nil], directory: data)
         #expect(try await listed.waitForExit(timeout: .seconds(60)) == 0, "\(listed.standardError)")

@@ -9,7 +9,7 @@ import Testing
 struct CLITests {
     /// Runs `baton` with `arguments`; returns (exit status, standard output, standard error).
     func baton(_ arguments: [String]) async throws -> (Int32, String, String) {
-        let child = try ChildProcess(try ChildProcess.builtBinary("baton"), arguments)
+        let child = try await ChildProcess(try ChildProcess.builtBinary("baton"), arguments)
         let status = try await child.waitForExit(timeout: .seconds(120))
         return (status, child.standardOutput, child.standardError)
     }

@@ -13,7 +13,7 @@ import Testing
             let schema = "old_" + db.configuration.schema
             let url = db.url.replacingOccurrences(
                 of: "schema=\(db.configuration.schema)", with: "schema=\(schema)")
-            let process = try ChildProcess(
+            let process = try await ChildProcess(
                 try ChildProcess.builtBinary("baton"), command + ["--database-url", url],
                 environment: SettingsTests.clean.merging(["BATON_API_TOKEN": "schema-test-token-0123456789"]) {
                     _, new in new

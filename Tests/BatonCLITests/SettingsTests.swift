@@ -34,7 +34,7 @@ struct SettingsTests {
     }
 
     static func baton(_ arguments: [String], environment: [String: String?] = [:]) async throws -> Run {
-        let child = try ChildProcess(
+        let child = try await ChildProcess(
             try ChildProcess.builtBinary("baton"), arguments, environment: clean.merging(environment) { _, new in new })
         let status = try await child.waitForExit(timeout: .seconds(60))
         return Run(status: status, out: child.standardOutput, err: child.standardError)
@@ -141,7 +141,7 @@ struct SettingsTests {
     @Test(arguments: ["json", "logfmt"])
     func logLinesAreMachineReadable(format: String) async throws {
         try await TestDatabase.with { db async throws in
-            let worker = try ChildProcess(
+            let worker = try await ChildProcess(
                 try ChildProcess.builtBinary("baton"),
                 ["worker", "--database-url", db.url, "--log-format", format, "--lease", "2s"],
                 environment: Self.clean)
@@ -174,7 +174,7 @@ struct SettingsTests {
     @Test func aWorkerServesMetricsAndHealthOnItsOwnPort() async throws {
         try await TestDatabase.with { db async throws in
             let port = try LocalPostgres.freePort()
-            let worker = try ChildProcess(
+            let worker = try await ChildProcess(
                 try ChildProcess.builtBinary("baton"),
                 ["worker", "--database-url", db.url, "--metrics-port", "\(port)", "--metrics-host", "127.0.0.1"],
                 environment: Self.clean)

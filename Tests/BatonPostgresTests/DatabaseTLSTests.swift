@@ -162,7 +162,7 @@ struct DatabaseTLSTests {
                 == "sslkey \(open.path): readable by others (mode 644): chmod 600 it")
         #expect(refusal("sslmode=require&sslrootcert=\(ca)") == "accepted")
         // Through the binary: `migrate` stops at once, with that line.
-        let run = try ChildProcess(
+        let run = try await ChildProcess(
             try ChildProcess.builtBinary("baton"),
             [
                 "migrate", "--database-url", "postgres://u@127.0.0.1:1/db", "--sslrootcert", "/nonexistent/ca.pem",
@@ -233,7 +233,7 @@ struct Certificates: Sendable {
             leaf client certuser DNS:certuser
             chmod 600 ./*.key
             """#
-        let run = try ChildProcess(URL(fileURLWithPath: "/bin/sh"), ["-c", script, "sh", directory.path])
+        let run = try await ChildProcess(URL(fileURLWithPath: "/bin/sh"), ["-c", script, "sh", directory.path])
         let status = try await run.waitForExit(timeout: .seconds(60))
         guard status == 0 else {
             throw TestFailure("openssl: \((try? String(contentsOf: run.errors, encoding: .utf8)) ?? "")")
@@ -244,13 +244,13 @@ struct Certificates: Sendable {
     /// Runs `sql` through psql with `connection` (a libpq connection string), in the empty home
     /// and with no libpq variable of the caller's.
     func psql(_ connection: String, _ sql: String) async throws -> (status: Int32, output: String, errors: String) {
-        let psql = try LocalPostgres.findPsql()
+        let psql = try await LocalPostgres.findPsql()
         var environment: [String: String?] = ["HOME": home.path, "PGCONNECT_TIMEOUT": "5"]
         for name in ["PGSSLMODE", "PGSSLROOTCERT", "PGSSLCERT", "PGSSLKEY", "PGHOST", "PGPORT", "PGUSER", "PGDATABASE"]
         {
             environment[name] = .some(nil)
         }
-        let run = try ChildProcess(psql, ["-XAtq", "-d", connection, "-c", sql], environment: environment)
+        let run = try await ChildProcess(psql, ["-XAtq", "-d", connection, "-c", sql], environment: environment)
         let status = try await run.waitForExit(timeout: .seconds(30))
         return (
             status, try String(contentsOf: run.output, encoding: .utf8),

@@ -25,7 +25,7 @@ struct AdminCLITests {
     static func baton(
         _ arguments: [String], _ server: TestServer, token: String? = Token.admin, input: String? = nil
     ) async throws -> Run {
-        let child = try ChildProcess(
+        let child = try await ChildProcess(
             try ChildProcess.builtBinary("baton"), arguments,
             environment: [
                 "BATON_URL": server.base, "BATON_TOKEN": token, "BATON_API_TOKEN": nil, "NO_COLOR": nil,
@@ -40,7 +40,7 @@ struct AdminCLITests {
     static func onTerminal(_ arguments: [String], _ server: TestServer) async throws -> Run {
         let command = ([try ChildProcess.builtBinary("baton").path] + arguments).map { "'\($0)'" }.joined(
             separator: " ")
-        let child = try ChildProcess(
+        let child = try await ChildProcess(
             URL(fileURLWithPath: "/usr/bin/script"), ["-qec", "stty cols 80 2>/dev/null; " + command, "/dev/null"],
             environment: ["BATON_URL": server.base, "BATON_TOKEN": Token.admin, "NO_COLOR": nil, "TERM": "xterm"])
         let status = try await child.waitForExit(timeout: .seconds(90))

@@ -19,7 +19,7 @@ struct ExampleTests {
 
     @Test func theQuickStartRunsAChainWithItsOwnWorker() async throws {
         try await TestDatabase.with { db async throws in
-            let child = try ChildProcess(try ChildProcess.builtBinary("BatonQuickStart"), [db.url])
+            let child = try await ChildProcess(try ChildProcess.builtBinary("BatonQuickStart"), [db.url])
             #expect(try await child.waitForExit(timeout: .seconds(90)) == 0, "\(child.standardError)")
             #expect(child.standardOutput == "HELLO, BATON!\n")
         }
@@ -27,7 +27,7 @@ struct ExampleTests {
 
     @Test func theHTTPExampleEnqueuesOverHTTPAndGetsItsNumberBackExactly() async throws {
         try await withServer { server async throws in
-            let child = try ChildProcess(
+            let child = try await ChildProcess(
                 try ChildProcess.builtBinary("BatonHTTPEnqueue"), [server.base, Token.admin])
             #expect(try await child.waitForExit(timeout: .seconds(90)) == 0, "\(child.standardError)")
             #expect(child.standardOutput == "completed {\"order\":9007199254740993}\n")

@@ -71,11 +71,11 @@ struct MetricsTests {
             let environment: [String: String?] = [
                 "BATON_API_TOKEN": Self.token, "BATON_API_TOKENS": nil, "BATON_LOG_LEVEL": "warning",
             ]
-            let api = try ChildProcess(
+            let api = try await ChildProcess(
                 try ChildProcess.builtBinary("baton"),
                 ["serve", "--database-url", db.url, "--port", "\(apiPort)"], environment: environment)
             defer { if api.isRunning { api.signal(SIGKILL) } }
-            let worker = try ChildProcess(
+            let worker = try await ChildProcess(
                 try ChildProcess.builtBinary("baton"),
                 [
                     "worker", "--database-url", db.url, "--metrics-port", "\(metricsPort)", "--metrics-host",

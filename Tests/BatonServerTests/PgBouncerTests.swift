@@ -33,12 +33,14 @@ struct PgBouncerTests {
             ]
             if mode == .transaction { environment["BATON_DATABASE_LISTEN_URL"] = server.url }
 
-            let api = try ChildProcess(
+            let api = try await ChildProcess(
                 try ChildProcess.builtBinary("baton"), ["serve", "--port", "0"], environment: environment)
-            let workers = try (0..<2).map { _ in
-                try ChildProcess(
-                    try ChildProcess.builtBinary("BatonTestWorker"),
-                    [bouncer.url() + "&schema=\(schema)", "default:8", "2000", "5000"], environment: environment)
+            var workers: [ChildProcess] = []
+            for _ in 0..<2 {
+                workers.append(
+                    try await ChildProcess(
+                        try ChildProcess.builtBinary("BatonTestWorker"),
+                        [bouncer.url() + "&schema=\(schema)", "default:8", "2000", "5000"], environment: environment))
             }
             defer {
                 for process in [api] + workers where process.isRunning { process.signal(SIGKILL) }

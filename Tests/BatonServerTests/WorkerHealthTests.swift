@@ -14,7 +14,7 @@ import Testing
     @Test func aWorkerWhoseLoopsStopSaysSo() async throws {
         try await TestDatabase.with { db async throws in
             let port = try LocalPostgres.freePort()
-            let worker = try ChildProcess(
+            let worker = try await ChildProcess(
                 try ChildProcess.builtBinary("baton"),
                 [
                     "worker", "--database-url", db.url, "--metrics-port", "\(port)", "--metrics-host", "127.0.0.1",

@@ -38,7 +38,10 @@ struct ProcessTests {
                                 lane: "lane-\(index % lanes)", attempts: 3),
                         ]))
             }
-            let workers = try (0..<2).map { _ in try WorkerProcess(url: db.url, queue: "default:8") }
+            let workers = [
+                try await WorkerProcess(url: db.url, queue: "default:8"),
+                try await WorkerProcess(url: db.url, queue: "default:8"),
+            ]
             for slice in stride(from: 0, to: jobs.count, by: 40) {
                 _ = try await db.store.enqueue(Array(jobs[slice..<slice + 40]))
             }
@@ -85,14 +88,14 @@ struct ProcessTests {
     @Test func aKilledWorkersStageFinishesElsewhereAfterTheLease() async throws {
         try await TestDatabase.with { db async throws in
             try await db.createRunsTable()
-            let doomed = try WorkerProcess(url: db.url, lease: .seconds(1))
+            let doomed = try await WorkerProcess(url: db.url, lease: .seconds(1))
             let id = try await db.store.enqueue([
                 NewJob(chain: ChainDefinition(input: "payload", stages: [record(["min_ms": 1500], attempts: 3)]))
             ])[0].id
             try await db.eventually("the stage to start") { try await db.store.job(id)?.state == .running }
             doomed.signal(SIGKILL)
             _ = try await doomed.waitForExit()
-            let survivor = try WorkerProcess(url: db.url, lease: .seconds(1))
+            let survivor = try await WorkerProcess(url: db.url, lease: .seconds(1))
             try await db.eventually(timeout: .seconds(60), "the job to complete") {
                 try await db.store.job(id)?.state == .completed
             }
@@ -111,13 +114,13 @@ struct ProcessTests {
             try await db.createRunsTable()
             // The stage runs until the gate opens: the pause falls inside it whatever the timing.
             let gate = try await Gate(db)
-            let sleeper = try WorkerProcess(url: db.url, lease: .seconds(1))
+            let sleeper = try await WorkerProcess(url: db.url, lease: .seconds(1))
             let id = try await db.store.enqueue([
                 NewJob(chain: ChainDefinition(input: 1, stages: [record(["gate": .number(gate.key)], attempts: 3)]))
             ])[0].id
             try await db.eventually("the stage to start") { try await db.store.job(id)?.state == .running }
             sleeper.signal(SIGSTOP)
-            let rescuer = try WorkerProcess(url: db.url, lease: .seconds(1))
+            let rescuer = try await WorkerProcess(url: db.url, lease: .seconds(1))
             try await db.eventually(timeout: .seconds(60), "the rescuer to run the job's second attempt") {
                 let job = try await db.store.job(id)
                 return job?.state == .running && job?.attempt == 2
@@ -147,7 +150,7 @@ struct ProcessTests {
     /// go of the job (its heartbeat no longer lists it) long before the stage would have ended.
     @Test func aCancelStopsAStageRunningInAnotherProcess() async throws {
         try await TestDatabase.with { db async throws in
-            let worker = try WorkerProcess(url: db.url, lease: .seconds(2))
+            let worker = try await WorkerProcess(url: db.url, lease: .seconds(2))
             let id = try await db.store.enqueue([
                 NewJob(chain: ChainDefinition(input: 1, stages: [.task("sleep", args: ["ms": 60_000])]))
             ])[0].id
@@ -169,7 +172,7 @@ struct ProcessTests {
     @Test func sigtermDrainsFinishingWhatFitsTheGraceAndPuttingBackTheRest() async throws {
         try await TestDatabase.with { db async throws in
             try await db.createRunsTable()
-            let worker = try WorkerProcess(url: db.url, lease: .seconds(5), grace: .seconds(2))
+            let worker = try await WorkerProcess(url: db.url, lease: .seconds(5), grace: .seconds(2))
             // The short stage runs until the gate opens, after the SIGTERM: it is running when
             // the drain begins, and ends within the grace.
             let gate = try await Gate(db)
@@ -209,7 +212,7 @@ struct ProcessTests {
     sigaddset(&blocked, SIGTERM)
     var previous = sigset_t()
     pthread_sigmask(SIG_BLOCK, &blocked, &previous)
-    let child = try ChildProcess(URL(fileURLWithPath: "/bin/grep"), ["-E", "^Sig(Blk|Ign)", "/proc/self/status"])
+    let child = try await ChildProcess(URL(fileURLWithPath: "/bin/grep"), ["-E", "^Sig(Blk|Ign)", "/proc/self/status"])
     pthread_sigmask(SIG_SETMASK, &previous, nil)
     #expect(try await child.waitForExit(timeout: .seconds(20)) == 0)
     let lines = child.standardOutput.split(separator: "\n").map { $0.split(separator: "\t").map(String.init) }

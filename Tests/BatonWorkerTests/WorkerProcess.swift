@@ -15,8 +15,8 @@ final class WorkerProcess: Sendable {
     init(
         url: String, queue: String = "default:8", lease: Duration = .seconds(2), grace: Duration = .seconds(5),
         environment: [String: String?] = [:]
-    ) throws {
-        child = try ChildProcess(
+    ) async throws {
+        child = try await ChildProcess(
             try Self.binary(), [url, queue, "\(lease.milliseconds)", "\(grace.milliseconds)"], environment: environment)
     }
 

@@ -56,17 +56,6 @@ public struct TestDatabase: Sendable {
         try await pool.rows(query, logger: logger).map { try $0.decode(T.self) }
     }
 
-    /// Waits (polling the database every 20 ms) until `condition` holds, up to `timeout`.
-    public func eventually(
-        timeout: Duration = .seconds(30), _ what: String = "condition", _ condition: () async throws -> Bool
-    ) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if try await condition() { return }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        throw TestFailure("timed out after \(timeout) waiting for \(what)")
-    }
 }
 
 extension TestDatabase {

@@ -40,9 +40,8 @@ struct CLIServeTests {
         let dev = try await ChildProcess(
             try ChildProcess.builtBinary("baton"), ["dev", "--port", "0"], environment: Self.noTokens, directory: data)
         defer { if dev.isRunning { dev.signal(SIGKILL) } }
-        let deadline = ContinuousClock.now + .seconds(90)
-        while !dev.standardOutput.contains("Press Ctrl-C"), dev.isRunning, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(50))
+        try await eventually(timeout: .seconds(90), "baton dev to be ready") {
+            dev.standardOutput.contains("Press Ctrl-C") || !dev.isRunning
         }
         let output = dev.standardOutput
         let api = try #require(

@@ -146,9 +146,8 @@ struct SettingsTests {
                 ["worker", "--database-url", db.url, "--log-format", format, "--lease", "2s"],
                 environment: Self.clean)
             defer { if worker.isRunning { worker.signal(SIGKILL) } }
-            let deadline = ContinuousClock.now + .seconds(30)
-            while !worker.standardError.contains("worker started"), worker.isRunning, ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(50))
+            try await eventually("the worker to start") {
+                worker.standardError.contains("worker started") || !worker.isRunning
             }
             worker.signal(SIGTERM)
             #expect(try await worker.waitForExit() == 0)
@@ -180,14 +179,12 @@ struct SettingsTests {
                 environment: Self.clean)
             defer { if worker.isRunning { worker.signal(SIGKILL) } }
             let base = "http://127.0.0.1:\(port)"
-            let deadline = ContinuousClock.now + .seconds(30)
-            var health: HTTPClientResponse?
-            while health?.status != .ok, worker.isRunning, ContinuousClock.now < deadline {
-                health = try? await HTTPClient.shared.execute(
+            try await eventually("the worker's /healthz to answer 200") {
+                guard worker.isRunning else { throw TestFailure("the worker exited: \(worker.standardError)") }
+                let health = try? await HTTPClient.shared.execute(
                     HTTPClientRequest(url: base + "/healthz"), timeout: .seconds(5))
-                if health?.status != .ok { try await Task.sleep(for: .milliseconds(50)) }
+                return health?.status == .ok
             }
-            #expect(health?.status == .ok, "\(worker.standardError)")
             let metrics = try await HTTPClient.shared.execute(
                 HTTPClientRequest(url: base + "/metrics"), timeout: .seconds(5))
             #expect(metrics.status == .ok)

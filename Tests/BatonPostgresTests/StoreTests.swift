@@ -81,7 +81,7 @@ struct StoreTests {
             let enqueued = try await db.store.enqueue([job([.task("noop")], runAt: Date().addingTimeInterval(0.3))])
             #expect(enqueued[0].state == .scheduled)
             #expect(try await db.store.claim(queue: "default", limit: 10, worker: "w").isEmpty)
-            try await db.eventually("the job to be due") {
+            try await eventually("the job to be due") {
                 try await db.store.promoteDue(limit: 10) == ["default"]
             }
             #expect(try await db.store.claim(queue: "default", limit: 10, worker: "w").map(\.id) == [enqueued[0].id])

@@ -341,7 +341,7 @@ struct AdminCLITests {
                 ], query: "?unchecked=true")
             try await server.enqueue(["stages": [["task": "noop", "lane": "acct-stuck"]]])
             try await server.enqueue(["queue": "idle", "stages": [["task": "noop", "lane": "acct-idle"]]])
-            try await server.db.eventually("the lane's holder to fail and wait to retry") {
+            try await eventually("the lane's holder to fail and wait to retry") {
                 try await server.call(.GET, "/v1/jobs/\(stuck)")["state"] == "retryable"
             }
 

@@ -1,4 +1,5 @@
 import Baton
+import BatonTestSupport
 import Foundation
 import Testing
 
@@ -39,7 +40,7 @@ import Testing
             #expect(retried["state"] != "discarded")
             // fail-first succeeds on its second run: the group now waits only for a new sleeper.
             var again: JSONValue = .null
-            try await server.db.eventually("the group to run a new sleeper") {
+            try await eventually("the group to run a new sleeper") {
                 again = try await server.call(.GET, "/v1/jobs/\(parent)").json
                 return Self.members(again).contains { $0["state"] == "running" && $0["id"]?.int64 != sleeper }
             }

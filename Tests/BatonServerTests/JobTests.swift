@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Baton
+import BatonTestSupport
 import Foundation
 import NIOHTTP1
 import Testing
@@ -55,7 +56,7 @@ struct JobTests {
             let again = try await server.call(.POST, "/v1/jobs/\(id)/cancel")
             #expect(again.status == 409)
             // The worker lets go of it: nothing of this job runs any more.
-            try await server.db.eventually("the worker to stop the stage") {
+            try await eventually("the worker to stop the stage") {
                 try await server.call(.GET, "/v1/workers")["workers"]?.items.first?["running_jobs"] == []
             }
             #expect(try await server.call(.POST, "/v1/jobs/424242/cancel").status == 404)

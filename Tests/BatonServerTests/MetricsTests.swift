@@ -56,13 +56,10 @@ struct MetricsTests {
 
     /// Polls `url` until it answers 200 or the process has died.
     static func awaitUp(_ url: String, _ process: ChildProcess) async throws {
-        let deadline = ContinuousClock.now + .seconds(60)
-        while ContinuousClock.now < deadline, process.isRunning {
-            if (try? await get(url))?.status == 200 { return }
-            try await Task.sleep(for: .milliseconds(50))
+        try await eventually(timeout: .seconds(60), "\(url) to answer") {
+            guard process.isRunning else { throw TestFailure("\(url) never answered: \(process.standardError)") }
+            return (try? await get(url))?.status == 200
         }
-        Issue.record("\(url) never answered: \(process.standardError)")
-        throw CancellationError()
     }
 
     @Test func theWorkerAndTheAPIReportWhatHappenedToJobs() async throws {
@@ -149,12 +146,9 @@ struct MetricsTests {
 
     /// Waits until job `id` is in `state` (the API's long poll answers at once when nothing changes).
     static func awaitState(_ state: String, job id: Int, base: String) async throws {
-        let deadline = ContinuousClock.now + .seconds(30)
-        while ContinuousClock.now < deadline {
+        try await eventually("job \(id) to become \(state)") {
             let job = try JSONValue(parsing: Array(try await get(base + "/v1/jobs/\(id)", token: token).body.utf8))
-            if job["state"] == .string(state) { return }
-            try await Task.sleep(for: .milliseconds(20))
+            return job["state"] == .string(state)
         }
-        throw TestFailure("job \(id) never became \(state)")
     }
 }

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Baton
+import BatonTestSupport
 import Foundation
 import LocalPostgres
 import NIOHTTP1
@@ -102,7 +103,7 @@ struct OperatorTests {
             }
             try await outside.perform("ALTER DATABASE postgres ALLOW_CONNECTIONS true", logger: server.db.logger)
             try await outside.close()
-            try await server.db.eventually("the database to take requests again") {
+            try await eventually("the database to take requests again") {
                 try await server.call(.POST, "/v1/jobs?unchecked=true", body: job).status == 201
             }
         }

@@ -45,13 +45,11 @@ struct PgBouncerTests {
             defer {
                 for process in [api] + workers where process.isRunning { process.signal(SIGKILL) }
             }
-            let deadline = ContinuousClock.now + .seconds(60)
-            var address: Substring?
-            while address == nil, api.isRunning, ContinuousClock.now < deadline {
-                address = api.standardOutput.firstMatch(of: /listening on (http:\/\/[0-9.:]+)/)?.1
-                if address == nil { try await Task.sleep(for: .milliseconds(20)) }
+            let address = try await eventually(timeout: .seconds(60), "the API to listen") {
+                guard api.isRunning else { throw TestFailure("the API exited: \(api.standardError)") }
+                return api.standardOutput.firstMatch(of: /listening on (http:\/\/[0-9.:]+)/)?.1
             }
-            let url = try #require(address.flatMap { URL(string: String($0)) }, "\(api.standardError)")
+            let url = try #require(URL(string: String(address)), "\(api.standardError)")
             let client = try BatonHTTPClient(url: url, token: "pgbouncer-test-token-0123")
 
             // Ordered stages over 6 lanes, behind a background stage, across both workers.
@@ -79,24 +77,17 @@ struct PgBouncerTests {
             let sleeper = try await client.enqueue(
                 BatonHTTPClient.JobRequest(
                     ChainDefinition(input: .null, stages: [.task("sleep", args: ["ms": 120_000])])))
-            var running = sleeper.job
-            while running.state != .running, ContinuousClock.now < deadline {
-                running = try await client.job(sleeper.job.id)
-                if running.state != .running { try await Task.sleep(for: .milliseconds(20)) }
+            try await eventually("the sleeping stage to run") {
+                try await client.job(sleeper.job.id).state == .running
             }
-            #expect(running.state == .running)
             _ = try await client.cancel(sleeper.job.id)
             let cancelled = try await client.waitUntilFinished(sleeper.job.id, timeout: .seconds(30))
             #expect(cancelled.state == .cancelled)
             // The job is marked at once; the stage stops only when its worker hears the NOTIFY
             // (through transaction pooling, without the direct LISTEN connection, it never does).
-            let stopped = ContinuousClock.now + .seconds(20)
-            while !workers.contains(where: { $0.standardError.contains("stage cancelled") }),
-                ContinuousClock.now < stopped
-            {
-                try await Task.sleep(for: .milliseconds(20))
+            try await eventually(timeout: .seconds(20), "the sleeping stage to stop") {
+                workers.contains { $0.standardError.contains("stage cancelled") }
             }
-            #expect(workers.contains { $0.standardError.contains("stage cancelled") }, "the sleeping stage went on")
 
             for job in enqueued {
                 let finished = try await client.waitUntilFinished(job.id, timeout: .seconds(60))

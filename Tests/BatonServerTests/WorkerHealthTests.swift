@@ -30,7 +30,7 @@ import Testing
                 else { return (0, nil) }
                 return (response.status.code, try? JSONValue(parsing: body.readableBytesView))
             }
-            try await db.eventually("the worker to answer 200") { await health().status == 200 }
+            try await eventually("the worker to answer 200") { await health().status == 200 }
 
             let locker = try await PostgresConnection.connect(
                 configuration: try db.configuration.connectionConfiguration, id: 1, logger: db.logger)
@@ -39,7 +39,7 @@ import Testing
                 "LOCK TABLE \(unescaped: db.configuration.schema).jobs IN ACCESS EXCLUSIVE MODE", logger: db.logger)
             let locked = ContinuousClock.now
             var stalled: JSONValue?
-            try await db.eventually(timeout: .seconds(20), "the worker to name both loops stalled") {
+            try await eventually(timeout: .seconds(20), "the worker to name both loops stalled") {
                 let answer = await health()
                 stalled = answer.body
                 let loops = answer.body?["loops"]?.arrayValue ?? []
@@ -50,7 +50,7 @@ import Testing
 
             try await locker.query("COMMIT", logger: db.logger)
             try await locker.close()
-            try await db.eventually(timeout: .seconds(20), "the worker to recover") { await health().status == 200 }
+            try await eventually(timeout: .seconds(20), "the worker to recover") { await health().status == 200 }
             worker.signal(SIGTERM)
             #expect(try await worker.waitForExit(timeout: .seconds(30)) == 0, "\(worker.standardError)")
         }

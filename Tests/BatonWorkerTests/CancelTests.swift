@@ -41,11 +41,11 @@ import Testing
                 let job = try await baton.enqueue([
                     NewJob(chain: ChainDefinition(input: 1, stages: [.task("sleep", args: ["ms": 60_000])]))
                 ])[0]
-                try await db.eventually("the stage to start") { worker.runningJobs.contains(job.id) }
+                try await eventually("the stage to start") { worker.runningJobs.contains(job.id) }
                 // Cancelled as `cancel` does it, without its NOTIFY.
                 try await db.pool.perform(
                     "UPDATE \(unescaped: db.configuration.schema).jobs SET state = 'cancelled' WHERE id = \(job.id)")
-                try await db.eventually(timeout: .seconds(5), "the stage to stop") {
+                try await eventually(timeout: .seconds(5), "the stage to stop") {
                     !worker.runningJobs.contains(job.id)
                 }
                 #expect(try await db.store.job(job.id)?.state == .cancelled)

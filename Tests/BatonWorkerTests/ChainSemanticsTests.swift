@@ -161,9 +161,9 @@ struct ChainSemanticsTests {
         try await TestDatabase.with { db async throws in
             try await withWorker(db, tasks: testTasks) { baton, worker async throws in
                 let job = try await baton.enqueue(Chain(input: 1).then(Hang(seconds: 600)))
-                try await db.eventually("the stage to start") { worker.runningJobs == [job.id] }
+                try await eventually("the stage to start") { worker.runningJobs == [job.id] }
                 #expect(try await job.cancel())
-                try await db.eventually("the task to stop") { worker.runningJobs.isEmpty }
+                try await eventually("the task to stop") { worker.runningJobs.isEmpty }
                 #expect(try await job.record().state == .cancelled)
                 await #expect(throws: BatonError.jobFailed(id: job.id, state: .cancelled, error: nil)) {
                     try await job.result()

@@ -24,7 +24,7 @@ func withWorker<T: Sendable>(
     let worker = Worker(
         pool: db.pool, tasks: tasks, configuration: configuration, logger: db.logger)
     return try await withRunningServices([client, worker], logger: db.logger) {
-        try await db.eventually("the listeners to connect") { client.listener.isListening }
+        try await eventually("the listeners to connect") { client.listener.isListening }
         return try await body(client, worker)
     }
 }

@@ -67,13 +67,13 @@ struct LanePromiseTests {
                     steps.job("A", lane: "l", fail: true), steps.job("B", lane: "l", hold: true),
                     steps.job("C", lane: "l"),
                 ]).map(\.id)
-                try await db.eventually("A to fail and B to start") {
+                try await eventually("A to fail and B to start") {
                     let (a, b) = (try await Self.state(db, ids[0]), try await Self.state(db, ids[1]))
                     return a == .discarded && b == .running
                 }
                 #expect(try await db.store.retry(ids[0]) == .waiting)
                 steps.release("B")
-                try await db.eventually("every job to finish") {
+                try await eventually("every job to finish") {
                     let (a, c) = (try await Self.state(db, ids[0]), try await Self.state(db, ids[2]))
                     return a == .discarded && c == .completed && steps.started.count == 4
                 }
@@ -91,13 +91,13 @@ struct LanePromiseTests {
                 let ids = try await db.store.enqueue([
                     steps.job("B", lane: "p", hold: true), steps.job("C", lane: "p"),
                 ]).map(\.id)
-                try await db.eventually("B to start") { try await Self.state(db, ids[0]) == .running }
+                try await eventually("B to start") { try await Self.state(db, ids[0]) == .running }
                 try await db.store.setPaused(true, queue: "default")
                 steps.release("B")
-                try await db.eventually("B to complete") { try await Self.state(db, ids[0]) == .completed }
+                try await eventually("B to complete") { try await Self.state(db, ids[0]) == .completed }
                 #expect(try await Self.state(db, ids[1]) == .available, "handed to the worker of a paused queue")
                 try await db.store.setPaused(false, queue: "default")
-                try await db.eventually("C to run after the resume") { try await Self.state(db, ids[1]) == .completed }
+                try await eventually("C to run after the resume") { try await Self.state(db, ids[1]) == .completed }
                 #expect(steps.started == ["B", "C"])
             }
         }
@@ -109,15 +109,15 @@ struct LanePromiseTests {
             let steps = Steps()
             try await withWorker(db, tasks: steps.tasks) { _, _ async throws in
                 let holder = try await db.store.enqueue([steps.job("B", lane: "s", hold: true)])[0].id
-                try await db.eventually("B to start") { try await Self.state(db, holder) == .running }
+                try await eventually("B to start") { try await Self.state(db, holder) == .running }
                 let due = Date().addingTimeInterval(0.5)
                 let scheduled = try await db.store.enqueue([steps.job("D", lane: "s", runAt: due)])[0].id
                 #expect(try await Self.state(db, scheduled) == .scheduled)
-                try await db.eventually("D to be due and wait behind B") {
+                try await eventually("D to be due and wait behind B") {
                     try await Self.state(db, scheduled) == .waiting
                 }
                 steps.release("B")
-                try await db.eventually("D to run") { try await Self.state(db, scheduled) == .completed }
+                try await eventually("D to run") { try await Self.state(db, scheduled) == .completed }
                 #expect(steps.started == ["B", "D"])
             }
         }

@@ -45,7 +45,7 @@ struct ProcessTests {
             for slice in stride(from: 0, to: jobs.count, by: 40) {
                 _ = try await db.store.enqueue(Array(jobs[slice..<slice + 40]))
             }
-            try await db.eventually(timeout: .seconds(120), "every job to finish") {
+            try await eventually(timeout: .seconds(120), "every job to finish") {
                 try await count(db, "state NOT IN ('completed', 'discarded')") == 0
             }
             for worker in workers { worker.signal(SIGTERM) }
@@ -92,11 +92,11 @@ struct ProcessTests {
             let id = try await db.store.enqueue([
                 NewJob(chain: ChainDefinition(input: "payload", stages: [record(["min_ms": 1500], attempts: 3)]))
             ])[0].id
-            try await db.eventually("the stage to start") { try await db.store.job(id)?.state == .running }
+            try await eventually("the stage to start") { try await db.store.job(id)?.state == .running }
             doomed.signal(SIGKILL)
             _ = try await doomed.waitForExit()
             let survivor = try await WorkerProcess(url: db.url, lease: .seconds(1))
-            try await db.eventually(timeout: .seconds(60), "the job to complete") {
+            try await eventually(timeout: .seconds(60), "the job to complete") {
                 try await db.store.job(id)?.state == .completed
             }
             let job = try #require(try await db.store.job(id))
@@ -118,20 +118,20 @@ struct ProcessTests {
             let id = try await db.store.enqueue([
                 NewJob(chain: ChainDefinition(input: 1, stages: [record(["gate": .number(gate.key)], attempts: 3)]))
             ])[0].id
-            try await db.eventually("the stage to start") { try await db.store.job(id)?.state == .running }
+            try await eventually("the stage to start") { try await db.store.job(id)?.state == .running }
             sleeper.signal(SIGSTOP)
             let rescuer = try await WorkerProcess(url: db.url, lease: .seconds(1))
-            try await db.eventually(timeout: .seconds(60), "the rescuer to run the job's second attempt") {
+            try await eventually(timeout: .seconds(60), "the rescuer to run the job's second attempt") {
                 let job = try await db.store.job(id)
                 return job?.state == .running && job?.attempt == 2
             }
             try await gate.open()
-            try await db.eventually(timeout: .seconds(60), "the rescued job to complete") {
+            try await eventually(timeout: .seconds(60), "the rescued job to complete") {
                 try await db.store.job(id)?.state == .completed
             }
             sleeper.signal(SIGCONT)
             // The sleeper finishes its run (at least once: both ran) but its outcome is refused.
-            try await db.eventually(timeout: .seconds(30), "the sleeper's run to end") {
+            try await eventually(timeout: .seconds(30), "the sleeper's run to end") {
                 try await db.values(
                     "SELECT count(*)::int FROM \(unescaped: db.configuration.schema).test_runs", as: Int.self) == [2]
             }
@@ -158,9 +158,9 @@ struct ProcessTests {
                 try await db.values(
                     "SELECT unnest(holds) FROM \(unescaped: db.configuration.schema).workers", as: Int64.self)
             }
-            try await db.eventually("the worker to hold the running stage") { try await held().contains(id) }
+            try await eventually("the worker to hold the running stage") { try await held().contains(id) }
             #expect(try await !db.store.cancel(id).isEmpty)
-            try await db.eventually(timeout: .seconds(10), "the worker to let go of the cancelled stage") {
+            try await eventually(timeout: .seconds(10), "the worker to let go of the cancelled stage") {
                 try await !held().contains(id)
             }
             #expect(try await db.store.job(id)?.state == .cancelled)
@@ -182,7 +182,7 @@ struct ProcessTests {
             let long = try await db.store.enqueue([
                 NewJob(chain: ChainDefinition(input: 2, stages: [.task("sleep", args: ["ms": 60_000])]))
             ])[0].id
-            try await db.eventually("both stages to start") {
+            try await eventually("both stages to start") {
                 let shortState = try await db.store.job(short)?.state
                 let longState = try await db.store.job(long)?.state
                 return shortState == .running && longState == .running

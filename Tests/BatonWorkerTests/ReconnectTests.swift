@@ -29,12 +29,12 @@ struct ReconnectTests {
 
                 // A stage in flight while the database goes away: its outcome waits for the database.
                 let inFlight = try await baton.enqueue(Chain(input: 1).then(SleepThenAdd(ms: 1500, n: 1)))
-                try await db.eventually("the stage to start") { try await db.store.job(inFlight.id)?.state == .running }
+                try await eventually("the stage to start") { try await db.store.job(inFlight.id)?.state == .running }
                 try await server.restart(mode: mode)
 
                 // Enqueueing works again once the pool has reconnected.
                 var handle: JobHandle<Int>?
-                try await db.eventually(timeout: .seconds(30), "an enqueue to succeed") {
+                try await eventually(timeout: .seconds(30), "an enqueue to succeed") {
                     handle = try? await baton.enqueue(Chain(input: 10).then(Add(n: 5)))
                     return handle != nil
                 }
@@ -74,7 +74,7 @@ extension ReconnectTests {
                 try await killer.close()
                 #expect(ids.count > 10)
                 do {
-                    try await db.eventually(timeout: .seconds(60), "every job enqueued to complete") {
+                    try await eventually(timeout: .seconds(60), "every job enqueued to complete") {
                         var completed = 0
                         for id in ids where try await db.store.job(id)?.state == .completed { completed += 1 }
                         return completed == ids.count

@@ -36,7 +36,7 @@ import Tracing
                 #expect(enqueue.count == 1)
                 #expect(enqueue.first?.kind == .producer)
                 #expect(enqueue.first?.attributes["baton.job.id"]?.toSpanAttribute() == .int64(job.id))
-                try await db.eventually("the last attempt's span to end") {
+                try await eventually("the last attempt's span to end") {
                     tracer.finishedSpans.count(where: ours) == 4
                 }
                 let stages = tracer.finishedSpans.filter { ours($0) && $0.operationName.hasPrefix("baton.stage") }

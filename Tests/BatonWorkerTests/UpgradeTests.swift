@@ -79,7 +79,7 @@ struct UpgradeTests {
                 return input
             }
             try await withWorker(db, tasks: tasks) { _, _ async throws in
-                try await db.eventually(timeout: .seconds(60), "every job to complete") {
+                try await eventually(timeout: .seconds(60), "every job to complete") {
                     try await db.values(
                         "SELECT count(*)::int FROM \(unescaped: schema).jobs WHERE state = 'completed'", as: Int.self)
                         == [enqueued.count]

@@ -86,7 +86,7 @@ struct TestServer: Sendable {
         let reply = try await call(.GET, "/v1/jobs/\(id)?wait=20s")
         if condition(reply.json) { return reply.json }
         var last = reply.json
-        try await db.eventually("job \(id) to reach the expected state") {
+        try await eventually("job \(id) to reach the expected state") {
             last = try await call(.GET, "/v1/jobs/\(id)").json
             return condition(last)
         }
@@ -139,11 +139,11 @@ func withServer<T: Sendable>(
         return try await withRunningServices(services, logger: db.logger) {
             var iterator = ports.makeAsyncIterator()
             let port = try #require(await iterator.next())
-            try await db.eventually("the listener to connect") { client.listener.isListening }
+            try await eventually("the listener to connect") { client.listener.isListening }
             if let worker {
                 // Registered (the API checks task names against live workers) and listening
                 // (a cancel's notice reaches it at once).
-                try await db.eventually("the worker to register and listen") {
+                try await eventually("the worker to register and listen") {
                     try await !db.store.workers().isEmpty && worker.isListening
                 }
             }

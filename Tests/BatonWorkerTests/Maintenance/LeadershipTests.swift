@@ -34,7 +34,7 @@ struct LeadershipTests {
             let b = Leadership(store: db.store, workerID: "b", interval: .milliseconds(20), logger: db.logger)
             let choresByB = Counter()
             let leading = Task { await a.run() }
-            try await db.eventually("a to lead") { a.isLeading }
+            try await eventually("a to lead") { a.isLeading }
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { await b.run() }
                 group.addTask { await b.repeatWhileLeading(every: .milliseconds(20), "counting") { choresByB.add() } }
@@ -42,8 +42,8 @@ struct LeadershipTests {
                 #expect(choresByB.value == 0, "no chores without the lead")
                 leading.cancel()
                 await leading.value
-                try await db.eventually(timeout: .seconds(5), "b to take over once a's lead lapses") { b.isLeading }
-                try await db.eventually("b's chores to run") { choresByB.value > 0 }
+                try await eventually(timeout: .seconds(5), "b to take over once a's lead lapses") { b.isLeading }
+                try await eventually("b's chores to run") { choresByB.value > 0 }
                 group.cancelAll()
             }
         }

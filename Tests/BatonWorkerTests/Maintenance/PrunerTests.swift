@@ -30,7 +30,7 @@ struct PrunerTests {
                 VALUES ('default', 'running', '[{"task": "noop"}]', 1, \(parent), 0, 0)
                 """)
             try await withWorker(db, tasks: testTasks) { _, _ async throws in
-                try await db.eventually("the old job to be pruned") { try await db.store.job(old) == nil }
+                try await eventually("the old job to be pruned") { try await db.store.job(old) == nil }
             }
             #expect(try await db.store.job(recent) != nil)
             #expect(try await db.store.job(parent) != nil)

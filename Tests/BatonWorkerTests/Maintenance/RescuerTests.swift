@@ -47,7 +47,7 @@ struct RescuerTests {
                 #expect(claimed.map(\.id) == [id])
                 try await db.pool.perform(
                     "UPDATE \(unescaped: db.configuration.schema).jobs SET queue = 'default' WHERE id = \(id)")
-                try await db.eventually("the stage to be put back and run") {
+                try await eventually("the stage to be put back and run") {
                     try await db.store.job(id)?.state == .completed
                 }
                 let job = try #require(try await db.store.job(id))

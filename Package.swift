@@ -136,6 +136,19 @@ let package = Package(
                 .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
+        // The control plane on loopback for tests: `withServer`, its tokens and test tasks.
+        .target(
+            name: "BatonServerTestSupport",
+            dependencies: [
+                "Baton", "BatonAPI", "BatonPostgres", "BatonServer", "BatonWorker", "BatonTestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         .executableTarget(
             name: "BatonTestWorker",
             dependencies: [
@@ -180,7 +193,8 @@ let package = Package(
         .testTarget(
             name: "BatonCLITests",
             dependencies: [
-                "Baton", "BatonPostgres", "BatonTestSupport", "BatonCLI", "LocalPostgres",
+                "Baton", "BatonAPI", "BatonPostgres", "BatonTestSupport", "BatonServerTestSupport", "BatonCLI",
+                "LocalPostgres",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -216,7 +230,7 @@ let package = Package(
             name: "BatonServerTests",
             dependencies: [
                 "Baton", "BatonAPI", "BatonHTTPClient", "BatonPostgres", "BatonServer", "BatonWorker",
-                "BatonTestSupport",
+                "BatonTestSupport", "BatonServerTestSupport",
                 "BatonCLI",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Metrics", package: "swift-metrics"),

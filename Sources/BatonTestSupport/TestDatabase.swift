@@ -112,3 +112,36 @@ actor Cluster {
     /// cannot capture anything).
     nonisolated(unsafe) static var stopAtExit: LocalPostgres?
 }
+
+/// Runs `body` with a private PostgreSQL server started with `options`, then shuts it down,
+/// awaited (a shutdown checkpoint must not hold up a thread that runs the tests' tasks), whether
+/// `body` threw or not.
+public func withLocalPostgres<T>(
+    _ options: LocalPostgres.Options = LocalPostgres.Options(), _ body: (LocalPostgres) async throws -> T
+) async throws -> T {
+    let cluster = try await LocalPostgres.start(options)
+    let result: Result<T, any Error>
+    do {
+        result = .success(try await body(cluster))
+    } catch {
+        result = .failure(error)
+    }
+    await cluster.shutdown()
+    return try result.get()
+}
+
+/// Runs `body` with a PgBouncer in front of `server`, then shuts it down, awaited.
+public func withLocalPgBouncer<T>(
+    in server: LocalPostgres, mode: LocalPgBouncer.PoolMode, poolSize: Int = 20,
+    _ body: (LocalPgBouncer) async throws -> T
+) async throws -> T {
+    let bouncer = try await LocalPgBouncer.start(in: server, mode: mode, poolSize: poolSize)
+    let result: Result<T, any Error>
+    do {
+        result = .success(try await body(bouncer))
+    } catch {
+        result = .failure(error)
+    }
+    await bouncer.shutdown()
+    return try result.get()
+}

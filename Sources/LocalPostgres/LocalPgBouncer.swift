@@ -93,21 +93,39 @@ public final class LocalPgBouncer: Sendable {
         }
     }
 
-    /// Stops PgBouncer and removes its files. SIGTERM is an immediate shutdown up to PgBouncer
-    /// 1.22 and waits for clients to leave from 1.23 on: so SIGTERM, and SIGKILL should it still
-    /// be there after 2 s.
+    /// Stops PgBouncer and removes its files, blocking the calling thread (for a `defer`); a task
+    /// calls ``shutdown()``. SIGTERM is an immediate shutdown up to PgBouncer 1.22 and waits for
+    /// clients to leave from 1.23 on: so SIGTERM, and SIGKILL should it still be there after 2 s.
     public func stop() {
-        if let text = try? String(contentsOf: directory.appending(path: "pgbouncer.pid"), encoding: .utf8),
-            let pid = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines))
-        {
+        if let pid = bouncer() {
             kill(pid, SIGTERM)
-            for _ in 0..<200 where kill(pid, 0) == 0 { usleep(10_000) }
-            if kill(pid, 0) == 0 {
+            for _ in 0..<200 where !LocalPostgres.hasExited(pid) { usleep(10_000) }
+            if !LocalPostgres.hasExited(pid) {
                 kill(pid, SIGKILL)
-                for _ in 0..<200 where kill(pid, 0) == 0 { usleep(10_000) }
+                for _ in 0..<200 where !LocalPostgres.hasExited(pid) { usleep(10_000) }
             }
         }
         try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// `stop()`, awaited.
+    public func shutdown() async {
+        if let pid = bouncer() {
+            kill(pid, SIGTERM)
+            for _ in 0..<200 where !LocalPostgres.hasExited(pid) { try? await Task.sleep(for: .milliseconds(10)) }
+            if !LocalPostgres.hasExited(pid) {
+                kill(pid, SIGKILL)
+                for _ in 0..<200 where !LocalPostgres.hasExited(pid) { try? await Task.sleep(for: .milliseconds(10)) }
+            }
+        }
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    private func bouncer() -> pid_t? {
+        guard let text = try? String(contentsOf: directory.appending(path: "pgbouncer.pid"), encoding: .utf8) else {
+            return nil
+        }
+        return pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines))
     }
 
     static func findBinary() throws -> URL {

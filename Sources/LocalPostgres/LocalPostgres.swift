@@ -197,18 +197,53 @@ public final class LocalPostgres: Sendable {
     }
 
     /// Stops the server (fast shutdown) and, for a temporary cluster, deletes its files. Blocks
-    /// until the server has gone (it may run in a `defer` or at exit, where nothing can be awaited):
-    /// so it signals the server as `pg_ctl stop` would, rather than running a program.
+    /// the calling thread until the server has gone: for a `defer` or an exit handler, where nothing
+    /// can be awaited; a task calls ``shutdown()`` instead. It signals the server as `pg_ctl stop`
+    /// would, rather than running a program.
     public func stop() {
-        if let server = postmaster() {
-            kill(server, SIGINT)
+        if let server = signalPostmaster() {
             let deadline = ContinuousClock.now + .seconds(30)
-            while kill(server, 0) == 0, ContinuousClock.now < deadline { usleep(10_000) }
-            if kill(server, 0) == 0 {
-                logger.warning("postgres did not stop within 30 s", metadata: ["pid": "\(server)"])
+            while !Self.hasExited(server), ContinuousClock.now < deadline { usleep(10_000) }
+        }
+        removeFiles()
+    }
+
+    /// `stop()`, awaited: the server's shutdown checkpoint (a second or two with fsync on) does
+    /// not hold up a thread that runs Swift tasks.
+    public func shutdown() async {
+        if let server = signalPostmaster() {
+            let deadline = ContinuousClock.now + .seconds(30)
+            while !Self.hasExited(server), ContinuousClock.now < deadline {
+                try? await Task.sleep(for: .milliseconds(10))
             }
         }
-        // The socket directory, the log and the copies live here; a temporary cluster's data too.
+        removeFiles()
+    }
+
+    /// Whether process `pid` has ended. A zombie has: the server is not this process's child (pg_ctl
+    /// started it and exited), so it is reaped by PID 1, and in a container whose PID 1 reaps nothing
+    /// it stays a zombie, which `kill(pid, 0)` still finds.
+    package static func hasExited(_ pid: pid_t) -> Bool {
+        guard kill(pid, 0) == 0 else { return true }
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let end = stat.lastIndex(of: ")")
+        else { return true }
+        // `pid (command) state …`: the state follows the command, which may itself hold spaces.
+        return stat[stat.index(after: end)...].trimmingCharacters(in: .whitespaces).first == "Z"
+    }
+
+    /// Asks the server for a fast shutdown (SIGINT, what `pg_ctl stop -m fast` sends); returns its
+    /// process id, or nil if it does not run.
+    private func signalPostmaster() -> pid_t? {
+        let file = dataDirectory.appending(path: "postmaster.pid")
+        guard let text = try? String(contentsOf: file, encoding: .utf8),
+            let pid = text.split(separator: "\n").first.flatMap({ pid_t($0) }), kill(pid, SIGINT) == 0
+        else { return nil }
+        return pid
+    }
+
+    /// The socket directory, the log and the copies live here; a temporary cluster's data too.
+    private func removeFiles() {
         try? FileManager.default.removeItem(at: socketDirectory.deletingLastPathComponent())
     }
 
@@ -234,25 +269,6 @@ public final class LocalPostgres: Sendable {
             binaries.appending(path: "pg_ctl"),
             ["start", "-D", dataDirectory.path, "-l", log.path, "-o", serverOptions, "-w", "-t", "30"],
             as: runAs, what: "pg_ctl start", log: log)
-    }
-
-    /// `pg_ctl stop`, then removes what `stop()` removes.
-    public func shutdown() async {
-        do {
-            try await stopServer()
-        } catch {
-            logger.warning("postgres did not stop cleanly", metadata: ["error": "\(error)"])
-        }
-        stop()
-    }
-
-    /// The server's process id, from the first line of `postmaster.pid`, if it runs.
-    private func postmaster() -> pid_t? {
-        let file = dataDirectory.appending(path: "postmaster.pid")
-        guard let text = try? String(contentsOf: file, encoding: .utf8),
-            let pid = text.split(separator: "\n").first.flatMap({ pid_t($0) }), kill(pid, 0) == 0
-        else { return nil }
-        return pid
     }
 
     public static func findPsql() async throws -> URL { try await findBinaries().appending(path: "psql") }

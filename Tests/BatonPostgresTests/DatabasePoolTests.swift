@@ -18,60 +18,61 @@ import Testing
     /// counting), where `DatabasePool` says within two seconds that the database is away; once it
     /// is back, the pool serves again within two seconds.
     @Test func theDatabaseAwayIsSaidAtOnceWhereAPostgresClientWaits() async throws {
-        let cluster = try await LocalPostgres.start(LocalPostgres.Options(fast: true))
-        defer { cluster.stop() }
-        let configuration = try DatabaseConfiguration(url: cluster.url)
-        let client = configuration.makePostgresClient(logger: Self.logger)
-        let pool = DatabasePool(configuration: configuration, logger: Self.logger)
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addImmediateTask { await client.run() }
-            group.addImmediateTask { await pool.run() }
-            defer { group.cancelAll() }
-            _ = try await client.query("SELECT 1", logger: Self.logger)
-            try await pool.perform("SELECT 1")
-
-            try await cluster.stopServer(mode: "fast")
-            let waiting = await answered(within: .seconds(3)) {
+        try await withLocalPostgres(LocalPostgres.Options(fast: true)) { cluster in
+            let configuration = try DatabaseConfiguration(url: cluster.url)
+            let client = configuration.makePostgresClient(logger: Self.logger)
+            let pool = DatabasePool(configuration: configuration, logger: Self.logger)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addImmediateTask { await client.run() }
+                group.addImmediateTask { await pool.run() }
+                defer { group.cancelAll() }
                 _ = try await client.query("SELECT 1", logger: Self.logger)
+                try await pool.perform("SELECT 1")
+
+                try await cluster.stopServer(mode: "fast")
+                let waiting = await answered(within: .seconds(3)) {
+                    _ = try await client.query("SELECT 1", logger: Self.logger)
+                }
+                #expect(
+                    waiting == nil, "PostgresNIO's pool answered during the outage: it no longer needs working around")
+
+                let asked = ContinuousClock.now
+                await #expect(throws: DatabaseUnavailable.self) { try await pool.perform("SELECT 1") }
+                #expect(asked.duration(to: .now) < .seconds(2.5))
+                #expect(pool.isDatabaseAway)
+
+                try await cluster.startServer()
+                let back = ContinuousClock.now
+                while (try? await pool.perform("SELECT 1")) == nil {}
+                #expect(back.duration(to: .now) < .seconds(2.5))
             }
-            #expect(waiting == nil, "PostgresNIO's pool answered during the outage: it no longer needs working around")
-
-            let asked = ContinuousClock.now
-            await #expect(throws: DatabaseUnavailable.self) { try await pool.perform("SELECT 1") }
-            #expect(asked.duration(to: .now) < .seconds(2.5))
-            #expect(pool.isDatabaseAway)
-
-            try await cluster.startServer()
-            let back = ContinuousClock.now
-            while (try? await pool.perform("SELECT 1")) == nil {}
-            #expect(back.duration(to: .now) < .seconds(2.5))
         }
     }
 
     /// Every connection busy is not an outage: a statement waits past the pool's patience for
     /// one to come back, and gets it.
     @Test func aBusyPoolIsWaitedFor() async throws {
-        let cluster = try await LocalPostgres.start(LocalPostgres.Options(fast: true))
-        defer { cluster.stop() }
-        var configuration = try DatabaseConfiguration(url: cluster.url)
-        configuration.maximumConnections = 1
-        let pool = DatabasePool(configuration: configuration, logger: Self.logger)
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addImmediateTask { await pool.run() }
-            defer { group.cancelAll() }
-            try await pool.perform("SELECT 1")
-            let held = Signal()
-            async let holding: Void = pool.withConnection { connection in
-                held.signal()
-                try await connection.perform("SELECT pg_sleep(2)", logger: Self.logger)
+        try await withLocalPostgres(LocalPostgres.Options(fast: true)) { cluster in
+            var configuration = try DatabaseConfiguration(url: cluster.url)
+            configuration.maximumConnections = 1
+            let pool = DatabasePool(configuration: configuration, logger: Self.logger)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addImmediateTask { await pool.run() }
+                defer { group.cancelAll() }
+                try await pool.perform("SELECT 1")
+                let held = Signal()
+                async let holding: Void = pool.withConnection { connection in
+                    held.signal()
+                    try await connection.perform("SELECT pg_sleep(2)", logger: Self.logger)
+                }
+                await held.wait()
+                let asked = ContinuousClock.now
+                let rows = try await pool.rows("SELECT 42", logger: Self.logger)
+                #expect(try rows.first?.decode(Int.self) == 42)
+                #expect(asked.duration(to: .now) > DatabasePool.patience)
+                #expect(!pool.isDatabaseAway)
+                try await holding
             }
-            await held.wait()
-            let asked = ContinuousClock.now
-            let rows = try await pool.rows("SELECT 42", logger: Self.logger)
-            #expect(try rows.first?.decode(Int.self) == 42)
-            #expect(asked.duration(to: .now) > DatabasePool.patience)
-            #expect(!pool.isDatabaseAway)
-            try await holding
         }
     }
 

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Baton
 import BatonAPI
 import BatonHTTPClient
+import BatonServerTestSupport
 import Foundation
 import Testing
 

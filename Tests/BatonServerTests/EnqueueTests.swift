@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Baton
+import BatonServerTestSupport
 import Foundation
 import NIOHTTP1
 import Testing

@@ -1,5 +1,6 @@
 import Baton
 import BatonAPI
+import BatonServerTestSupport
 import Foundation
 import Testing
 
@@ -76,10 +77,10 @@ struct ExactNumbersTests {
             // A batch, and the CLI's JSON and human output.
             let batch = try await server.call(.POST, "/v1/jobs/batch", raw: "{\"jobs\": [\(Self.job), \(Self.job)]}")
             #expect(batch.status == 201, "\(batch.text)")
-            let shown = try await AdminCLITests.baton(["jobs", "show", "\(id)", "--json"], server)
+            let shown = try await server.baton(["jobs", "show", "\(id)", "--json"])
             #expect(shown.status == 0, "\(shown.err)")
             Self.expectExact(try JSONValue(parsing: shown.out)["output"]?["args"], in: shown.out)
-            let waited = try await AdminCLITests.baton(["jobs", "wait", "\(id)"], server)
+            let waited = try await server.baton(["jobs", "wait", "\(id)"])
             #expect(waited.status == 0, "\(waited.err)")
             Self.expectExact(try JSONValue(parsing: waited.out)["args"], in: waited.out)
         }

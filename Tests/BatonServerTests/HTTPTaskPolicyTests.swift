@@ -1,4 +1,5 @@
 import Baton
+import BatonServerTestSupport
 import BatonWorker
 import Foundation
 import Hummingbird

@@ -1,4 +1,5 @@
 import Baton
+import BatonServerTestSupport
 import Foundation
 import HTTPTypes
 import Hummingbird

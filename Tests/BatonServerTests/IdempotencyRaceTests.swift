@@ -1,4 +1,5 @@
 import Baton
+import BatonServerTestSupport
 import Testing
 
 /// Enqueues with one idempotency key racing each other over HTTP.

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Baton
 import BatonAPI
+import BatonServerTestSupport
 import Foundation
 import NIOHTTP1
 import Testing

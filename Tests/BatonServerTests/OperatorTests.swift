@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Baton
+import BatonServerTestSupport
 import BatonTestSupport
 import Foundation
 import LocalPostgres
@@ -80,31 +81,32 @@ struct OperatorTests {
     /// While the database cannot be reached, requests that need it answer 503 with Retry-After
     /// (an outage the caller can wait out, not a 500); once it is back, they succeed again.
     @Test func aDatabaseOutageIsA503ThatSaysWhenToRetry() async throws {
-        let cluster = try await LocalPostgres.start(LocalPostgres.Options(fast: true))
-        defer { cluster.stop() }
-        try await withServer(worker: nil, baseURL: cluster.url) { server async throws in
-            let job: JSONValue = ["stages": [["task": "noop"]]]
-            #expect(try await server.call(.POST, "/v1/jobs?unchecked=true", body: job).status == 201)
-            var admin = try server.db.configuration.connectionConfiguration
-            admin.database = "template1"
-            let outside = try await PostgresConnection.connect(configuration: admin, id: 1, logger: server.db.logger)
-            try await outside.perform("ALTER DATABASE postgres ALLOW_CONNECTIONS false", logger: server.db.logger)
-            try await outside.perform(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'postgres'",
-                logger: server.db.logger)
-            do {
-                let refused = try await server.call(.POST, "/v1/jobs?unchecked=true", body: job)
-                #expect(refused.status == 503, "\(refused.text)")
-                #expect(refused["type"] == "urn:baton:problem:database-unavailable")
-                #expect(refused.headers.first(name: "Retry-After") == "1")
-                #expect(try await server.call(.GET, "/v1/queues").status == 503)
-            } catch {
-                Issue.record(error)
-            }
-            try await outside.perform("ALTER DATABASE postgres ALLOW_CONNECTIONS true", logger: server.db.logger)
-            try await outside.close()
-            try await eventually("the database to take requests again") {
-                try await server.call(.POST, "/v1/jobs?unchecked=true", body: job).status == 201
+        try await withLocalPostgres(LocalPostgres.Options(fast: true)) { cluster in
+            try await withServer(worker: nil, baseURL: cluster.url) { server async throws in
+                let job: JSONValue = ["stages": [["task": "noop"]]]
+                #expect(try await server.call(.POST, "/v1/jobs?unchecked=true", body: job).status == 201)
+                var admin = try server.db.configuration.connectionConfiguration
+                admin.database = "template1"
+                let outside = try await PostgresConnection.connect(
+                    configuration: admin, id: 1, logger: server.db.logger)
+                try await outside.perform("ALTER DATABASE postgres ALLOW_CONNECTIONS false", logger: server.db.logger)
+                try await outside.perform(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'postgres'",
+                    logger: server.db.logger)
+                do {
+                    let refused = try await server.call(.POST, "/v1/jobs?unchecked=true", body: job)
+                    #expect(refused.status == 503, "\(refused.text)")
+                    #expect(refused["type"] == "urn:baton:problem:database-unavailable")
+                    #expect(refused.headers.first(name: "Retry-After") == "1")
+                    #expect(try await server.call(.GET, "/v1/queues").status == 503)
+                } catch {
+                    Issue.record(error)
+                }
+                try await outside.perform("ALTER DATABASE postgres ALLOW_CONNECTIONS true", logger: server.db.logger)
+                try await outside.close()
+                try await eventually("the database to take requests again") {
+                    try await server.call(.POST, "/v1/jobs?unchecked=true", body: job).status == 201
+                }
             }
         }
     }

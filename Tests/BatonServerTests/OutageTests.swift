@@ -1,4 +1,5 @@
 import Baton
+import BatonServerTestSupport
 import BatonTestSupport
 import LocalPostgres
 import NIOHTTP1
@@ -14,48 +15,49 @@ import Testing
     func anOutageIsAnsweredAtOnceAndOverAtOnce(seconds: Int, mode: String) async throws {
         // Default durability: with asynchronous commit (the fast test setting) an immediate
         // shutdown loses the last transactions, which no Baton process could answer for.
-        let cluster = try await LocalPostgres.start(LocalPostgres.Options())
-        defer { cluster.stop() }
-        try await withServer(baseURL: cluster.url) { server async throws in
-            let job: JSONValue = ["stages": [["task": "noop"]]]
-            let before = try await server.enqueue(job, query: "?unchecked=true")
-            _ = try await server.job(before) { $0["state"] == "completed" }
+        try await withLocalPostgres(LocalPostgres.Options()) { cluster in
+            try await withServer(baseURL: cluster.url) { server async throws in
+                let job: JSONValue = ["stages": [["task": "noop"]]]
+                let before = try await server.enqueue(job, query: "?unchecked=true")
+                _ = try await server.job(before) { $0["state"] == "completed" }
 
-            try await cluster.stopServer(mode: mode)
-            let over = ContinuousClock.now + .seconds(seconds)
-            var asked = 0
-            while ContinuousClock.now < over {
-                for (method, target, body) in [
-                    (HTTPMethod.GET, "/v1/queues", nil), (.POST, "/v1/jobs?unchecked=true", job),
-                    (.GET, "/v1/jobs/\(before)", nil), (.GET, "/readyz", nil),
-                ] as [(HTTPMethod, String, JSONValue?)] {
-                    let sent = ContinuousClock.now
-                    let reply = try await server.call(method, target, body: body)
-                    let took = sent.duration(to: .now)
-                    asked += 1
-                    #expect(reply.status == 503, "\(method) \(target): \(reply.status) \(reply.text)")
-                    #expect(took < .seconds(2.5), "\(method) \(target) answered after \(took)")
-                    if target == "/readyz" {
-                        #expect(reply["type"] == "urn:baton:problem:not-ready")
-                    } else {
-                        #expect(reply["type"] == "urn:baton:problem:database-unavailable", "\(reply.text)")
-                        #expect(reply.headers.first(name: "Retry-After") == "1")
+                try await cluster.stopServer(mode: mode)
+                let over = ContinuousClock.now + .seconds(seconds)
+                var asked = 0
+                while ContinuousClock.now < over {
+                    for (method, target, body) in [
+                        (HTTPMethod.GET, "/v1/queues", nil), (.POST, "/v1/jobs?unchecked=true", job),
+                        (.GET, "/v1/jobs/\(before)", nil), (.GET, "/readyz", nil),
+                    ] as [(HTTPMethod, String, JSONValue?)] {
+                        let sent = ContinuousClock.now
+                        let reply = try await server.call(method, target, body: body)
+                        let took = sent.duration(to: .now)
+                        asked += 1
+                        #expect(reply.status == 503, "\(method) \(target): \(reply.status) \(reply.text)")
+                        #expect(took < .seconds(2.5), "\(method) \(target) answered after \(took)")
+                        if target == "/readyz" {
+                            #expect(reply["type"] == "urn:baton:problem:not-ready")
+                        } else {
+                            #expect(reply["type"] == "urn:baton:problem:database-unavailable", "\(reply.text)")
+                            #expect(reply.headers.first(name: "Retry-After") == "1")
+                        }
                     }
                 }
-            }
-            #expect(asked >= 4)
+                #expect(asked >= 4)
 
-            try await cluster.startServer()
-            let back = ContinuousClock.now
-            var status = 0
-            while status != 200 {
-                status = try await server.call(.GET, "/v1/queues").status
-                #expect(status == 200 || status == 503)
+                try await cluster.startServer()
+                let back = ContinuousClock.now
+                var status = 0
+                while status != 200 {
+                    status = try await server.call(.GET, "/v1/queues").status
+                    #expect(status == 200 || status == 503)
+                }
+                #expect(
+                    back.duration(to: .now) < .seconds(2.5), "the first success came \(back.duration(to: .now)) after")
+                #expect(try await server.call(.GET, "/readyz").status == 200)
+                let after = try await server.enqueue(job, query: "?unchecked=true")
+                _ = try await server.job(after) { $0["state"] == "completed" }
             }
-            #expect(back.duration(to: .now) < .seconds(2.5), "the first success came \(back.duration(to: .now)) after")
-            #expect(try await server.call(.GET, "/readyz").status == 200)
-            let after = try await server.enqueue(job, query: "?unchecked=true")
-            _ = try await server.job(after) { $0["state"] == "completed" }
         }
     }
 }

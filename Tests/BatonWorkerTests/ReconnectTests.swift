@@ -12,14 +12,7 @@ struct ReconnectTests {
     @Test(arguments: ["fast", "immediate"])
     func theWorkerCarriesOnAfterTheDatabaseRestarts(mode: String) async throws {
         // Durable settings: an immediate shutdown is a crash, and must not lose what was committed.
-        let server = try await LocalPostgres.start(LocalPostgres.Options())
-        do {
-            try await run(mode: mode, server: server)
-        } catch {
-            await server.shutdown()
-            throw error
-        }
-        await server.shutdown()
+        try await withLocalPostgres { server in try await run(mode: mode, server: server) }
     }
 
     func run(mode: String, server: LocalPostgres) async throws {
@@ -50,44 +43,44 @@ extension ReconnectTests {
     /// every job enqueued completes (none is left running under a worker that never received it,
     /// no loop of the worker is left waiting for a connection that is gone).
     @Test func theWorkerCarriesOnAfterItsConnectionsAreKilledAgainAndAgain() async throws {
-        let server = try await LocalPostgres.start(LocalPostgres.Options(fast: true))
-        defer { server.stop() }
-        try await TestDatabase.with(baseURL: server.url) { db async throws in
-            try await withWorker(db, tasks: testTasks) { baton, _ async throws in
-                let killer = try await PostgresConnection.connect(
-                    configuration: db.configuration.connectionConfiguration, id: 1, logger: db.logger)
-                var ids: [Int64] = []
-                let stop = ContinuousClock.now + .seconds(5)
-                var number = 0
-                while ContinuousClock.now < stop {
-                    number += 1
-                    let chain = Chain(input: number).then(SleepThenAdd(ms: 5, n: 1)).then(
-                        Add(n: 1), lane: "l-\(number % 3)")
-                    if let job = try? await baton.enqueue(chain) { ids.append(job.id) }
-                    _ = try? await killer.query(
-                        """
-                        SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-                        WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()
-                        """, logger: db.logger)
-                    try await Task.sleep(for: .milliseconds(100))
-                }
-                try await killer.close()
-                #expect(ids.count > 10)
-                do {
-                    try await eventually(timeout: .seconds(60), "every job enqueued to complete") {
-                        var completed = 0
-                        for id in ids where try await db.store.job(id)?.state == .completed { completed += 1 }
-                        return completed == ids.count
+        try await withLocalPostgres(LocalPostgres.Options(fast: true)) { server in
+            try await TestDatabase.with(baseURL: server.url) { db async throws in
+                try await withWorker(db, tasks: testTasks) { baton, _ async throws in
+                    let killer = try await PostgresConnection.connect(
+                        configuration: db.configuration.connectionConfiguration, id: 1, logger: db.logger)
+                    var ids: [Int64] = []
+                    let stop = ContinuousClock.now + .seconds(5)
+                    var number = 0
+                    while ContinuousClock.now < stop {
+                        number += 1
+                        let chain = Chain(input: number).then(SleepThenAdd(ms: 5, n: 1)).then(
+                            Add(n: 1), lane: "l-\(number % 3)")
+                        if let job = try? await baton.enqueue(chain) { ids.append(job.id) }
+                        _ = try? await killer.query(
+                            """
+                            SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+                            WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()
+                            """, logger: db.logger)
+                        try await Task.sleep(for: .milliseconds(100))
                     }
-                } catch {
-                    let states = try await db.values(
-                        """
-                        SELECT state::text || ' stage ' || stage || ' lane ' || coalesce(lane, '-') || ' worker '
-                            || coalesce(worker_id, '-') || ' attempt ' || attempt || ' errors ' || errors::text
-                        FROM \(unescaped: db.configuration.schema).jobs WHERE state <> 'completed'
-                        """, as: String.self)
-                    Issue.record("not completed: \(states.joined(separator: "\n"))")
-                    throw error
+                    try await killer.close()
+                    #expect(ids.count > 10)
+                    do {
+                        try await eventually(timeout: .seconds(60), "every job enqueued to complete") {
+                            var completed = 0
+                            for id in ids where try await db.store.job(id)?.state == .completed { completed += 1 }
+                            return completed == ids.count
+                        }
+                    } catch {
+                        let states = try await db.values(
+                            """
+                            SELECT state::text || ' stage ' || stage || ' lane ' || coalesce(lane, '-') || ' worker '
+                                || coalesce(worker_id, '-') || ' attempt ' || attempt || ' errors ' || errors::text
+                            FROM \(unescaped: db.configuration.schema).jobs WHERE state <> 'completed'
+                            """, as: String.self)
+                        Issue.record("not completed: \(states.joined(separator: "\n"))")
+                        throw error
+                    }
                 }
             }
         }

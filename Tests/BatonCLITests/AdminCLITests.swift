@@ -1,5 +1,6 @@
 import Baton
 import BatonAPI
+import BatonServerTestSupport
 import BatonTestSupport
 import Foundation
 import Testing
@@ -8,31 +9,13 @@ import Testing
 /// a control plane and a worker on loopback, on real jobs.
 @Suite(.timeLimit(.minutes(3)))
 struct AdminCLITests {
-    struct Run {
-        var status: Int32
-        var out: String
-        var err: String
-
-        /// Standard output decoded as the API's JSON.
-        func json<T: Decodable>(_ type: T.Type) throws -> T {
-            try JSONValue(parsing: out).decode(as: T.self)
-        }
-
-        var lines: [Substring] { out.split(separator: "\n") }
-    }
+    typealias Run = TestServer.CLIRun
 
     /// Runs `baton` with `arguments` against `server`, as `token`.
     static func baton(
         _ arguments: [String], _ server: TestServer, token: String? = Token.admin, input: String? = nil
     ) async throws -> Run {
-        let child = try await ChildProcess(
-            try ChildProcess.builtBinary("baton"), arguments,
-            environment: [
-                "BATON_URL": server.base, "BATON_TOKEN": token, "BATON_API_TOKEN": nil, "NO_COLOR": nil,
-                "COLUMNS": nil,
-            ], input: input)
-        let status = try await child.waitForExit(timeout: .seconds(90))
-        return Run(status: status, out: child.standardOutput, err: child.standardError)
+        try await server.baton(arguments, token: token, input: input)
     }
 
     /// Runs `baton` under `script`, so that its output goes to a terminal (standard output and

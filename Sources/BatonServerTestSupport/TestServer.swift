@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Baton
 import BatonAPI
 import BatonPostgres
+import BatonServer
 import BatonTestSupport
 import BatonWorker
 import Foundation
@@ -13,40 +14,42 @@ import Prometheus
 import ServiceLifecycle
 import Testing
 
-@testable import BatonServer
-
 /// The tokens every test server accepts.
-enum Token {
-    static let admin = "admin-token-1"
-    static let enqueue = "enqueue-token-1"
-    static let otherEnqueue = "enqueue-token-2"
-    static let read = "read-token-1"
+package enum Token {
+    package static let admin = "admin-token-1"
+    package static let enqueue = "enqueue-token-1"
+    package static let otherEnqueue = "enqueue-token-2"
+    package static let read = "read-token-1"
 
-    static let all = APITokens([
+    package static let all = APITokens([
         (.admin, admin), (.enqueue, enqueue), (.enqueue, otherEnqueue), (.read, read),
     ])
 }
 
 /// One answer from the server.
-struct Reply: Sendable {
-    var status: Int
-    var headers: HTTPHeaders
-    var text: String
-    var json: JSONValue
+package struct Reply: Sendable {
+    package init(status: Int, headers: HTTPHeaders, text: String, json: JSONValue) {
+        (self.status, self.headers, self.text, self.json) = (status, headers, text, json)
+    }
 
-    subscript(key: String) -> JSONValue? { json[key] }
+    package var status: Int
+    package var headers: HTTPHeaders
+    package var text: String
+    package var json: JSONValue
+
+    package subscript(key: String) -> JSONValue? { json[key] }
 }
 
 /// A control plane on loopback with a real HTTP client, over a fresh schema.
-struct TestServer: Sendable {
-    let base: String
-    let db: TestDatabase
-    let client: BatonClient
+package struct TestServer: Sendable {
+    package let base: String
+    package let db: TestDatabase
+    package let client: BatonClient
 
     /// Sends a request; `body` is sent as JSON, `raw` as is. Every refusal must be a problem
     /// (RFC 9457) of one of Baton's types, which the test records an issue for otherwise.
     @discardableResult
-    func call(
+    package func call(
         _ method: HTTPMethod, _ target: String, token: String? = Token.admin, body: JSONValue? = nil,
         raw: String? = nil, headers: [(String, String)] = [], sourceLocation: SourceLocation = #_sourceLocation
     ) async throws -> Reply {
@@ -75,14 +78,14 @@ struct TestServer: Sendable {
     }
 
     /// Enqueues `job` (JSON) and returns its id; fails the test unless it was created.
-    func enqueue(_ job: JSONValue, query: String = "", token: String = Token.admin) async throws -> Int64 {
+    package func enqueue(_ job: JSONValue, query: String = "", token: String = Token.admin) async throws -> Int64 {
         let reply = try await call(.POST, "/v1/jobs" + query, token: token, body: job)
         try #require(reply.status == 201, "\(reply.text)")
         return try #require(reply["id"].flatMap(\.int64))
     }
 
     /// Reads the job until `condition` holds.
-    func job(_ id: Int64, until condition: @Sendable (JSONValue) -> Bool) async throws -> JSONValue {
+    package func job(_ id: Int64, until condition: @Sendable (JSONValue) -> Bool) async throws -> JSONValue {
         let reply = try await call(.GET, "/v1/jobs/\(id)?wait=20s")
         if condition(reply.json) { return reply.json }
         var last = reply.json
@@ -94,16 +97,47 @@ struct TestServer: Sendable {
     }
 }
 
+extension TestServer {
+    /// What a run of the `baton` executable did.
+    package struct CLIRun: Sendable {
+        package var status: Int32
+        package var out: String
+        package var err: String
+
+        package init(status: Int32, out: String, err: String) { (self.status, self.out, self.err) = (status, out, err) }
+
+        /// Standard output decoded as the API's JSON.
+        package func json<T: Decodable>(_ type: T.Type) throws -> T {
+            try JSONValue(parsing: out).decode(as: T.self)
+        }
+
+        package var lines: [Substring] { out.split(separator: "\n") }
+    }
+
+    /// Runs the built `baton` with `arguments` against this server, as `token`.
+    package func baton(_ arguments: [String], token: String? = Token.admin, input: String? = nil) async throws
+        -> CLIRun
+    {
+        let child = try await ChildProcess(
+            try ChildProcess.builtBinary("baton"), arguments,
+            environment: [
+                "BATON_URL": base, "BATON_TOKEN": token, "BATON_API_TOKEN": nil, "NO_COLOR": nil, "COLUMNS": nil,
+            ], input: input)
+        let status = try await child.waitForExit(timeout: .seconds(90))
+        return CLIRun(status: status, out: child.standardOutput, err: child.standardError)
+    }
+}
+
 extension JSONValue {
-    var int64: Int64? {
+    package var int64: Int64? {
         numberValue?.integer()
     }
 
-    var items: [JSONValue] { arrayValue ?? [] }
+    package var items: [JSONValue] { arrayValue ?? [] }
 }
 
 /// Metrics go to one registry per test process (swift-metrics is bootstrapped once).
-let testRegistry: PrometheusCollectorRegistry = {
+package let testRegistry: PrometheusCollectorRegistry = {
     let registry = PrometheusCollectorRegistry()
     MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
     return registry
@@ -111,7 +145,7 @@ let testRegistry: PrometheusCollectorRegistry = {
 
 /// Runs a server (and, unless `worker` is nil, a worker with `tasks`) over a fresh schema while
 /// `body` runs.
-func withServer<T: Sendable>(
+package func withServer<T: Sendable>(
     worker tasks: TaskRegistry? = serverTestTasks, workerLogger: Logger? = nil, schema: String? = nil,
     baseURL: String? = nil,
     configure: @Sendable (inout ServerConfiguration) -> Void = { _ in },

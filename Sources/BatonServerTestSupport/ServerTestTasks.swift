@@ -1,0 +1,66 @@
+import Baton
+import BatonWorker
+import Foundation
+import Synchronization
+
+/// The built-in tasks and the test tasks below.
+package let serverTestTasks: TaskRegistry = {
+    var tasks = TaskRegistry()
+    tasks.register(Add.self)
+    tasks.register(Sum.self)
+    tasks.register(FailFirst.self)
+    tasks.register(Carry.self)
+    // What a stage sees: its input, args, the job's metadata and the first stage's output.
+    tasks.register(name: "echo") { args, input, context in
+        ["input": input, "args": args, "metadata": context.metadata, "first": context.output(at: 0) ?? nil]
+    }
+    return tasks
+}()
+
+/// Hands on numbers a typed task reads as Swift's exact types.
+package struct Carry: BatonTask {
+    package static let name = "carry"
+
+    package struct Numbers: Codable, Sendable {
+        package var id: Int64
+        package var count: UInt64
+        package var price: Decimal
+        package var big: JSONValue
+        package var rest: [String: JSONValue]
+
+        package init(id: Int64, count: UInt64, price: Decimal, big: JSONValue, rest: [String: JSONValue]) {
+            (self.id, self.count, self.price, self.big, self.rest) = (id, count, price, big, rest)
+        }
+    }
+
+    package init() {}
+
+    package func run(_ input: Numbers, context: StageContext) async throws -> Numbers { input }
+}
+
+package struct Add: BatonTask {
+    package static let name = "add"
+    package var n: Int
+    package init(n: Int) { self.n = n }
+    package func run(_ input: Int, context: StageContext) async throws -> Int { input + n }
+}
+
+package struct Sum: BatonTask {
+    package static let name = "sum"
+    package init() {}
+    package func run(_ input: [Int], context: StageContext) async throws -> Int { input.reduce(0, +) }
+}
+
+/// Fails for good the first time it runs for a given `key`, then returns its input: a job
+/// discarded once that succeeds when retried.
+package struct FailFirst: BatonTask {
+    package static let name = "fail-first"
+    package var key: String
+    package static let seen = Mutex(Set<String>())
+    package init(key: String) { self.key = key }
+
+    package func run(_ input: Int, context: StageContext) async throws -> Int {
+        if Self.seen.withLock({ $0.insert(key).inserted }) { throw TaskFailure.permanent("first run of \(key) fails") }
+        return input
+    }
+}

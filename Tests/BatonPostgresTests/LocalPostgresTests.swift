@@ -1,0 +1,20 @@
+import BatonTestSupport
+import Foundation
+import LocalPostgres
+import Testing
+
+/// The private PostgreSQL of `baton dev` and the tests.
+@Suite struct LocalPostgresTests {
+    /// Stopping returns once the server has gone, not at its 30 s deadline: here the server is a
+    /// zombie until PID 1 reaps it, and a container's PID 1 may never do so.
+    @Test func stoppingReturnsOnceTheServerHasGoneAndLeavesNothingBehind() async throws {
+        for blocking in [false, true] {
+            let cluster = try await LocalPostgres.start(LocalPostgres.Options(fast: true))
+            let took = await ContinuousClock().measure {
+                if blocking { cluster.stop() } else { await cluster.shutdown() }
+            }
+            #expect(took < .seconds(15), "stopping took \(took)")
+            #expect(!FileManager.default.fileExists(atPath: cluster.socketDirectory.deletingLastPathComponent().path))
+        }
+    }
+}

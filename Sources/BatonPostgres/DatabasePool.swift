@@ -287,12 +287,11 @@ public final class DatabasePool: Service, Sendable {
                 let cause = DatabaseConfiguration.describe(error)
                 let (first, waiters) = state.withLock { state in
                     let first = state.away == nil
-                    if first {
-                        state.current.servedWhileAway.store(false, ordering: .relaxed)
-                        state.away = Away(
-                            since: .now,
-                            description: "the database at \(configuration.displayAddress) cannot be reached: \(cause)")
-                    }
+                    if first { state.current.servedWhileAway.store(false, ordering: .relaxed) }
+                    // The latest cause: "shutting down" at first, "connection refused" once it has.
+                    state.away = Away(
+                        since: state.away?.since ?? .now,
+                        description: "the database at \(configuration.displayAddress) cannot be reached: \(cause)")
                     return (first, state.takeWaiters())
                 }
                 for waiter in waiters { waiter.resume(returning: false) }

@@ -91,7 +91,7 @@ public final class DatabasePool: Service, Sendable {
     }
 
     /// After an outage: a new `PostgresClient`, running before it is handed out, then the old one
-    /// closed. Not if the old one has served a statement since the database went away, or has
+    /// closed. Not if the old one has served a statement since the last failed probe, or has
     /// connections in use: it has not lost them all (the server refused only new connections, as
     /// when `max_connections` is reached), and its connections will do.
     private func replaceIfAway(in group: inout DiscardingTaskGroup) {
@@ -186,15 +186,22 @@ public final class DatabasePool: Service, Sendable {
                         let inUse = Meter(label: "baton_db_connections_in_use")
                         inUse.increment()
                         generation.leased.add(1, ordering: .relaxed)
-                        generation.servedWhileAway.store(true, ordering: .relaxed)
                         defer {
                             generation.leased.subtract(1, ordering: .relaxed)
                             inUse.decrement()
                         }
+                        // Served: the database answered on this pool's connection. Not merely
+                        // leased: a connection the pool does not yet know is dead is leased too,
+                        // and the pool would then be kept after an outage (see `replaceIfAway`).
                         do {
-                            return try await body(connection)
+                            let result = try await body(connection)
+                            generation.servedWhileAway.store(true, ordering: .relaxed)
+                            return result
                         } catch  where error.isConnectionLoss {
                             self.suspect()
+                            throw error
+                        } catch {
+                            generation.servedWhileAway.store(true, ordering: .relaxed)
                             throw error
                         }
                     }
@@ -287,7 +294,10 @@ public final class DatabasePool: Service, Sendable {
                 let cause = DatabaseConfiguration.describe(error)
                 let (first, waiters) = state.withLock { state in
                     let first = state.away == nil
-                    if first { state.current.servedWhileAway.store(false, ordering: .relaxed) }
+                    // Served since the last failed probe: a pool whose connections were still
+                    // answering when the first probe failed (a fast shutdown terminates sessions
+                    // after it refuses new ones) has not shown that it still serves.
+                    state.current.servedWhileAway.store(false, ordering: .relaxed)
                     // The latest cause: "shutting down" at first, "connection refused" once it has.
                     state.away = Away(
                         since: state.away?.since ?? .now,

@@ -14,14 +14,21 @@ public func withRunningServices<T: Sendable>(
             try await group.run()
             return nil
         }
-        let result: Result<T, any Error>
-        do {
-            result = .success(try await body())
-        } catch {
-            result = .failure(error)
+        return try await run(body) {
+            await group.triggerGracefulShutdown()
+            try await running.waitForAll()
         }
-        await group.triggerGracefulShutdown()
-        try await running.waitForAll()
-        return try result.get()
     }
+}
+
+/// Runs `body`, then `cleanup` whether `body` threw or not; `body`'s error is the one thrown.
+func run<T>(_ body: () async throws -> T, thenAlways cleanup: () async throws -> Void) async throws -> T {
+    let result: Result<T, any Error>
+    do {
+        result = .success(try await body())
+    } catch {
+        result = .failure(error)
+    }
+    try await cleanup()
+    return try result.get()
 }

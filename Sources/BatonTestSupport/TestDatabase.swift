@@ -120,14 +120,7 @@ public func withLocalPostgres<T>(
     _ options: LocalPostgres.Options = LocalPostgres.Options(), _ body: (LocalPostgres) async throws -> T
 ) async throws -> T {
     let cluster = try await LocalPostgres.start(options)
-    let result: Result<T, any Error>
-    do {
-        result = .success(try await body(cluster))
-    } catch {
-        result = .failure(error)
-    }
-    await cluster.shutdown()
-    return try result.get()
+    return try await run({ try await body(cluster) }, thenAlways: { await cluster.shutdown() })
 }
 
 /// Runs `body` with a PgBouncer in front of `server`, then shuts it down, awaited.
@@ -136,12 +129,5 @@ public func withLocalPgBouncer<T>(
     _ body: (LocalPgBouncer) async throws -> T
 ) async throws -> T {
     let bouncer = try await LocalPgBouncer.start(in: server, mode: mode, poolSize: poolSize)
-    let result: Result<T, any Error>
-    do {
-        result = .success(try await body(bouncer))
-    } catch {
-        result = .failure(error)
-    }
-    await bouncer.shutdown()
-    return try result.get()
+    return try await run({ try await body(bouncer) }, thenAlways: { await bouncer.shutdown() })
 }

@@ -65,7 +65,7 @@ public final class LocalPgBouncer: Sendable {
         let deadline = Date().addingTimeInterval(10)
         while !bouncer.accepts() {
             guard Date() < deadline else {
-                bouncer.stop()
+                await bouncer.shutdown()
                 throw LocalPostgresError("pgbouncer did not listen on \(port): \(bouncer.log)")
             }
             try await Task.sleep(for: .milliseconds(20))
@@ -93,22 +93,9 @@ public final class LocalPgBouncer: Sendable {
         }
     }
 
-    /// Stops PgBouncer and removes its files, blocking the calling thread (for a `defer`); a task
-    /// calls ``shutdown()``. SIGTERM is an immediate shutdown up to PgBouncer 1.22 and waits for
-    /// clients to leave from 1.23 on: so SIGTERM, and SIGKILL should it still be there after 2 s.
-    public func stop() {
-        if let pid = bouncer() {
-            kill(pid, SIGTERM)
-            for _ in 0..<200 where !LocalPostgres.hasExited(pid) { usleep(10_000) }
-            if !LocalPostgres.hasExited(pid) {
-                kill(pid, SIGKILL)
-                for _ in 0..<200 where !LocalPostgres.hasExited(pid) { usleep(10_000) }
-            }
-        }
-        try? FileManager.default.removeItem(at: directory)
-    }
-
-    /// `stop()`, awaited.
+    /// Stops PgBouncer and removes its files. SIGTERM is an immediate shutdown up to PgBouncer
+    /// 1.22 and waits for clients to leave from 1.23 on: so SIGTERM, and SIGKILL should it still be
+    /// there after 2 s.
     public func shutdown() async {
         if let pid = bouncer() {
             kill(pid, SIGTERM)

@@ -178,9 +178,13 @@ public struct BatonHTTPClient: Sendable {
     }
 
     /// Pauses (`true`) or resumes a queue.
-    public func setPaused(_ paused: Bool, queue: String) async throws {
+    /// Pauses or resumes `queue`. A pause of a queue that no job is in and no worker serves is
+    /// refused (``BatonProblem/Kind/unknownQueue``) unless `unchecked`.
+    public func setPaused(_ paused: Bool, queue: String, unchecked: Bool = false) async throws {
         if paused {
-            let output = try await call { try await client.pauseQueue(path: .init(name: queue)) }
+            let output = try await call {
+                try await client.pauseQueue(path: .init(name: queue), query: .init(unchecked: unchecked ? true : nil))
+            }
             guard case .ok = output else { throw Self.unexpected(output) }
         } else {
             let output = try await call { try await client.resumeQueue(path: .init(name: queue)) }

@@ -52,6 +52,7 @@ public struct BatonProblem: Error, Sendable, Hashable, CustomStringConvertible {
         case idempotencyKeyTaken = "idempotency-key-taken"
         case bodyTooLarge = "body-too-large"
         case unknownTask = "unknown-task"
+        case unknownQueue = "unknown-queue"
         case databaseUnavailable = "database-unavailable"
         case notReady = "not-ready"
         case `internal`

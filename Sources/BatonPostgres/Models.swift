@@ -88,6 +88,9 @@ public struct JobRecord: Sendable {
     public var memberIndex: Int?
     public var idempotencyKey: String?
     public var enqueuedBy: String?
+    /// Why it is not running now, if it has not finished; filled by reads of one job
+    /// (``BatonClient/job(_:)``), not by listings.
+    public var waitingFor: [WaitReason] = []
 
     /// The chain's final output, once completed.
     public var output: JSONValue? {

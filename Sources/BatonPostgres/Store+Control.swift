@@ -107,15 +107,31 @@ extension Store {
 
     /// Pauses or resumes a queue: workers claim nothing from a paused queue (running stages finish).
     /// Resuming wakes the queue's workers.
-    package func setPaused(_ paused: Bool, queue: String) async throws {
+    ///
+    /// Pausing a queue that no job is in and no registered worker serves pauses nothing and
+    /// returns false, unless `unchecked`: a misspelled name would otherwise leave the real queue
+    /// running while its operator believes it paused. (A queue's jobs have no index of their own
+    /// but the available ones: an unknown name costs a scan of the table, once, on refusal.)
+    @discardableResult
+    package func setPaused(_ paused: Bool, queue: String, unchecked: Bool = false) async throws -> Bool {
         if paused {
-            try await pool.perform(
-                "INSERT INTO \(unescaped: schema).paused_queues (queue) VALUES (\(queue)) ON CONFLICT DO NOTHING",
-                logger: logger)
+            let rows = try await pool.rows(
+                """
+                INSERT INTO \(unescaped: schema).paused_queues (queue)
+                SELECT \(queue) WHERE \(unchecked)
+                    OR EXISTS (SELECT 1 FROM \(unescaped: schema).paused_queues WHERE queue = \(queue))
+                    OR EXISTS (SELECT 1 FROM \(unescaped: schema).workers WHERE \(queue) = ANY (queues))
+                    OR EXISTS (SELECT 1 FROM \(unescaped: schema).jobs WHERE queue = \(queue) AND state = 'available')
+                    OR EXISTS (SELECT 1 FROM \(unescaped: schema).jobs WHERE queue = \(queue))
+                ON CONFLICT (queue) DO UPDATE SET paused_at = paused_queues.paused_at
+                RETURNING 1
+                """, logger: logger)
+            return !rows.isEmpty
         } else {
             try await pool.perform(
                 "DELETE FROM \(unescaped: schema).paused_queues WHERE queue = \(queue)", logger: logger)
             try await notify(["q:" + queue])
+            return true
         }
     }
 

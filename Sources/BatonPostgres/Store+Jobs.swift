@@ -5,10 +5,14 @@ import PostgresNIO
 extension Store {
     // MARK: inspect
 
-    /// The job with this id, or nil.
+    /// The job with this id, with why it is not running (``JobRecord/waitingFor``), or nil.
     package func job(_ id: Int64) async throws -> JobRecord? {
-        try await fetchJob(
-            "SELECT \(unescaped: Self.recordColumns) FROM \(unescaped: schema).jobs WHERE id = \(id)", changes: false)
+        let rows = try await pool.read(
+            """
+            SELECT \(unescaped: Self.recordColumns), \(unescaped: waitFacts)
+            FROM \(unescaped: schema).jobs j WHERE id = \(id)
+            """, logger: logger)
+        return try rows.first.map { try Self.jobRecord($0, waitFactsAt: 21) }
     }
 
     /// The job with this id and its group members, read in one statement: one snapshot, so that
@@ -17,7 +21,7 @@ extension Store {
     package func jobWithMembers(_ id: Int64) async throws -> (job: JobRecord, members: [MemberRecord])? {
         let rows = try await pool.read(
             """
-            SELECT \(unescaped: Self.recordColumns),
+            SELECT \(unescaped: Self.recordColumns), \(unescaped: waitFacts),
                 (SELECT json_agg(json_build_array(m.parent_stage, m.member_index, m.id, m.state, m.attempt,
                         CASE WHEN m.state = 'completed' THEN m.results -> 0 -> 'output' END, m.errors)
                     ORDER BY m.parent_stage, m.member_index)
@@ -25,8 +29,8 @@ extension Store {
             FROM \(unescaped: schema).jobs j WHERE id = \(id)
             """, logger: logger)
         guard let row = rows.first else { return nil }
-        let job = try Self.jobRecord(row)
-        let members = try JSONValue(parsing: try Array(row)[21].decode(String?.self) ?? "[]").arrayValue ?? []
+        let job = try Self.jobRecord(row, waitFactsAt: 21)
+        let members = try JSONValue(parsing: try Array(row)[22].decode(String?.self) ?? "[]").arrayValue ?? []
         return (
             job,
             try members.map { member in
@@ -59,19 +63,42 @@ extension Store {
         member_index, idempotency_key, enqueued_by
         """
 
-    private func fetchJob(_ query: PostgresQuery, changes: Bool) async throws -> JobRecord? {
-        let rows = try await changes ? pool.rows(query, logger: logger) : pool.read(query, logger: logger)
-        return try rows.first.map(Self.jobRecord)
+    /// A column of `j`'s ``WaitFacts`` as JSON text, null once it has finished: whether its queue
+    /// is paused; how many live workers serve the queue and, of those, its current task; for a job
+    /// waiting in a lane, the lane's head and how many wait ahead of it (both index look-ups).
+    private var waitFacts: String {
+        """
+        CASE WHEN j.state IN ('scheduled', 'available', 'retryable', 'waiting') THEN (
+            SELECT json_build_object(
+                'paused', EXISTS (SELECT 1 FROM \(schema).paused_queues p WHERE p.queue = j.queue),
+                'queue_workers', count(*),
+                'task_workers', count(*) FILTER (WHERE j.chain -> j.stage ->> 'task' = ANY (w.tasks)),
+                'pending', j.pending,
+                'head', (SELECT json_build_array(h.id, h.state, h.run_at) FROM \(schema).jobs h
+                         WHERE j.state = 'waiting' AND h.lane = j.lane
+                           AND h.state IN ('available', 'running', 'retryable')),
+                'ahead', (SELECT count(*) FROM \(schema).jobs a
+                          WHERE j.state = 'waiting' AND a.lane = j.lane AND a.state = 'waiting'
+                            AND (a.lane_ready_at, a.id) < (j.lane_ready_at, j.id)))
+            FROM \(schema).workers w
+            WHERE j.queue = ANY (w.queues) AND w.heartbeat_at > now() - w.lease)::text
+        END
+        """
     }
 
-    /// A row that starts with `recordColumns`.
-    private static func jobRecord(_ row: PostgresRow) throws -> JobRecord {
+    private func fetchJob(_ query: PostgresQuery, changes: Bool) async throws -> JobRecord? {
+        let rows = try await changes ? pool.rows(query, logger: logger) : pool.read(query, logger: logger)
+        return try rows.first.map { try Self.jobRecord($0) }
+    }
+
+    /// A row that starts with `recordColumns`, with `waitFacts` at `waitFactsAt` if given.
+    private static func jobRecord(_ row: PostgresRow, waitFactsAt factsColumn: Int? = nil) throws -> JobRecord {
         do {
             let (id, queue, priority, state, runAt, createdAt, attemptedAt, finishedAt, chain, stage) =
                 try row.decode((Int64, String, Int, String, Date, Date, Date?, Date?, String, Int).self)
             let columns = Array(row)
             func text(_ index: Int) throws -> String? { try columns[index].decode(String?.self) }
-            return JobRecord(
+            var job = JobRecord(
                 id: id, queue: queue, priority: priority, state: JobState(rawValue: state) ?? .available,
                 runAt: runAt, createdAt: createdAt, attemptedAt: attemptedAt, finishedAt: finishedAt,
                 // A chain written around the Swift API may not decode: show the job anyway.
@@ -84,7 +111,28 @@ extension Store {
                 lane: try text(15), workerID: try text(16),
                 parentID: try columns[17].decode(Int64?.self), memberIndex: try columns[18].decode(Int?.self),
                 idempotencyKey: try text(19), enqueuedBy: try text(20))
+            if let factsColumn, let facts = try text(factsColumn) {
+                job.waitingFor = WaitReason.reasons(for: job, facts: try waitFacts(JSONValue(parsing: facts)))
+            }
+            return job
         }
+    }
+
+    /// `waitFacts` as read.
+    private static func waitFacts(_ json: JSONValue) throws -> WaitFacts {
+        var head: WaitFacts.LaneHead?
+        if let fields = json["head"]?.arrayValue, fields.count == 3 {
+            head = WaitFacts.LaneHead(
+                id: try fields[0].decode(as: Int64.self),
+                state: JobState(rawValue: fields[1].stringValue ?? "") ?? .available,
+                runAt: RFC3339.parse(fields[2].stringValue ?? "") ?? Date())
+        }
+        return WaitFacts(
+            queuePaused: json["paused"] == .bool(true),
+            queueWorkers: try json["queue_workers"]?.decode(as: Int.self) ?? 0,
+            taskWorkers: try json["task_workers"]?.decode(as: Int.self) ?? 0, laneHead: head,
+            laneAhead: try json["ahead"]?.decode(as: Int.self) ?? 0,
+            pendingMembers: json["pending"] == .null ? nil : try json["pending"]?.decode(as: Int.self))
     }
 
     /// Ids of the group members of `parent` at `stage`, in member order.

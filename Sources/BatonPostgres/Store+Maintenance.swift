@@ -111,14 +111,17 @@ extension Store {
 extension Store {
     // MARK: workers
 
-    /// Records (or refreshes) a worker: what it serves, and its first heartbeat.
-    package func registerWorker(id: String, host: String, pid: Int, queues: [String], tasks: [String]) async throws {
+    /// Records (or refreshes) a worker: what it serves, its lease (it counts as live while its
+    /// last heartbeat is younger), and its first heartbeat.
+    package func registerWorker(
+        id: String, host: String, pid: Int, queues: [String], tasks: [String], lease: Duration = .seconds(15)
+    ) async throws {
         try await pool.perform(
             """
-            INSERT INTO \(unescaped: schema).workers (id, host, pid, queues, tasks)
-            VALUES (\(id), \(host), \(pid), \(queues), \(tasks))
+            INSERT INTO \(unescaped: schema).workers (id, host, pid, queues, tasks, lease)
+            VALUES (\(id), \(host), \(pid), \(queues), \(tasks), \(lease.milliseconds) * interval '1 millisecond')
             ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid, queues = excluded.queues,
-                tasks = excluded.tasks, heartbeat_at = now()
+                tasks = excluded.tasks, lease = excluded.lease, heartbeat_at = now()
             """, logger: logger)
     }
 
@@ -155,18 +158,28 @@ extension Store {
             """, logger: logger)
     }
 
-    /// Task names served by workers seen within `within`.
-    package func liveTaskNames(within: Duration) async throws -> Set<String> {
+    /// The registered workers seen within `window` or their own lease, and the paused queues:
+    /// what the control plane checks an enqueue against. One statement on two small tables.
+    package func workersServing(within window: Duration) async throws -> WorkersServing {
         let rows = try await pool.read(
             """
-            SELECT DISTINCT unnest(tasks) FROM \(unescaped: schema).workers
-            WHERE heartbeat_at > now() - \(within.milliseconds) * interval '1 millisecond'
+            SELECT (SELECT coalesce(json_agg(json_build_array(queues, tasks, heartbeat_at > now() - lease)), '[]')
+                    FROM \(unescaped: schema).workers
+                    WHERE heartbeat_at > now() - greatest(lease, \(window.milliseconds) * interval '1 millisecond'))::text,
+                   (SELECT coalesce(array_agg(queue), '{}') FROM \(unescaped: schema).paused_queues)
             """, logger: logger)
-        var names = Set<String>()
-        for row in rows {
-            let name = try row.decode(String.self)
-            names.insert(name)
-        }
-        return names
+        guard let row = rows.first else { return WorkersServing(workers: [], paused: []) }
+        let (workers, paused) = try row.decode((String, [String]).self)
+        return WorkersServing(
+            workers: try (JSONValue(parsing: workers).arrayValue ?? []).map { worker in
+                let fields = worker.arrayValue ?? []
+                guard fields.count == 3 else {
+                    throw BatonError.invalidChain(path: "workers", reason: "unreadable worker row")
+                }
+                return WorkersServing.Worker(
+                    queues: try fields[0].decode(as: [String].self),
+                    tasks: Set(try fields[1].decode(as: [String].self)),
+                    live: fields[2] == .bool(true))
+            }, paused: Set(paused))
     }
 }

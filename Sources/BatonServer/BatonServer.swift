@@ -29,7 +29,7 @@ public struct BatonServer: Service {
         logger: Logger, onListening: @escaping @Sendable (Int) async -> Void = { _ in }
     ) {
         let api = API(
-            client: client, catalog: TaskCatalog(store: client.store, window: configuration.taskWindow),
+            client: client, catalog: WorkerCatalog(store: client.store, window: configuration.taskWindow),
             configuration: configuration, registry: registry)
         application = Application(
             router: Self.router(api),

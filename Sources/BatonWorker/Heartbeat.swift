@@ -50,7 +50,7 @@ final class Heartbeat: Service, Sendable {
                 try await store.registerWorker(
                     id: registration.workerID, host: WorkerConfiguration.hostName,
                     pid: Int(ProcessInfo.processInfo.processIdentifier), queues: registration.queues,
-                    tasks: registration.tasks)
+                    tasks: registration.tasks, lease: lease)
                 tick.withLock { $0 = .now }
                 return
             } catch {

@@ -56,22 +56,31 @@ struct DatabaseTLSTests {
             "hostnossl all plainonly 127.0.0.1/32 trust",
             "host all postgres 127.0.0.1/32 trust",
         ]
-        func tlsServer(_ certificate: String) async throws -> LocalPostgres {
-            try await LocalPostgres.start(
-                LocalPostgres.Options(
-                    settings: ["ssl": "on"], fast: true,
-                    files: [
-                        "ssl_cert_file": certificates.file("\(certificate).crt"),
-                        "ssl_key_file": certificates.file("\(certificate).key"),
-                        "ssl_ca_file": certificates.file("ca.crt"),
-                    ], hba: hba))
+        func tls(_ certificate: String) -> LocalPostgres.Options {
+            LocalPostgres.Options(
+                settings: ["ssl": "on"], fast: true,
+                files: [
+                    "ssl_cert_file": certificates.file("\(certificate).crt"),
+                    "ssl_key_file": certificates.file("\(certificate).key"),
+                    "ssl_ca_file": certificates.file("ca.crt"),
+                ], hba: hba)
         }
-        let servers = [
-            ("TLS for localhost", try await tlsServer("server-localhost")),
-            ("TLS for db.other.example", try await tlsServer("server-other")),
-            ("without TLS", try await LocalPostgres.start(LocalPostgres.Options(fast: true, hba: hba))),
-        ]
-        defer { servers.forEach { $0.1.stop() } }
+        try await withLocalPostgres(tls("server-localhost")) { localhost in
+            try await withLocalPostgres(tls("server-other")) { other in
+                try await withLocalPostgres(LocalPostgres.Options(fast: true, hba: hba)) { plain in
+                    try await compareWithPsql(
+                        [
+                            ("TLS for localhost", localhost), ("TLS for db.other.example", other),
+                            ("without TLS", plain),
+                        ],
+                        certificates: certificates)
+                }
+            }
+        }
+    }
+
+    /// Every mode, root certificate and user against each server, through psql and through Baton.
+    func compareWithPsql(_ servers: [(String, LocalPostgres)], certificates: Certificates) async throws {
         for (_, server) in servers {
             _ = try await certificates.psql(
                 "host=127.0.0.1 port=\(server.port) user=postgres dbname=postgres sslmode=disable",

@@ -53,8 +53,10 @@ struct AuthTests {
                 for (token, role) in tokens {
                     // A job of the caller's own for the routes on one job, so that the role decides.
                     let id = try await server.enqueue(["stages": [["task": "noop"]]], token: Token.enqueue)
-                    let path = template.replacingOccurrences(of: "{id}", with: "\(id)")
+                    var path = template.replacingOccurrences(of: "{id}", with: "\(id)")
                         .replacingOccurrences(of: "{name}", with: "q-auth")
+                    // A queue no job is in: paused only when asked to be anyway.
+                    if template.hasSuffix("/pause") { path += "?unchecked=true" }
                     let body: JSONValue? =
                         template == "/v1/jobs/batch"
                         ? ["jobs": [["stages": [["task": "noop"]]]]]

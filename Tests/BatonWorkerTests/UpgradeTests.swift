@@ -40,8 +40,12 @@ struct UpgradeTests {
             for lane in 0..<3 { jobs += (0..<5).map { job(lane * 100 + $0, lane: "lane-\(lane)") } }
             jobs.append(job(1000, runAt: Date().addingTimeInterval(2)))
             let enqueued = try await db.store.enqueue(jobs)
-            try await db.store.registerWorker(
-                id: "old-worker", host: "old", pid: 1, queues: ["default"], tasks: ["ordered"])
+            // Registered as the previous release did (its `workers` has no `lease`).
+            try await db.pool.perform(
+                """
+                INSERT INTO \(unescaped: schema).workers (id, host, pid, queues, tasks)
+                VALUES ('old-worker', 'old', 1, '{default}', '{ordered}')
+                """)
             let claimed = try await db.store.claim(queue: "default", limit: 6, worker: "old-worker")
             #expect(!claimed.isEmpty)
             // One claimed stage failed and waits for its retry; the others stay running under a
@@ -61,7 +65,7 @@ struct UpgradeTests {
             #expect(states == ["available", "retryable", "running", "scheduled", "waiting"])
 
             let applied = try await Migrator(schema: schema, logger: db.logger).migrate(db.pool)
-            #expect(applied == ["0005_dead_functions.sql"])
+            #expect(applied == Migrator.migrations.filter { $0.version >= 5 }.map(\.file))
             #expect(
                 try await db.values(
                     """

@@ -83,6 +83,9 @@ struct AdminClient: Sendable {
                 return AdminFailure(.unauthorized, "the token's role may not do this: \(detail); use an admin token")
             case .notFound:
                 return AdminFailure(.notFound, detail)
+            case .unknownQueue:
+                return AdminFailure(
+                    .notFound, "\(detail); `baton queues` lists the queues, --unchecked pauses it for jobs yet to come")
             default:
                 var message = "\(Text.printable(problem.title)): \(detail)"
                 if let path = problem.path, !path.isEmpty { message += " (at \(Text.printable(path)))" }

@@ -27,10 +27,16 @@ struct JobTree {
         return lines
     }
 
-    /// The job's state and the stages as one line each: what `baton jobs wait` redraws.
+    /// The job's state, why it is not running, and the stages as one line each: what `baton jobs
+    /// wait` redraws.
     func progressLines() -> [String] {
-        ["job \(job.id) " + console.state(job.state.rawValue)]
+        ["job \(job.id) " + console.state(job.state.rawValue)] + waitingLines()
             + job.stages.map { fit("  " + stageLine($0)) }
+    }
+
+    /// One line per reason the job is not running.
+    private func waitingLines() -> [String] {
+        job.waitingFor.map { fit(console.paint("not running: ", .yellow) + Text.printable($0.message)) }
     }
 
     private func header() -> [String] {
@@ -46,6 +52,7 @@ struct JobTree {
             times += "  runs \(Text.time(job.runAt)) (\(Text.age(job.runAt, now: now)))"
         }
         lines.append(fit(times))
+        lines += waitingLines()
         if let key = job.idempotencyKey { lines.append(fit("idempotency key: " + Text.printable(key))) }
         if job.metadata != [:] { lines.append(fit("metadata: " + Text.preview(job.metadata, limit: console.width))) }
         lines.append(fit("input: " + Text.preview(job.input, limit: console.width)))

@@ -44,7 +44,8 @@ extension Jobs {
                     throw AdminFailure(
                         .failed,
                         "job \(id.value) has not finished after \(DurationFormat.format(timeout!)): it is \(job.state.rawValue)"
-                            + " at stage \(job.currentStage + 1)/\(job.stages.count)")
+                            + " at stage \(job.currentStage + 1)/\(job.stages.count)"
+                            + job.waitingFor.map { "; " + Text.printable($0.message) }.joined())
                 }
             }
             progress.end()
@@ -76,7 +77,14 @@ private struct WaitProgress {
     init(console: Console) { self.console = console }
 
     mutating func show(_ job: JobView) {
-        guard console.interactiveErrors else { return }
+        guard console.interactiveErrors else {
+            // Not a terminal: say once on standard error why the job is not running, and again
+            // only when that changes.
+            let reasons = job.waitingFor.map { "job \(job.id) is not running: " + Text.printable($0.message) }
+            if reasons != last { reasons.forEach(console.err) }
+            last = reasons
+            return
+        }
         let lines = JobTree(job, console: console, now: Date()).progressLines()
         guard lines != last else { return }
         // Up over what was drawn, clear to the end of the screen, draw anew.

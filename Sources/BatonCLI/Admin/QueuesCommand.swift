@@ -51,10 +51,13 @@ struct Queues: AsyncParsableCommand {
         @Argument(help: "The queue's name.")
         var name: String
 
+        @Flag(help: "Pause a queue no job is in and no worker serves (for jobs yet to come).")
+        var unchecked = false
+
         @OptionGroup var local: AdminOptions
         @ParentCommand var root: BatonCommand
 
-        func run() async throws { try await setPaused(true, name, admin) }
+        func run() async throws { try await setPaused(true, name, unchecked: unchecked, admin) }
     }
 
     struct Resume: AdminCommand {
@@ -66,13 +69,12 @@ struct Queues: AsyncParsableCommand {
         @OptionGroup var local: AdminOptions
         @ParentCommand var root: BatonCommand
 
-        func run() async throws { try await setPaused(false, name, admin) }
+        func run() async throws { try await setPaused(false, name, unchecked: true, admin) }
     }
 }
 
-private func setPaused(_ paused: Bool, _ name: String, _ admin: AdminOptions) async throws {
-    try await admin.client().call { baton in try await baton.setPaused(paused, queue: name)
-    }
+private func setPaused(_ paused: Bool, _ name: String, unchecked: Bool, _ admin: AdminOptions) async throws {
+    try await admin.client().call { baton in try await baton.setPaused(paused, queue: name, unchecked: unchecked) }
     let console = admin.console
     if admin.json { return try console.json(Components.Schemas.QueuePause(name: name, paused: paused)) }
     console.out("\(paused ? "paused" : "resumed") queue \(Text.printable(name))")

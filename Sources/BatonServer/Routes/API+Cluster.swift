@@ -14,7 +14,12 @@ extension API {
     /// `POST /v1/queues/{name}/pause`: workers stop claiming from the queue; running stages finish.
     func pauseQueue(_ input: Operations.PauseQueue.Input) async throws -> Operations.PauseQueue.Output {
         let name = try Self.queueName(input.path.name)
-        try await store.setPaused(true, queue: name)
+        guard try await store.setPaused(true, queue: name, unchecked: input.query.unchecked == true) else {
+            throw Problem(
+                .notFound, type: "unknown-queue", title: "Unknown queue",
+                detail: "no job is in queue \"\(name)\" and no worker serves it, so nothing was paused",
+                path: "name")
+        }
         RequestScope.logger.notice("queue paused", metadata: ["queue": .string(name)])
         return .ok(.init(body: .json(.init(name: name, paused: true))))
     }

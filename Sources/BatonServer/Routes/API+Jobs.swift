@@ -37,6 +37,7 @@ extension API {
         if enqueued.inserted {
             countEnqueued(job)
             record = JobRecord(job: job, enqueued: enqueued)
+            record.waitingFor = await waitingFor(record)
         } else {
             record = try await client.job(enqueued.id)
         }
@@ -76,10 +77,25 @@ extension API {
         } catch let taken as IdempotencyKeyTaken {
             throw Problem.idempotencyKeyTaken(path: "jobs[\(taken.index)].idempotency_key")
         }
-        for (job, result) in zip(jobs, enqueued) where result.inserted { countEnqueued(job) }
-        let response = Components.Schemas.BatchResponse(jobs: enqueued.map(Components.Schemas.EnqueuedJob.init))
+        var answers: [Components.Schemas.EnqueuedJob] = []
+        for (job, result) in zip(jobs, enqueued) {
+            guard result.inserted else {
+                answers.append(.init(result))
+                continue
+            }
+            countEnqueued(job)
+            answers.append(.init(result, waitingFor: await waitingFor(JobRecord(job: job, enqueued: result))))
+        }
+        let response = Components.Schemas.BatchResponse(jobs: answers)
         return enqueued.contains(where: \.inserted)
             ? .created(.init(body: .json(response))) : .ok(.init(body: .json(response)))
+    }
+
+    /// What keeps a job just enqueued from running, as far as the catalog of workers tells
+    /// without reading the job back: nothing if the catalog cannot be read (the job is enqueued).
+    private func waitingFor(_ job: JobRecord) async -> [WaitReason] {
+        guard let serving = try? await catalog.current() else { return [] }
+        return WaitReason.reasons(for: job, facts: serving.facts(queue: job.queue, task: job.currentTask))
     }
 
     /// 422 naming the tasks no live worker serves, unless `?unchecked=true`.

@@ -11,7 +11,7 @@ import Prometheus
 /// refuses.
 struct API: APIProtocol {
     let client: BatonClient
-    let catalog: TaskCatalog
+    let catalog: WorkerCatalog
     let configuration: ServerConfiguration
     let registry: PrometheusCollectorRegistry?
     let clusterMetrics: ClusterMetrics
@@ -19,7 +19,7 @@ struct API: APIProtocol {
     let taskLabels = MetricLabels()
 
     init(
-        client: BatonClient, catalog: TaskCatalog, configuration: ServerConfiguration,
+        client: BatonClient, catalog: WorkerCatalog, configuration: ServerConfiguration,
         registry: PrometheusCollectorRegistry?
     ) {
         self.client = client

@@ -15,7 +15,16 @@ extension Components.Schemas.Job {
             stages: job.chain.indices.map { index in
                 .init(index, of: job, members: members.filter { $0.stage == index })
             },
-            idempotencyKey: job.idempotencyKey, parentId: job.parentID)
+            idempotencyKey: job.idempotencyKey, parentId: job.parentID,
+            waitingFor: job.waitingFor.map(Components.Schemas.WaitReason.init))
+    }
+}
+
+extension Components.Schemas.WaitReason {
+    init(_ reason: BatonPostgres.WaitReason) {
+        self.init(
+            reason: .init(rawValue: reason.kind.rawValue)!, message: reason.message, until: reason.until,
+            job: reason.job)
     }
 }
 
@@ -81,8 +90,10 @@ extension Components.Schemas.JobSummary {
 }
 
 extension Components.Schemas.EnqueuedJob {
-    init(_ job: EnqueuedJob) {
-        self.init(id: job.id, queue: job.queue, state: .init(job.state), inserted: job.inserted)
+    init(_ job: EnqueuedJob, waitingFor: [BatonPostgres.WaitReason] = []) {
+        self.init(
+            id: job.id, queue: job.queue, state: .init(job.state), inserted: job.inserted,
+            waitingFor: waitingFor.isEmpty ? nil : waitingFor.map(Components.Schemas.WaitReason.init))
     }
 }
 

@@ -1,0 +1,178 @@
+import Baton
+import Foundation
+
+/// Why a job that has not finished is not running now: what `GET /v1/jobs/{id}` answers as
+/// `waiting_for`, `baton jobs show` prints and the dashboard shows. A job may have several (a
+/// scheduled job in a paused queue); an available job with none is simply next in line.
+public struct WaitReason: Sendable, Hashable {
+    public enum Kind: String, Sendable, Hashable, CaseIterable {
+        /// Its queue is paused.
+        case queuePaused = "queue-paused"
+        /// No live worker serves its queue: a misspelled queue, or every worker is gone.
+        case noWorker = "no-worker"
+        /// Live workers serve its queue, but none runs its current stage's task.
+        case noWorkerForTask = "no-worker-for-task"
+        /// It is scheduled for later (``until``).
+        case scheduled
+        /// An attempt failed; the next is due at ``until``.
+        case retry
+        /// It waits in its stage's lane behind the lane's head (``job``).
+        case lane
+        /// Its group stage waits for its members, each a job with reasons of its own.
+        case members
+    }
+
+    public var kind: Kind
+    /// One sentence for people.
+    public var message: String
+    /// When it may run: the scheduled time, the next attempt, a retrying lane head's next attempt.
+    public var until: Date?
+    /// The job it waits for: the lane's head.
+    public var job: Int64?
+
+    public init(kind: Kind, message: String, until: Date? = nil, job: Int64? = nil) {
+        self.kind = kind
+        self.message = message
+        self.until = until
+        self.job = job
+    }
+}
+
+/// What the database knows around one job, from which its ``WaitReason``s follow: read with the
+/// job in one statement (`Store.job`), or from the control plane's cache of live workers when
+/// it answers an enqueue.
+package struct WaitFacts: Sendable, Hashable {
+    package struct LaneHead: Sendable, Hashable {
+        package var id: Int64
+        package var state: JobState
+        package var runAt: Date
+    }
+
+    package var queuePaused: Bool
+    /// Live workers (heartbeat within their lease) that serve the job's queue.
+    package var queueWorkers: Int
+    /// Of those, the ones that run the job's current task.
+    package var taskWorkers: Int
+    /// The job holding the lane the job waits in, if known.
+    package var laneHead: LaneHead? = nil
+    /// Jobs waiting in that lane ahead of this one.
+    package var laneAhead = 0
+    /// Group members of the current stage that have not finished.
+    package var pendingMembers: Int? = nil
+
+    package init(
+        queuePaused: Bool, queueWorkers: Int, taskWorkers: Int, laneHead: LaneHead? = nil, laneAhead: Int = 0,
+        pendingMembers: Int? = nil
+    ) {
+        self.queuePaused = queuePaused
+        self.queueWorkers = queueWorkers
+        self.taskWorkers = taskWorkers
+        self.laneHead = laneHead
+        self.laneAhead = laneAhead
+        self.pendingMembers = pendingMembers
+    }
+}
+
+extension WaitReason {
+    /// The reasons `job` is not running, most lasting first: what blocks it until someone acts
+    /// (a paused queue, no worker), then what ends by itself (a schedule, a retry, a lane).
+    package static func reasons(for job: JobRecord, facts: WaitFacts) -> [WaitReason] {
+        switch job.state {
+        case .scheduled, .available, .retryable, .waiting: break
+        case .running, .completed, .discarded, .cancelled: return []
+        }
+        if job.state == .waiting, let pending = facts.pendingMembers, pending > 0 {
+            let members = pending == 1 ? "1 group member has" : "\(pending) group members have"
+            return [WaitReason(kind: .members, message: "\(members) not finished")]
+        }
+        let queue = quoted(job.queue)
+        var reasons: [WaitReason] = []
+        if facts.queuePaused {
+            reasons.append(WaitReason(kind: .queuePaused, message: "queue \(queue) is paused"))
+        }
+        if facts.queueWorkers == 0 {
+            reasons.append(WaitReason(kind: .noWorker, message: "no live worker serves queue \(queue)"))
+        } else if facts.taskWorkers == 0, let task = job.currentTask {
+            reasons.append(
+                WaitReason(
+                    kind: .noWorkerForTask,
+                    message: "no live worker serving queue \(queue) runs task \(quoted(task))"))
+        }
+        switch job.state {
+        case .scheduled:
+            reasons.append(
+                WaitReason(kind: .scheduled, message: "scheduled for \(RFC3339.format(job.runAt))", until: job.runAt))
+        case .retryable:
+            let error = job.lastError.map { ": \(firstLine($0))" } ?? ""
+            reasons.append(
+                WaitReason(
+                    kind: .retry,
+                    message: "attempt \(job.attempt) failed\(error); the next is due at \(RFC3339.format(job.runAt))",
+                    until: job.runAt))
+        case .waiting where job.lane != nil:
+            reasons.append(laneReason(job.lane ?? "", facts: facts))
+        default: break
+        }
+        return reasons
+    }
+
+    private static func laneReason(_ lane: String, facts: WaitFacts) -> WaitReason {
+        let more = facts.laneAhead > 0 ? " and \(facts.laneAhead) more waiting ahead" : ""
+        guard let head = facts.laneHead else {
+            return WaitReason(kind: .lane, message: "waits for its turn in lane \(quoted(lane))\(more)")
+        }
+        switch head.state {
+        case .retryable:
+            return WaitReason(
+                kind: .lane,
+                message: "waits in lane \(quoted(lane)) behind job \(head.id)\(more); job \(head.id) failed and "
+                    + "retries at \(RFC3339.format(head.runAt)) (the lane moves when it succeeds, is discarded "
+                    + "or cancelled)",
+                until: head.runAt, job: head.id)
+        default:
+            return WaitReason(
+                kind: .lane, message: "waits in lane \(quoted(lane)) behind job \(head.id) (\(head.state))\(more)",
+                job: head.id)
+        }
+    }
+
+    private static func quoted(_ name: String) -> String { "\"\(name)\"" }
+
+    private static func firstLine(_ text: String) -> String {
+        let line = text.prefix(while: { $0 != "\n" })
+        return line.count > 200 ? line.prefix(200) + "…" : String(line)
+    }
+}
+
+extension JobRecord {
+    /// The task of the current stage; nil for a group stage.
+    package var currentTask: String? {
+        guard chain.indices.contains(stage), case .task(let task) = chain[stage].body else { return nil }
+        return task.task
+    }
+}
+
+/// The workers the control plane has seen and the paused queues (``Store/workersServing(within:)``).
+package struct WorkersServing: Sendable {
+    package struct Worker: Sendable {
+        package var queues: [String]
+        package var tasks: Set<String>
+        /// Its last heartbeat is within its lease.
+        package var live: Bool
+    }
+
+    package var workers: [Worker]
+    package var paused: Set<String>
+
+    /// The tasks these workers serve, live or seen within the window.
+    package var tasks: Set<String> { workers.reduce(into: []) { $0.formUnion($1.tasks) } }
+
+    /// The ``WaitFacts`` of a new job in `queue` whose first task is `task` (nil: a group), as far
+    /// as they are known without reading the job: not its lane's head.
+    package func facts(queue: String, task: String?) -> WaitFacts {
+        let serving = workers.filter { $0.live && $0.queues.contains(queue) }
+        return WaitFacts(
+            queuePaused: paused.contains(queue), queueWorkers: serving.count,
+            taskWorkers: task.map { task in serving.filter { $0.tasks.contains(task) }.count } ?? serving.count)
+    }
+}

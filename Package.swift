@@ -37,6 +37,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-openapi-async-http-client", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/swiftlang/swift-subprocess", from: "1.0.2"),
+        .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.1"),
     ],
     targets: [
         .target(name: "Baton", dependencies: [.product(name: "Logging", package: "swift-log")]),
@@ -59,6 +60,7 @@ let package = Package(
         .executableTarget(name: "EmbedTool", dependencies: ["Baton", .product(name: "Yams", package: "Yams")]),
         .plugin(name: "EmbedMigrations", capability: .buildTool(), dependencies: ["EmbedTool"]),
         .plugin(name: "EmbedOpenAPI", capability: .buildTool(), dependencies: ["EmbedTool"]),
+        .plugin(name: "EmbedDashboard", capability: .buildTool(), dependencies: ["EmbedTool"]),
         .target(
             name: "BatonWorker",
             dependencies: [
@@ -103,7 +105,11 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ]
+                .product(name: "Mustache", package: "swift-mustache"),
+            ],
+            // The dashboard's templates and assets, compiled in by EmbedDashboard.
+            exclude: ["Dashboard/Resources"],
+            plugins: ["EmbedDashboard"]
         ),
         .target(
             name: "LocalPostgres",
@@ -140,7 +146,7 @@ let package = Package(
         .target(
             name: "BatonServerTestSupport",
             dependencies: [
-                "Baton", "BatonAPI", "BatonPostgres", "BatonServer", "BatonWorker", "BatonTestSupport",
+                "Baton", "BatonAPI", "BatonPostgres", "BatonServer", "BatonWorker", "BatonTestSupport", "LocalPostgres",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -67,6 +67,7 @@ struct Dev: AsyncParsableCommand {
                         """
                         Baton dev is up.
                           api:      \(base)   (\(generated.map { "token: " + $0 } ?? "tokens from the environment"))
+                          ui:       \(base)/ui   (sign in with that token)
                           database: \(postgresURL)   (\(dataNote))
                           worker:   \(worker.id) serving \(worker.configuration.queues.keys.sorted().joined(separator: ", "))
                         Try:

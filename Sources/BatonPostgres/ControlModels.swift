@@ -10,18 +10,30 @@ public struct JobFilter: Sendable, Hashable {
     public var lane: String?
     /// Jobs with a stage (or group member) running this task.
     public var task: String?
+    /// Text the last error contains (case-insensitive).
+    public var error: String?
+    /// Created at or after this time, and before that one.
+    public var createdAfter: Date?
+    public var createdBefore: Date?
+    /// Enqueued by this caller (the control plane's fingerprint of a token).
+    public var enqueuedBy: String?
     /// Keyset cursor: only jobs with a smaller id (older) than this.
     public var before: Int64?
     public var limit: Int
 
     public init(
-        states: [JobState] = [], queue: String? = nil, lane: String? = nil, task: String? = nil, before: Int64? = nil,
+        states: [JobState] = [], queue: String? = nil, lane: String? = nil, task: String? = nil, error: String? = nil,
+        createdAfter: Date? = nil, createdBefore: Date? = nil, enqueuedBy: String? = nil, before: Int64? = nil,
         limit: Int = 50
     ) {
         self.states = states
         self.queue = queue
         self.lane = lane
         self.task = task
+        self.error = error
+        self.createdAfter = createdAfter
+        self.createdBefore = createdBefore
+        self.enqueuedBy = enqueuedBy
         self.before = before
         self.limit = limit
     }

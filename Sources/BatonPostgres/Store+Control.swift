@@ -11,6 +11,12 @@ extension Store {
     /// primary key, filtered.
     package func jobs(_ filter: JobFilter) async throws -> [JobSummary] {
         let states = filter.states.isEmpty ? nil : filter.states.map(\.rawValue)
+        // The text as it is: LIKE's wildcards in it are escaped.
+        let errorPattern = filter.error.map { text in
+            "%"
+                + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "%", with: "\\%")
+                .replacingOccurrences(of: "_", with: "\\_") + "%"
+        }
         let rows = try await pool.read(
             """
             SELECT id, queue, priority::int, state::text, stage, stage_count, chain -> stage ->> 'task', lane,
@@ -23,6 +29,10 @@ extension Store {
               AND (\(filter.lane)::text IS NULL OR lane = \(filter.lane))
               AND (\(filter.task)::text IS NULL
                    OR jsonb_path_exists(chain, 'strict $.**.task ? (@ == $t)', jsonb_build_object('t', \(filter.task)::text)))
+              AND (\(errorPattern)::text IS NULL OR errors -> -1 ->> 'error' ILIKE \(errorPattern))
+              AND (\(filter.createdAfter)::timestamptz IS NULL OR created_at >= \(filter.createdAfter))
+              AND (\(filter.createdBefore)::timestamptz IS NULL OR created_at < \(filter.createdBefore))
+              AND (\(filter.enqueuedBy)::text IS NULL OR enqueued_by = \(filter.enqueuedBy))
             ORDER BY id DESC LIMIT \(filter.limit)
             """, logger: logger)
         var jobs: [JobSummary] = []

@@ -64,6 +64,8 @@ public struct BatonServer: Service {
                 ExactJSONServerMiddleware(maxBodySize: api.configuration.maxBodySize),
                 RequestDecodingMiddleware(document: document),
             ])
+        // The web dashboard at /ui, over the same operations.
+        Dashboard(api: api).register(on: router)
         // The usual methods get routes of their own, so that `/v1/jobs/batch` answers 405 rather
         // than reaching `/v1/jobs/{id}`; any other method (QUERY, PROPFIND …) is answered by the
         // problem middleware.

@@ -7,9 +7,10 @@ import Yams
 //   EmbedTool migrations OUTPUT.swift FILE.sql…   `EmbeddedMigrations.all` (numbered steps) and
 //                                                 `.functions` (files under functions/): (file name, SQL), in order
 //   EmbedTool openapi OUTPUT.swift openapi.yaml   `EmbeddedOpenAPI.json`: the document as JSON text
+//   EmbedTool dashboard OUTPUT.swift FILE…        `EmbeddedDashboard.files`: file name → text
 let arguments = Array(CommandLine.arguments.dropFirst())
-guard arguments.count >= 2, ["migrations", "openapi"].contains(arguments[0]) else {
-    FileHandle.standardError.write(Data("usage: EmbedTool migrations|openapi OUTPUT FILE…\n".utf8))
+guard arguments.count >= 2, ["migrations", "openapi", "dashboard"].contains(arguments[0]) else {
+    FileHandle.standardError.write(Data("usage: EmbedTool migrations|openapi|dashboard OUTPUT FILE…\n".utf8))
     exit(2)
 }
 let (mode, output, files) = (arguments[0], arguments[1], arguments.dropFirst(2).map(URL.init(fileURLWithPath:)))
@@ -68,6 +69,14 @@ case "migrations":
     swift += "    static let all: [(file: String, sql: String)] = [\n\(try entries(steps))    ]\n"
     swift += "    static let functions: [(file: String, sql: String)] = [\n\(try entries(functions))    ]\n"
     swift += "}\n"
+case "dashboard":
+    swift = "// Generated from Dashboard/Resources/ by the EmbedDashboard plugin. Do not edit.\n"
+    swift += "enum EmbeddedDashboard {\n    static let files: [String: String] = [\n"
+    for url in files {
+        let text = try String(contentsOf: url, encoding: .utf8)
+        swift += "        \(String(reflecting: url.lastPathComponent)): \(literal(text)),\n"
+    }
+    swift += "    ]\n}\n"
 default:
     let yaml = try String(contentsOf: files[0], encoding: .utf8)
     guard let node = try Yams.compose(yaml: yaml) else { throw YamlError.representer(problem: "an empty document") }

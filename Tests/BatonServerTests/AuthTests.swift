@@ -16,7 +16,7 @@ struct AuthTests {
     static let table: [(HTTPMethod, String, Expect)] = [
         (.POST, "/v1/jobs", .roles(["admin", "enqueue"])),
         (.POST, "/v1/jobs/batch", .roles(["admin", "enqueue"])),
-        (.GET, "/v1/jobs", .roles(["admin", "read"])),
+        (.GET, "/v1/jobs", .roles(["admin", "read", "enqueue"])),
         (.GET, "/v1/jobs/{id}", .roles(["admin", "read", "enqueue"])),
         (.POST, "/v1/jobs/{id}/cancel", .roles(["admin"])),
         (.POST, "/v1/jobs/{id}/retry", .roles(["admin"])),
@@ -92,6 +92,11 @@ struct AuthTests {
             #expect(try await server.call(.GET, "/v1/jobs/\(mine)", token: Token.enqueue).status == 200)
             #expect(try await server.call(.GET, "/v1/jobs/\(theirs)", token: Token.enqueue).status == 404)
             #expect(try await server.call(.GET, "/v1/jobs/\(theirs)", token: Token.read).status == 200)
+            // Its listing holds its own jobs; a read token's, everyone's.
+            let listed = try await server.call(.GET, "/v1/jobs", token: Token.enqueue)["jobs"]?.items
+            #expect(listed?.map { $0["id"]?.int64 } == [mine])
+            let all = try await server.call(.GET, "/v1/jobs", token: Token.read)["jobs"]?.items
+            #expect(all?.map { $0["id"]?.int64 } == [theirs, mine])
             // Nor can it learn the other's job through its idempotency key.
             let key = ["stages": [["task": "noop"]], "idempotency_key": "shared-key"] as JSONValue
             #expect(try await server.call(.POST, "/v1/jobs", token: Token.otherEnqueue, body: key).status == 201)

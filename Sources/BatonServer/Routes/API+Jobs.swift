@@ -170,7 +170,10 @@ extension API {
         let query = input.query
         var filter = JobFilter(
             queue: try Self.name(query.queue, "queue"), lane: try Self.name(query.lane, "lane"),
-            task: try Self.name(query.task, "task"), limit: try Self.limit(query.limit, default: 50))
+            task: try Self.name(query.task, "task"), error: query.error, createdAfter: query.createdAfter,
+            createdBefore: query.createdBefore, limit: try Self.limit(query.limit, default: 50))
+        // An `enqueue` token lists the jobs it enqueued, as it reads them.
+        if let caller = Caller.current, caller.role == .enqueue { filter.enqueuedBy = caller.fingerprint }
         if let states = query.state {
             filter.states = try states.split(separator: ",", omittingEmptySubsequences: false).map { name in
                 guard let state = JobState(rawValue: String(name)) else {

@@ -1,0 +1,144 @@
+import Baton
+import BatonAPI
+import Foundation
+import Hummingbird
+
+/// `/ui/jobs/ID`: the chain drawn left to right (a group as fan-out and fan-in, lanes named, each
+/// stage coloured by its state, the current one marked), why it is not running, every attempt
+/// with its error in full, and the input, metadata and outputs as JSON. Admins cancel, retry and
+/// delete it here. A job that has not finished refreshes itself as its stages advance.
+extension Dashboard {
+    struct JobView: Sendable {
+        struct Reason: Sendable {
+            var message: String
+            var link: String?
+        }
+
+        struct Node: Sendable {
+            struct Member: Sendable {
+                var label: String
+                var link: String
+                var state: String
+            }
+
+            var label: String
+            var lane: String?
+            var state: String
+            var current: Bool
+            var arrow: Bool
+            var members: [Member]
+            var isGroup: Bool
+        }
+
+        struct Stage: Sendable {
+            struct Attempt: Sendable {
+                var attempt: Int
+                var at: String
+                var worker: String?
+                var error: String
+            }
+
+            var number: Int
+            var label: String
+            var task: String?
+            var lane: String?
+            var laneLink: String?
+            var state: String
+            var attempts: String
+            var started: String?
+            var took: String?
+            /// Not `output`: a stage without one must not show the job's.
+            var stageOutput: String?
+            var errors: [Attempt]
+            var members: [Node.Member]
+        }
+
+        var id: String
+        var state: String
+        var finished: Bool
+        var queue: String
+        var queueLink: String
+        var priority: Int
+        var created: String
+        var createdAt: String
+        var ended: String?
+        var runAt: String?
+        var idempotencyKey: String?
+        var parent: String?
+        var waiting: [Reason]
+        var chain: [Node]
+        var stages: [Stage]
+        var input: String
+        var metadata: String?
+        var output: String?
+        var canCancel: Bool
+        var canRetry: Bool
+        var canDelete: Bool
+    }
+
+    func job(_ request: Request, id text: String) async throws -> Response {
+        let session = try session(request, roles: Section.jobs.roles)
+        guard let id = Int64(text), id > 0 else { throw DashboardError.refused(.notFound, "There is no job \(text).") }
+        let job = try await asCaller(session) { try await api.getJob(.init(path: .init(id: id))).ok.body.json }
+        let view = Self.view(job, now: Date())
+        return page("job", title: "Job \(job.id)", section: .jobs, session: session, notice: Self.notice(request), view)
+    }
+
+    /// `POST /ui/jobs/ID/cancel`, `/retry` or `/delete`, then back to the job (or, once deleted, the
+    /// list).
+    func act(_ request: Request, id text: String, action: String) async throws -> Response {
+        let session = try session(request, roles: [.admin])
+        _ = try await postedForm(request, session: session)
+        guard let id = Int64(text), id > 0 else { throw DashboardError.refused(.notFound, "There is no job \(text).") }
+        try await asCaller(session) { try await perform(action, on: id) }
+        return Self.redirect(
+            action == "delete" ? "/ui/jobs?done=delete&what=\(id)" : "/ui/jobs/\(id)?done=\(action)&what=\(id)")
+    }
+
+    static func view(_ job: Components.Schemas.Job, now: Date) -> JobView {
+        let finished = ["completed", "discarded", "cancelled"].contains(job.state.rawValue)
+        func label(_ stage: Components.Schemas.Stage) -> String { stage.name ?? stage.task ?? "group" }
+        func members(_ stage: Components.Schemas.Stage) -> [JobView.Node.Member] {
+            (stage.members ?? []).map {
+                JobView.Node.Member(
+                    label: "member \($0.index + 1)", link: "/ui/jobs/\($0.id)", state: $0.state.rawValue)
+            }
+        }
+        let chain = job.stages.map { stage in
+            JobView.Node(
+                label: label(stage), lane: stage.lane, state: stage.state.rawValue,
+                current: stage.index == job.currentStage && !finished, arrow: stage.index > 0, members: members(stage),
+                isGroup: stage.members != nil)
+        }
+        let stages = job.stages.map { stage in
+            JobView.Stage(
+                number: stage.index + 1, label: label(stage), task: stage.task, lane: stage.lane,
+                laneLink: stage.lane.map { "/ui/jobs?lane=" + query($0) }, state: stage.state.rawValue,
+                attempts: stage.maxAttempts.map { "\(stage.attempts) of \($0)" } ?? "\(stage.attempts)",
+                started: stage.startedAt.map { DashboardText.time($0) },
+                took: stage.startedAt.flatMap { start in
+                    stage.finishedAt.map { DashboardText.span($0.timeIntervalSince(start)) }
+                },
+                stageOutput: stage.state == .completed ? DashboardText.json(stage.output) : nil,
+                errors: stage.errors.map {
+                    JobView.Stage.Attempt(
+                        attempt: $0.attempt, at: DashboardText.time($0.at), worker: $0.worker, error: $0.error)
+                }, members: members(stage))
+        }
+        return JobView(
+            id: "\(job.id)", state: job.state.rawValue, finished: finished, queue: job.queue,
+            queueLink: "/ui/jobs?queue=" + query(job.queue), priority: job.priority,
+            created: DashboardText.relative(job.createdAt, now: now), createdAt: DashboardText.time(job.createdAt),
+            ended: job.finishedAt.map { DashboardText.time($0) },
+            runAt: job.runAt > now && !finished
+                ? DashboardText.time(job.runAt) + " (" + DashboardText.relative(job.runAt, now: now) + ")" : nil,
+            idempotencyKey: job.idempotencyKey, parent: job.parentId.map { "/ui/jobs/\($0)" },
+            waiting: job.waitingFor.map { reason in
+                JobView.Reason(message: reason.message, link: reason.job.map { "/ui/jobs/\($0)" })
+            }, chain: chain, stages: stages, input: DashboardText.json(job.input),
+            metadata: job.metadata == [:] ? nil : DashboardText.json(job.metadata),
+            output: job.state == .completed ? DashboardText.json(job.output) : nil, canCancel: !finished,
+            canRetry: (job.state == .discarded || job.state == .cancelled) && job.parentId == nil,
+            canDelete: finished && job.parentId == nil)
+    }
+}

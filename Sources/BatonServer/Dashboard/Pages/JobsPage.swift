@@ -1,0 +1,130 @@
+import Baton
+import BatonAPI
+import Foundation
+import Hummingbird
+
+/// `/ui/jobs`: jobs newest first, filtered by state, queue, lane, task, text in the last error and
+/// creation time, paged with the API's cursors. Admins select jobs and cancel, retry or delete
+/// them together.
+extension Dashboard {
+    struct Jobs: Sendable {
+        struct Row: Sendable {
+            var id: String
+            var link: String
+            var queue: String
+            var state: String
+            var stage: String
+            var task: String
+            var lane: String?
+            var attempts: Int
+            var created: String
+            var createdAt: String
+            var lastError: String?
+        }
+
+        struct Option: Sendable {
+            var value: String
+            var selected: Bool
+        }
+
+        var rows: [Row]
+        // The filters as given (named apart from a row's fields: a template looking up a row's
+        // empty lane must not find the filter's).
+        var states: [Option]
+        var filterQueue: String
+        var filterLane: String
+        var filterTask: String
+        var filterError: String
+        var filterFrom: String
+        var filterTo: String
+        var filtered: Bool
+        var older: String?
+        var newest: String?
+    }
+
+    func jobs(_ request: Request) async throws -> Response {
+        let session = try session(request, roles: Section.jobs.roles)
+        let parameters = request.uri.queryParameters
+        func text(_ name: String) -> String? {
+            parameters[Substring(name)].map(String.init).flatMap {
+                $0.trimmingCharacters(in: .whitespaces).isEmpty ? nil : $0
+            }
+        }
+        let state = text("state").flatMap { JobState(rawValue: $0) == nil ? nil : $0 }
+        let (from, to) = (text("from").flatMap(Self.minute), text("to").flatMap(Self.minute))
+        let listed = try await asCaller(session) {
+            try await api.listJobs(
+                .init(
+                    query: .init(
+                        state: state, queue: text("queue"), lane: text("lane"), task: text("task"),
+                        error: text("error"),
+                        createdAfter: from, createdBefore: to, limit: 50, cursor: text("cursor")))
+            ).ok.body.json
+        }
+        let now = Date()
+        var kept = URLComponents()
+        kept.queryItems = ["state", "queue", "lane", "task", "error", "from", "to"].compactMap { name in
+            text(name).map { URLQueryItem(name: name, value: $0) }
+        }
+        let filters = kept.percentEncodedQuery ?? ""
+        let jobs = Jobs(
+            rows: listed.jobs.map { job in
+                Jobs.Row(
+                    id: "\(job.id)", link: "/ui/jobs/\(job.id)", queue: job.queue, state: job.state.rawValue,
+                    stage: "\(job.currentStage + 1)/\(job.stageCount)", task: job.task ?? "group", lane: job.lane,
+                    attempts: job.attempts, created: DashboardText.relative(job.createdAt, now: now),
+                    createdAt: DashboardText.time(job.createdAt), lastError: job.lastError.map { Self.firstLine($0) })
+            },
+            states: Self.shownStates.map { Jobs.Option(value: $0, selected: $0 == state) },
+            filterQueue: text("queue") ?? "", filterLane: text("lane") ?? "", filterTask: text("task") ?? "",
+            filterError: text("error") ?? "", filterFrom: text("from") ?? "", filterTo: text("to") ?? "",
+            filtered: !filters.isEmpty,
+            older: listed.nextCursor.map {
+                "/ui/jobs?" + (filters.isEmpty ? "" : filters + "&") + "cursor=" + Self.query($0)
+            },
+            newest: text("cursor") == nil ? nil : "/ui/jobs" + (filters.isEmpty ? "" : "?" + filters))
+        return page(
+            "jobs", title: "Jobs", section: .jobs, session: session, notice: Self.notice(request), jobs)
+    }
+
+    /// `POST /ui/jobs` with `action` (cancel, retry or delete) and the ids selected: each job as
+    /// the API would, one by one; those whose state does not allow it are counted, not failed.
+    func actOnJobs(_ request: Request) async throws -> Response {
+        let session = try session(request, roles: [.admin])
+        let form = try await postedForm(request, session: session)
+        let ids = form.all("id").compactMap { Int64($0) }
+        guard let action = form["action"], ["cancel", "retry", "delete"].contains(action) else {
+            throw DashboardError.refused(.badRequest, "Choose cancel, retry or delete.")
+        }
+        var done = 0
+        for id in ids.prefix(1000) {
+            do {
+                try await asCaller(session) { try await perform(action, on: id) }
+                done += 1
+            } catch let problem as Problem where [.conflict, .notFound].contains(problem.status) {
+                continue
+            }
+        }
+        return Self.redirect("/ui/jobs?done=\(action)-many&what=\(done)&skipped=\(ids.count - done)")
+    }
+
+    /// Cancels, retries or deletes one job through the API's own handlers.
+    func perform(_ action: String, on id: Int64) async throws {
+        switch action {
+        case "cancel": _ = try await api.cancelJob(.init(path: .init(id: id))).ok
+        case "retry": _ = try await api.retryJob(.init(path: .init(id: id))).ok
+        case "delete": _ = try await api.deleteJob(.init(path: .init(id: id))).noContent
+        default: throw DashboardError.refused(.notFound, "There is no such action.")
+        }
+    }
+
+    /// A `datetime-local` value (`2026-11-25T14:03`), read as UTC.
+    static func minute(_ text: String) -> Date? {
+        RFC3339.parse(text.count == 16 ? text + ":00Z" : text + "Z") ?? RFC3339.parse(text)
+    }
+
+    static func firstLine(_ text: String) -> String {
+        let line = text.prefix { $0 != "\n" }
+        return line.count > 160 ? line.prefix(160) + "…" : String(line)
+    }
+}

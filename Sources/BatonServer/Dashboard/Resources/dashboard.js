@@ -1,0 +1,70 @@
+// Baton's dashboard: refreshes the parts of a page marked `data-live` every two seconds, highlights
+// JSON, asks before a destructive action. It works on text and on nodes the server rendered (and
+// escaped); it never builds markup from strings.
+"use strict";
+(() => {
+  const highlightPattern = /("(?:[^"\\]|\\.)*")(\s*:)?|(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)|\b(true|false|null)\b/g;
+
+  function highlight(root) {
+    for (const pre of root.querySelectorAll("pre.json:not([data-highlighted])")) {
+      const text = pre.textContent;
+      const parts = [];
+      let last = 0;
+      for (const match of text.matchAll(highlightPattern)) {
+        if (match.index > last) parts.push(document.createTextNode(text.slice(last, match.index)));
+        const span = document.createElement("span");
+        span.className = match[1] ? (match[2] ? "key" : "string") : match[3] ? "number" : "literal";
+        span.textContent = match[1] ?? match[0];
+        parts.push(span);
+        if (match[2]) parts.push(document.createTextNode(match[2]));
+        last = match.index + match[0].length;
+      }
+      if (last < text.length) parts.push(document.createTextNode(text.slice(last)));
+      pre.replaceChildren(...parts);
+      pre.dataset.highlighted = "";
+    }
+  }
+
+  let refreshing = false;
+  async function refresh() {
+    const regions = [...document.querySelectorAll("[data-live]")];
+    if (refreshing || regions.length === 0 || regions.every((region) => region.hasAttribute("data-live-stop"))) return;
+    // A selection under way, or a details element opened, is not swept away.
+    if (document.querySelector("[data-live] input[type=checkbox]:checked")) return;
+    refreshing = true;
+    try {
+      const response = await fetch(location.href, { headers: { "X-Baton-Live": "1" }, credentials: "same-origin" });
+      if (response.redirected && new URL(response.url).pathname === "/ui/login") return location.reload();
+      if (!response.ok) return;
+      const next = new DOMParser().parseFromString(await response.text(), "text/html");
+      for (const region of regions) {
+        const fresh = next.querySelector(`[data-live="${CSS.escape(region.dataset.live)}"]`);
+        if (!fresh) continue;
+        const open = new Set([...region.querySelectorAll("details[open] > summary")].map((s) => s.textContent));
+        const imported = document.importNode(fresh, true);
+        for (const summary of imported.querySelectorAll("details > summary")) {
+          if (open.has(summary.textContent)) summary.parentElement.open = true;
+        }
+        region.replaceWith(imported);
+        highlight(imported);
+      }
+    } catch {
+      // The server is away for a moment: the next tick tries again.
+    } finally {
+      refreshing = false;
+    }
+  }
+
+  document.addEventListener("DOMContentLoaded", () => {
+    highlight(document);
+    setInterval(refresh, 2000);
+  });
+  document.addEventListener("submit", (event) => {
+    const question = event.submitter?.dataset.confirm;
+    if (question && !window.confirm(question)) event.preventDefault();
+  });
+  document.addEventListener("change", (event) => {
+    if (!event.target.matches("[data-select-all]")) return;
+    for (const box of document.querySelectorAll("input[name=id][form=bulk]")) box.checked = event.target.checked;
+  });
+})();

@@ -1,0 +1,156 @@
+import Baton
+import BatonServerTestSupport
+import BatonTestSupport
+import Foundation
+import Testing
+
+/// The dashboard in a real browser (headless Chromium through WebDriver): signing in, live
+/// updates without a reload, cancelling and retrying, what a read token sees, hostile payloads
+/// and a clean console.
+///
+/// With `BATON_SCREENSHOTS=DIRECTORY` the tour also saves a PNG of every page, light and dark
+/// (`scripts/screenshots.sh` makes the ones in `docs/`).
+@Suite(.enabled(if: Browser.isAvailable, "needs chromium and chromium-driver"), .timeLimit(.minutes(3)))
+struct DashboardBrowserTests {
+    static func signIn(_ browser: Browser, _ server: TestServer, token: String) async throws {
+        try await browser.open(server.base + "/ui")
+        try await browser.waitForText("h1") { $0 == "Sign in to Baton" }
+        try await browser.type(token, into: "#token")
+        try await browser.click("form[action='/ui/login'] button")
+    }
+
+    /// Signed in as admin: a job enqueued over the API appears in the list without a reload; its
+    /// page follows its stages as they advance; a running job is cancelled and a discarded one
+    /// retried from their pages. Nothing reaches the console.
+    @Test func anAdminWatchesJobsAndActsOnThem() async throws {
+        try await withServer { server async throws in
+            try await Browser.with { browser in
+                try await Self.signIn(browser, server, token: Token.admin)
+                try await browser.waitForText("h1") { $0 == "Overview" }
+                #expect(try await browser.text("header .role") == "admin")
+
+                // The list, then a job enqueued elsewhere: it appears, and the page was not reloaded.
+                try await browser.open(server.base + "/ui/jobs")
+                try await browser.run("window.sameDocument = true")
+                let slow = try await server.enqueue([
+                    "stages": [["task": "sleep", "args": ["ms": 1500]], ["task": "sleep", "args": ["ms": 1500]]]
+                ])
+                try await browser.waitForText("[data-live=jobs]") { $0.contains("\(slow)") }
+                #expect(try await browser.run("return window.sameDocument === true") == true)
+
+                // Its page: the current stage moves from the first to the second, then it completes.
+                try await browser.open(server.base + "/ui/jobs/\(slow)")
+                try await browser.run("window.sameDocument = true")
+                try await browser.waitForText(".node.current .label") { _ in true }
+                try await browser.waitForText("[data-live=job] h1 .badge") { $0 == "completed" }
+                #expect(try await browser.run("return window.sameDocument === true") == true)
+                #expect(try await browser.count(".chain .stage.s-completed") == 2)
+
+                // Cancel a running job from its page.
+                let long = try await server.enqueue(["stages": [["task": "sleep", "args": ["ms": 60000]]]])
+                _ = try await server.job(long) { $0["state"] == "running" }
+                try await browser.open(server.base + "/ui/jobs/\(long)")
+                try await browser.click("form[action$='/cancel'] button")
+                try await browser.waitForText("[data-live=job] h1 .badge") { $0 == "cancelled" }
+                #expect(try await browser.text(".notice") == "Job \(long) cancelled.")
+                #expect(try await server.call(.GET, "/v1/jobs/\(long)")["state"] == "cancelled")
+
+                // Retry a discarded one: it runs again and completes.
+                let failing = try await server.enqueue([
+                    "input": 7, "stages": [["task": "fail-first", "args": ["key": .string("browser-\(UUID())")]]],
+                ])
+                _ = try await server.job(failing) { $0["state"] == "discarded" }
+                try await browser.open(server.base + "/ui/jobs/\(failing)")
+                #expect(try await browser.text(".attempts pre")?.contains("first run of browser-") == true)
+                try await browser.click("form[action$='/retry'] button")
+                try await browser.waitForText("[data-live=job] h1 .badge") { $0 == "completed" }
+
+                #expect(try await browser.consoleErrors() == [])
+            }
+        }
+    }
+
+    /// A read token sees every page and no action; markup in a job's payload shows as text and
+    /// never runs, on every page.
+    @Test func aReadTokenSeesNoActionAndPayloadsStayText() async throws {
+        try await withServer { server async throws in
+            let hostile = "<img src=x onerror=\"window.ran=1\"></script><script>window.ran=2</script>"
+            let id = try await server.enqueue([
+                "input": .string(hostile), "metadata": ["note": .string(hostile)],
+                "stages": [["task": "echo", "lane": "acct-<b>1</b>"]],
+            ])
+            _ = try await server.job(id) { $0["state"] == "completed" }
+            try await Browser.with { browser in
+                try await Self.signIn(browser, server, token: Token.read)
+                try await browser.waitForText("h1") { $0 == "Overview" }
+                for page in ["/ui", "/ui/jobs", "/ui/jobs/\(id)", "/ui/lanes", "/ui/workers"] {
+                    try await browser.open(server.base + page)
+                    #expect(try await browser.count("form[method=post]:not(.signout)") == 0, "\(page) offers an action")
+                    #expect(try await browser.run("return window.ran === undefined") == true, "\(page) ran a payload")
+                }
+                try await browser.open(server.base + "/ui/jobs/\(id)")
+                let input = try await browser.text("#input pre")
+                #expect(input?.contains(hostile.replacingOccurrences(of: "\"", with: "\\\"")) == true, "\(input ?? "")")
+                #expect(try await browser.count("pre.json img, pre.json script") == 0)
+                #expect(try await browser.text(".chain .lane") == "lane acct-<b>1</b>")
+                #expect(try await browser.consoleErrors() == [])
+            }
+        }
+    }
+
+    /// Every page, light and dark, wide and phone-narrow, for the README (only with
+    /// `BATON_SCREENSHOTS`); and every page usable at a phone's width (nothing wider than it but
+    /// the tables' own scrolling boxes).
+    @Test func everyPageFitsAndIsPictured() async throws {
+        let directory = ProcessInfo.processInfo.environment["BATON_SCREENSHOTS"].map { URL(fileURLWithPath: $0) }
+        try await withServer { server async throws in
+            let done = try await server.enqueue([
+                "input": ["order": 1042, "total": 99.95], "metadata": ["customer": "c-17"],
+                "stages": [
+                    ["task": "echo", "name": "render"],
+                    ["name": "notify", "group": [["task": "noop"], ["task": "noop"]]],
+                    ["task": "noop", "lane": "customer-17"],
+                ],
+            ])
+            _ = try await server.job(done) { $0["state"] == "completed" }
+            let blocked = try await server.enqueue([
+                "stages": [
+                    [
+                        "task": "http", "args": ["method": "GET", "url": "http://127.0.0.1:1/down"],
+                        "lane": "customer-9",
+                        "max_attempts": 5, "backoff": ["kind": "constant", "initial": "1h"],
+                    ]
+                ]
+            ])
+            try await server.enqueue(["stages": [["task": "noop", "lane": "customer-9"]]])
+            _ = try await server.job(blocked) { $0["state"] == "retryable" }
+            try await Browser.with { browser in
+                try await Self.signIn(browser, server, token: Token.admin)
+                try await browser.waitForText("h1") { $0 == "Overview" }
+                let pages = [
+                    ("overview", "/ui"), ("jobs", "/ui/jobs"), ("job", "/ui/jobs/\(done)"),
+                    ("blocked-job", "/ui/jobs/\(blocked)"), ("lanes", "/ui/lanes"), ("workers", "/ui/workers"),
+                ]
+                for (width, suffix) in [(1280, ""), (390, "-phone")] {
+                    try await browser.resize(width: width, height: 900)
+                    for scheme in ["light", "dark"] {
+                        try await browser.colorScheme(scheme)
+                        for (name, path) in pages {
+                            try await browser.open(server.base + path)
+                            let overflow = try await browser.run(
+                                "return document.documentElement.scrollWidth - document.documentElement.clientWidth")
+                            #expect(overflow == 0, "\(path) at \(width)px is wider than the window by \(overflow)")
+                            if let directory {
+                                try FileManager.default.createDirectory(
+                                    at: directory, withIntermediateDirectories: true)
+                                try await browser.screenshot().write(
+                                    to: directory.appending(path: "\(name)-\(scheme)\(suffix).png"))
+                            }
+                        }
+                    }
+                }
+                #expect(try await browser.consoleErrors() == [])
+            }
+        }
+    }
+}

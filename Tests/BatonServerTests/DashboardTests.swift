@@ -1,0 +1,216 @@
+import AsyncHTTPClient
+import Baton
+import BatonServerTestSupport
+import BatonTestSupport
+import Foundation
+import NIOCore
+import NIOHTTP1
+import Testing
+
+@testable import BatonServer
+
+/// The dashboard over plain HTTP: sessions, CSRF, roles, escaping and headers, as a browser would
+/// meet them (`DashboardBrowserTests` drives a real one).
+@Suite(.timeLimit(.minutes(2)))
+struct DashboardTests {
+    /// One answer of the dashboard; redirects are not followed.
+    struct Page {
+        var status: Int
+        var headers: HTTPHeaders
+        var html: String
+        var location: String? { headers.first(name: "Location") }
+    }
+
+    /// A browser's view of one server: its session cookie, sent with every request.
+    struct Visitor {
+        let base: String
+        var cookie: String?
+
+        static let client = HTTPClient(
+            eventLoopGroupProvider: .singleton, configuration: .init(redirectConfiguration: .disallow))
+
+        func get(_ path: String) async throws -> Page { try await send(.GET, path) }
+
+        func post(_ path: String, _ form: [(String, String)], origin: String? = nil) async throws -> Page {
+            let body = form.map { "\($0.0)=\(DashboardTests.encode($0.1))" }.joined(separator: "&")
+            return try await send(.POST, path, body: body, origin: origin ?? base)
+        }
+
+        func send(_ method: HTTPMethod, _ path: String, body: String? = nil, origin: String? = nil) async throws -> Page
+        {
+            var request = HTTPClientRequest(url: base + path)
+            request.method = method
+            if let cookie { request.headers.add(name: "Cookie", value: cookie) }
+            if let origin { request.headers.add(name: "Origin", value: origin) }
+            if let body {
+                request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
+                request.body = .bytes(ByteBuffer(string: body))
+            }
+            let response = try await Self.client.execute(request, timeout: .seconds(30))
+            let html = String(buffer: try await response.body.collect(upTo: 16 << 20))
+            return Page(status: Int(response.status.code), headers: response.headers, html: html)
+        }
+
+        /// Signs in with `token`; the visitor keeps the session cookie.
+        mutating func signIn(_ token: String) async throws {
+            let answer = try await post("/ui/login", [("token", token), ("next", "/ui")])
+            try #require(answer.status == 303, "\(answer.status) \(answer.html)")
+            let setCookie = try #require(answer.headers.first(name: "Set-Cookie"))
+            cookie = String(setCookie.prefix { $0 != ";" })
+        }
+
+        /// The CSRF token the page's forms carry.
+        func csrf(on path: String = "/ui/jobs") async throws -> String {
+            let html = try await get(path).html
+            let marker = "name=\"csrf\" value=\""
+            guard let start = html.range(of: marker) else { throw TestFailure("no CSRF token on \(path)") }
+            return String(html[start.upperBound...].prefix { $0 != "\"" })
+        }
+    }
+
+    static func encode(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
+    }
+
+    @Test func templatesOnlyWriteEscapedValues() {
+        for (name, text) in EmbeddedDashboard.files where name.hasSuffix(".mustache") {
+            #expect(!text.contains("{{{") && !text.contains("{{&"), "\(name) writes a value unescaped")
+        }
+        #expect(!(EmbeddedDashboard.files["dashboard.js"] ?? "").contains("innerHTML"))
+    }
+
+    /// Without a session every page leads to the login; a wrong token is told so; a right one
+    /// sets a strict, HttpOnly, expiring cookie for `/ui` and lands where it was going; signing
+    /// out needs the form's CSRF token and clears the cookie.
+    @Test func signingInAndOut() async throws {
+        try await withServer(worker: nil) { server async throws in
+            var visitor = Visitor(base: server.base)
+            let away = try await visitor.get("/ui/workers")
+            #expect(away.status == 303)
+            #expect(away.location == "/ui/login?next=%2Fui%2Fworkers")
+
+            let wrong = try await visitor.post("/ui/login", [("token", "not-a-token-at-all"), ("next", "/ui")])
+            #expect(wrong.status == 401)
+            #expect(wrong.html.contains("That token is not one this server accepts."))
+            #expect(wrong.headers.first(name: "Set-Cookie") == nil)
+
+            let right = try await visitor.post("/ui/login", [("token", Token.read), ("next", "/ui/workers")])
+            #expect(right.status == 303)
+            #expect(right.location == "/ui/workers")
+            let setCookie = try #require(right.headers.first(name: "Set-Cookie"))
+            for attribute in ["HttpOnly", "SameSite=Strict", "Path=/ui", "Max-Age=43200"] {
+                #expect(setCookie.contains(attribute), "\(setCookie)")
+            }
+            #expect(!setCookie.contains(Token.read), "the cookie never holds the token")
+            #expect(!setCookie.contains("Secure"), "not over plain HTTP")
+            visitor.cookie = String(setCookie.prefix { $0 != ";" })
+
+            let page = try await visitor.get("/ui/workers")
+            #expect(page.status == 200)
+            let policy = page.headers.first(name: "Content-Security-Policy") ?? ""
+            #expect(policy.contains("script-src 'self'") && policy.contains("frame-ancestors 'none'"), "\(policy)")
+            #expect(!policy.contains("unsafe-inline"))
+            #expect(page.headers.first(name: "Cache-Control") == "no-store")
+
+            let forged = try await visitor.post("/ui/logout", [("csrf", "0")])
+            #expect(forged.status == 403)
+            let out = try await visitor.post("/ui/logout", [("csrf", try await visitor.csrf(on: "/ui/workers"))])
+            #expect(out.status == 303)
+            #expect(out.headers.first(name: "Set-Cookie")?.contains("Max-Age=0") == true)
+
+            // A login link cannot send anyone off the dashboard.
+            let elsewhere = try await visitor.post("/ui/login", [("token", Token.read), ("next", "//evil.example/")])
+            #expect(elsewhere.location == "/ui")
+        }
+    }
+
+    /// A request that changes something needs the page's CSRF token and this dashboard's origin;
+    /// a forged one changes nothing.
+    @Test func forgedPostsChangeNothing() async throws {
+        try await withServer(worker: nil) { server async throws in
+            let id = try await server.enqueue(
+                ["stages": [["task": "noop"]], "queue": "idle"], query: "?unchecked=true")
+            var visitor = Visitor(base: server.base)
+            try await visitor.signIn(Token.admin)
+            let csrf = try await visitor.csrf()
+
+            #expect(try await visitor.post("/ui/jobs/\(id)/cancel", []).status == 403)
+            #expect(
+                try await visitor.post("/ui/jobs/\(id)/cancel", [("csrf", String(repeating: "a", count: 64))]).status
+                    == 403)
+            let otherSite = try await visitor.post(
+                "/ui/jobs/\(id)/cancel", [("csrf", csrf)], origin: "https://evil.example")
+            #expect(otherSite.status == 403)
+            #expect(try await server.call(.GET, "/v1/jobs/\(id)")["state"] == "available")
+
+            // Another session's token is not this one's.
+            var other = Visitor(base: server.base)
+            try await other.signIn(Token.admin)
+            #expect(try await other.post("/ui/jobs/\(id)/cancel", [("csrf", csrf)]).status == 403)
+
+            let done = try await visitor.post("/ui/jobs/\(id)/cancel", [("csrf", csrf)])
+            #expect(done.status == 303)
+            #expect(done.location == "/ui/jobs/\(id)?done=cancel&what=\(id)")
+            #expect(try await server.call(.GET, "/v1/jobs/\(id)")["state"] == "cancelled")
+            let after = try await visitor.get(done.location ?? "")
+            #expect(after.html.contains("Job \(id) cancelled."))
+        }
+    }
+
+    /// Each role sees in the dashboard what it may read over the API, and only `admin` acts.
+    @Test func rolesSeeAndDoWhatTheAPILetsThem() async throws {
+        try await withServer(worker: nil) { server async throws in
+            let mine = try await server.enqueue(
+                ["stages": [["task": "noop"]], "queue": "idle"], query: "?unchecked=true", token: Token.enqueue)
+            let theirs = try await server.enqueue(
+                ["stages": [["task": "noop"]], "queue": "idle"], query: "?unchecked=true", token: Token.otherEnqueue)
+
+            var reader = Visitor(base: server.base)
+            try await reader.signIn(Token.read)
+            let job = try await reader.get("/ui/jobs/\(mine)")
+            #expect(job.status == 200)
+            #expect(!job.html.contains("/cancel\""), "a read token sees no action")
+            let csrf = try await reader.csrf()
+            #expect(try await reader.post("/ui/jobs/\(mine)/cancel", [("csrf", csrf)]).status == 403)
+            #expect(try await reader.get("/ui/lanes").status == 200)
+
+            var enqueuer = Visitor(base: server.base)
+            try await enqueuer.signIn(Token.enqueue)
+            #expect(try await enqueuer.get("/ui/lanes").status == 403)
+            #expect(try await enqueuer.get("/ui").status == 403)
+            let list = try await enqueuer.get("/ui/jobs")
+            #expect(list.html.contains("href=\"/ui/jobs/\(mine)\""))
+            #expect(!list.html.contains("href=\"/ui/jobs/\(theirs)\""))
+            #expect(try await enqueuer.get("/ui/jobs/\(theirs)").status == 404)
+            #expect(!list.html.contains("href=\"/ui/lanes\""), "no link to what it may not see")
+        }
+    }
+
+    /// Everything a job carries is shown as text: markup in its input, metadata, lane, error and
+    /// output reaches the page escaped.
+    @Test func whatAJobCarriesIsEscaped() async throws {
+        try await withServer { server async throws in
+            let hostile = "<img src=x onerror=alert(1)></script><script>alert(2)</script>"
+            let id = try await server.enqueue([
+                "input": .string(hostile), "metadata": ["note": .string(hostile)],
+                "stages": [
+                    ["task": "fail-first", "args": ["key": .string(hostile + "\(UUID())")], "lane": "<b>lane</b>"]
+                ],
+            ])
+            _ = try await server.job(id) { $0["state"] == "discarded" }
+            var visitor = Visitor(base: server.base)
+            try await visitor.signIn(Token.admin)
+            for path in ["/ui/jobs/\(id)", "/ui/jobs", "/ui/lanes"] {
+                let page = try await visitor.get(path)
+                #expect(page.status == 200)
+                #expect(!page.html.contains("<img src=x"), "\(path)")
+                #expect(!page.html.contains("<script>alert"), "\(path)")
+                #expect(!page.html.contains("<b>lane"), "\(path)")
+            }
+            let job = try await visitor.get("/ui/jobs/\(id)").html
+            #expect(
+                job.contains("&lt;img src=x onerror=alert(1)&gt;&lt;/script&gt;&lt;script&gt;alert(2)&lt;/script&gt;"))
+            #expect(job.contains("&lt;b&gt;lane&lt;/b&gt;"))
+        }
+    }
+}

@@ -135,13 +135,15 @@ public struct BatonHTTPClient: Sendable {
     /// Jobs, newest first; pass the page's `nextCursor` as `cursor` for the next.
     public func jobs(
         states: [Components.Schemas.JobState] = [], queue: String? = nil, lane: String? = nil, task: String? = nil,
-        limit: Int? = nil, cursor: String? = nil
+        error: String? = nil, createdAfter: Date? = nil, createdBefore: Date? = nil, limit: Int? = nil,
+        cursor: String? = nil
     ) async throws -> JobPage {
         let output = try await call {
             try await client.listJobs(
                 query: .init(
                     state: states.isEmpty ? nil : states.map(\.rawValue).joined(separator: ","), queue: queue,
-                    lane: lane, task: task, limit: limit, cursor: cursor))
+                    lane: lane, task: task, error: error, createdAfter: createdAfter, createdBefore: createdBefore,
+                    limit: limit, cursor: cursor))
         }
         guard case .ok(let ok) = output else { throw Self.unexpected(output) }
         return try Self.json(ok.body.json)

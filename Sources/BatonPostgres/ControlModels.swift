@@ -77,6 +77,13 @@ public struct QueueStatus: Sendable, Hashable {
     /// The due time of the oldest available job: how long the queue has kept work waiting.
     public var oldestAvailable: Date?
     public var paused: Bool
+
+    package init(name: String, counts: [JobState: Int] = [:], oldestAvailable: Date? = nil, paused: Bool = false) {
+        self.name = name
+        self.counts = counts
+        self.oldestAvailable = oldestAvailable
+        self.paused = paused
+    }
 }
 
 /// A lane: the job holding it, and how many wait behind.

@@ -22,6 +22,7 @@ public final class Worker: Service, Sendable {
     public let configuration: WorkerConfiguration
     let logger: Logger
     let metrics: WorkerMetrics
+    let history: QueueHistory
     let store: Store
     let listener: Listener
     let waker: Waker
@@ -41,7 +42,9 @@ public final class Worker: Service, Sendable {
         let store = Store(pool: pool, logger: logger)
         let intake = Intake(capacities: configuration.queues)
         let waker = Waker(store: store, logger: logger)
-        let metrics = WorkerMetrics()
+        let history = QueueHistory(store: store, workerID: configuration.id, logger: logger)
+        let metrics = WorkerMetrics(history: history)
+        self.history = history
         self.metrics = metrics
         self.configuration = configuration
         self.logger = logger
@@ -135,7 +138,8 @@ public final class Worker: Service, Sendable {
                     "\(configuration.queues.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }.joined(separator: ","))",
                 "tasks": "\(heartbeat.registration.tasks.joined(separator: ","))",
             ])
-        var services: [any Service] = [listener, waker, heartbeat]
+        // The history stops after the completer: its last write holds the last outcomes.
+        var services: [any Service] = [listener, waker, heartbeat, history]
         services += maintenance
         services += [completer, runner]
         services += fetchers

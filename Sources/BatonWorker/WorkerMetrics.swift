@@ -15,8 +15,11 @@ import Metrics
 ///
 /// Counted when the worker decides, before the outcome is written: an outcome the database then
 /// refuses (the job was cancelled meanwhile) has been counted.
+///
+/// The same events feed ``QueueHistory``, the per-minute history of the dashboard.
 struct WorkerMetrics: Sendable {
     let tasks = MetricLabels()
+    let history: QueueHistory
 
     func stageEnded(queue: String, task: String, transition: Transition, duration: Duration) {
         let task = tasks.label(task)
@@ -35,10 +38,12 @@ struct WorkerMetrics: Sendable {
         case .complete:
             Counter(label: "baton_stages_completed_total", dimensions: dimensions).increment()
             Counter(label: "baton_jobs_completed_total", dimensions: dimensions).increment()
+            history.completed(queue: queue)
         case .retry:
             Counter(label: "baton_jobs_retried_total", dimensions: dimensions).increment()
         case .discard:
             Counter(label: "baton_jobs_discarded_total", dimensions: dimensions).increment()
+            history.discarded(queue: queue)
         case .spawn, .release:
             break
         }
@@ -47,5 +52,6 @@ struct WorkerMetrics: Sendable {
     func pickedUp(queue: String, waited: Double) {
         Timer(label: "baton_pickup_latency_seconds", dimensions: [("queue", queue)])
             .record(duration: .nanoseconds(Int64(max(0, waited) * 1e9)))
+        history.pickedUp(queue: queue, waited: waited)
     }
 }

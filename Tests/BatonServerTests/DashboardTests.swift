@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Baton
+import BatonPostgres
 import BatonServerTestSupport
 import BatonTestSupport
 import Foundation
@@ -183,6 +184,36 @@ struct DashboardTests {
             #expect(!list.html.contains("href=\"/ui/jobs/\(theirs)\""))
             #expect(try await enqueuer.get("/ui/jobs/\(theirs)").status == 404)
             #expect(!list.html.contains("href=\"/ui/lanes\""), "no link to what it may not see")
+        }
+    }
+
+    /// What the worker runs reaches the history (completed, discarded, pickup waits) within its
+    /// write period, and the overview counts and charts it.
+    @Test func theOverviewChartsWhatWorkersDid() async throws {
+        try await withServer { server async throws in
+            let since = Date().addingTimeInterval(-120)
+            var ids: [Int64] = []
+            for _ in 0..<4 { ids.append(try await server.enqueue(["stages": [["task": "noop"]]])) }
+            ids.append(
+                try await server.enqueue([
+                    "input": 1, "stages": [["task": "fail-first", "args": ["key": .string("\(UUID())")]]],
+                ]))
+            for id in ids { _ = try await server.job(id) { $0["state"] == "completed" || $0["state"] == "discarded" } }
+            let history = try await eventually("the worker to write its history") {
+                () async throws -> [Store.HistoryMinute]? in
+                let minutes = try await server.db.store.history(since: since, bin: .seconds(60))
+                return minutes.reduce(0) { $0 + $1.completed } == 4 ? minutes : nil
+            }
+            #expect(history.reduce(0) { $0 + $1.discarded } == 1)
+            #expect(history.reduce(0) { $0 + $1.waits.reduce(0, +) } == 5, "one pickup per stage claimed")
+
+            var visitor = Visitor(base: server.base)
+            try await visitor.signIn(Token.read)
+            let overview = try await visitor.get("/ui").html
+            #expect(overview.contains("aria-label=\"4 completed\""), "completed over the last day")
+            #expect(overview.contains("aria-label=\"1 discarded\""))
+            #expect(overview.contains("<polyline class=\"line completed\" points=\""))
+            #expect(try await visitor.get("/ui?range=day").status == 200)
         }
     }
 

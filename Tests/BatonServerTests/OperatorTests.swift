@@ -31,6 +31,34 @@ struct OperatorTests {
         }
     }
 
+    /// Jobs are found by text in their last error (case-insensitive, LIKE's wildcards taken as
+    /// text) and by creation time, over HTTP and from the CLI.
+    @Test func jobsAreFilteredByErrorTextAndCreationTime() async throws {
+        try await withServer { server async throws in
+            let failed = try await server.enqueue([
+                "input": 1, "stages": [["task": "fail-first", "args": ["key": .string("Disk_50%_full-\(UUID())")]]],
+            ])
+            let fine = try await server.enqueue(["stages": [["task": "noop"]]])
+            for id in [failed, fine] {
+                _ = try await server.job(id) { $0["state"] == "discarded" || $0["state"] == "completed" }
+            }
+            func ids(_ query: String) async throws -> [Int64?] {
+                try await server.call(.GET, "/v1/jobs?" + query, token: Token.read)["jobs"]?.items.map {
+                    $0["id"]?.int64
+                }
+                    ?? []
+            }
+            #expect(try await ids("error=disk_50%25_FULL") == [failed])
+            #expect(try await ids("error=disk%2550") == [], "% is not a wildcard")
+            let soon = RFC3339.format(Date().addingTimeInterval(60)).replacingOccurrences(of: ":", with: "%3A")
+            #expect(try await ids("created_after=\(soon)") == [])
+            #expect(try await ids("created_before=\(soon)") == [fine, failed])
+            let cli = try await server.baton(["jobs", "list", "--error", "50%_full", "--since", "10m", "--json"])
+            #expect(cli.status == 0, "\(cli.err)")
+            #expect(try JSONValue(parsing: cli.out)["jobs"]?.items.map { $0["id"]?.int64 } == [failed])
+        }
+    }
+
     /// A lane shows its head (and the head's state, so a stuck lane is visible) and its depth.
     @Test func lanesShowTheirHeadAndWaitingJobs() async throws {
         try await withServer(worker: nil) { server async throws in

@@ -40,6 +40,12 @@ extension Jobs {
         @Option(help: "Only jobs with a stage running this task.")
         var task: String?
 
+        @Option(help: "Only jobs whose last error contains this text (case-insensitive).")
+        var error: String?
+
+        @Option(help: "Only jobs created this long ago or less (e.g. 30m, 2h).")
+        var since: Duration?
+
         @Option(help: "At most this many jobs.")
         var limit: Int = 50
 
@@ -62,6 +68,7 @@ extension Jobs {
             let client = try admin.client()
             var jobs: [JobSummaryView] = []
             var cursor: String?
+            let createdAfter = since.map { Date().addingTimeInterval(-Double($0.components.seconds)) }
             let states = (state?.split(separator: ",") ?? []).compactMap {
                 Components.Schemas.JobState(rawValue: String($0))
             }
@@ -69,7 +76,9 @@ extension Jobs {
                 let size = all ? 1000 : min(1000, limit - jobs.count)
                 let page = try await client.call { [cursor] baton in
                     try await baton.jobs(
-                        states: states, queue: queue, lane: lane, task: task, limit: size, cursor: cursor)
+                        states: states, queue: queue, lane: lane, task: task, error: error,
+                        createdAfter: createdAfter,
+                        limit: size, cursor: cursor)
                 }
                 jobs += page.jobs
                 cursor = page.nextCursor

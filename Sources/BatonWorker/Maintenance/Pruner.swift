@@ -1,8 +1,9 @@
 import BatonPostgres
 import ServiceLifecycle
 
-/// Deletes finished jobs past their retention (with their group members) every minute, while
-/// this worker holds the maintenance lead.
+/// Deletes finished jobs past their retention (with their group members), and the per-minute
+/// queue history as old (at least a day of it stays, for the dashboard's charts), every minute,
+/// while this worker holds the maintenance lead.
 struct Pruner: Service {
     let store: Store
     let leadership: Leadership
@@ -16,5 +17,6 @@ struct Pruner: Service {
     /// Finished jobs past retention, in batches.
     func prune() async throws {
         while try await store.prune(retention: retention, limit: 5000) == 5000 {}
+        try await store.pruneHistory(keep: max(retention, .seconds(25 * 3600)))
     }
 }

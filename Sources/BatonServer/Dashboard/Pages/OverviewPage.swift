@@ -1,9 +1,14 @@
+import Baton
 import BatonAPI
+import BatonPostgres
 import Foundation
 import Hummingbird
 
-/// `/ui`: every queue with its jobs per state, paused or not and its oldest available job's age;
-/// live workers and blocked lanes. Admins pause and resume queues here.
+/// `/ui`: every queue with its jobs per state (completed ones over the last day, from the
+/// history), paused or not, its oldest available job's age, and charts of its throughput and
+/// pickup wait over the last hour or day; live workers and blocked lanes. Admins pause and resume
+/// queues here. Nothing on it counts the jobs table: an index-only scan of unfinished jobs and the
+/// per-minute history.
 extension Dashboard {
     struct Overview: Sendable {
         struct Queue: Sendable {
@@ -19,10 +24,18 @@ extension Dashboard {
             var counts: [Count]
             var oldest: String?
             var action: String
+            var charts: [Chart]
+        }
+
+        struct Range: Sendable {
+            var title: String
+            var link: String
+            var current: Bool
         }
 
         var queues: [Queue]
         var states: [String]
+        var ranges: [Range]
         var workers: Int
         var lanes: Int
         var blockedLanes: Int
@@ -37,26 +50,65 @@ extension Dashboard {
     func overview(_ request: Request) async throws -> Response {
         let session = try session(request, roles: Section.overview.roles)
         let now = Date()
-        let (queues, workers, lanes) = try await asCaller(session) {
+        let day = request.uri.queryParameters["range"] == "day"
+        // The last hour by the minute, or the last day by the quarter hour.
+        let (bin, count): (Duration, Int) = day ? (.seconds(900), 96) : (.seconds(60), 60)
+        let binSeconds = Double(bin.components.seconds)
+        let end = (now.timeIntervalSince1970 / binSeconds).rounded(.down) * binSeconds
+        let start = Date(timeIntervalSince1970: end - binSeconds * Double(count - 1))
+        let (queues, history, workers, lanes) = try await asCaller(session) {
             (
-                try await api.listQueues(.init()).ok.body.json.queues,
+                try await api.store.queueSummaries(completedSince: now.addingTimeInterval(-86400)),
+                try await api.store.history(since: start, bin: bin),
                 try await api.listWorkers(.init()).ok.body.json.workers,
                 try await allLanes()
             )
         }
+        let byQueue = Dictionary(grouping: history, by: \.queue)
+        let names = Set(queues.map(\.name)).union(byQueue.keys)
+        let statuses = Dictionary(uniqueKeysWithValues: queues.map { ($0.name, $0) })
         let overview = Overview(
-            queues: queues.map { queue in
-                let name = Self.query(queue.name)
+            queues: names.sorted().map { name in
+                let queue = statuses[name] ?? QueueStatus(name: name, counts: [:], oldestAvailable: nil, paused: false)
+                let link = Self.query(name)
+                var bins = [Store.HistoryMinute?](repeating: nil, count: count)
+                for minute in byQueue[name] ?? [] {
+                    let index = Int(
+                        ((minute.minute.timeIntervalSince1970 - start.timeIntervalSince1970) / binSeconds).rounded())
+                    if bins.indices.contains(index) { bins[index] = minute }
+                }
+                let perMinute = binSeconds / 60
+                let (from, to) = (day ? "24h ago" : "1h ago", "now")
                 return Overview.Queue(
-                    name: queue.name, link: "/ui/jobs?queue=\(name)", paused: queue.paused,
+                    name: name, link: "/ui/jobs?queue=\(link)", paused: queue.paused,
                     counts: Self.shownStates.map { state in
                         Overview.Queue.Count(
-                            state: state, count: queue.counts[state], link: "/ui/jobs?queue=\(name)&state=\(state)")
+                            state: state, count: queue.counts[JobState(rawValue: state) ?? .available] ?? 0,
+                            link: "/ui/jobs?queue=\(link)&state=\(state)")
                     },
-                    oldest: queue.oldestAvailableAt.map { DashboardText.relative($0, now: now) },
-                    action: "/ui/queues/\(Self.path(queue.name))/\(queue.paused ? "resume" : "pause")")
-            }, states: Self.shownStates, workers: workers.count, lanes: lanes.count,
-            blockedLanes: lanes.filter(\.blocked).count, hasBlocked: lanes.contains(where: \.blocked))
+                    oldest: queue.oldestAvailable.map { DashboardText.relative($0, now: now) },
+                    action: "/ui/queues/\(Self.path(name))/\(queue.paused ? "resume" : "pause")",
+                    charts: [
+                        Chart(
+                            title: "Jobs finished per minute", count: count, from: from, to: to,
+                            format: { String(format: $0 < 10 ? "%.1f" : "%.0f", $0) },
+                            [
+                                ("completed", "completed", bins.map { Double($0?.completed ?? 0) / perMinute }),
+                                ("discarded", "discarded", bins.map { Double($0?.discarded ?? 0) / perMinute }),
+                            ]),
+                        Chart(
+                            title: "Pickup wait", count: count, from: from, to: to, format: { DashboardText.span($0) },
+                            [
+                                ("p50", "p50", bins.map { $0?.wait(percentile: 0.5) }),
+                                ("p95", "p95", bins.map { $0?.wait(percentile: 0.95) }),
+                            ]),
+                    ])
+            }, states: Self.shownStates,
+            ranges: [
+                Overview.Range(title: "Last hour", link: "/ui", current: !day),
+                Overview.Range(title: "Last day", link: "/ui?range=day", current: day),
+            ], workers: workers.count, lanes: lanes.count, blockedLanes: lanes.filter(\.blocked).count,
+            hasBlocked: lanes.contains(where: \.blocked))
         return page(
             "overview", title: "Overview", section: .overview, session: session, notice: Self.notice(request),
             overview)
@@ -116,21 +168,6 @@ extension Dashboard {
             return "\(done) \(done == 1 ? "job" : "jobs") \(verb)"
                 + (skipped > 0 ? "; \(skipped) could not be (their state does not allow it)." : ".")
         default: return nil
-        }
-    }
-}
-
-extension Components.Schemas.StateCounts {
-    subscript(state: String) -> Int {
-        switch state {
-        case "scheduled": scheduled
-        case "available": available
-        case "running": running
-        case "retryable": retryable
-        case "waiting": waiting
-        case "completed": completed
-        case "discarded": discarded
-        default: cancelled
         }
     }
 }

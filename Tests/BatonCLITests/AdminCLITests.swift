@@ -206,6 +206,7 @@ struct AdminCLITests {
             Self.expectFits(shown.out)
             #expect(shown.lines[0].hasPrefix("job \(chain)  completed  queue default"))
             #expect(shown.lines.contains { $0.hasPrefix("├─ 1/3 first (add)  completed  1 attempt") })
+            #expect(shown.lines.contains { $0.hasSuffix("args {\"n\":1}") })
             #expect(shown.lines.contains { $0.hasPrefix("├─ 2/3 group [2 members]  completed") })
             #expect(shown.lines.contains { $0.contains("member 2  job") && $0.contains("→ 22") })
             #expect(shown.lines.contains { $0.hasPrefix("└─ 3/3 sum  completed") })

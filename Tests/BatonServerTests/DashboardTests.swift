@@ -217,6 +217,27 @@ struct DashboardTests {
         }
     }
 
+    /// A stage's attempts are a timeline: the failed one with its error, then the one that
+    /// completed it after a retry.
+    @Test func aStagesAttemptsAreDrawnInOrder() async throws {
+        try await withServer { server async throws in
+            let id = try await server.enqueue([
+                "input": 5, "stages": [["task": "fail-first", "args": ["key": .string("timeline-\(UUID())")]]],
+            ])
+            _ = try await server.job(id) { $0["state"] == "discarded" }
+            #expect(try await server.call(.POST, "/v1/jobs/\(id)/retry").status == 200)
+            _ = try await server.job(id) { $0["state"] == "completed" }
+            var visitor = Visitor(base: server.base)
+            try await visitor.signIn(Token.read)
+            let page = try await visitor.get("/ui/jobs/\(id)").html
+            let failed = try #require(page.range(of: "<li class=\"t-failed\"><p>Attempt 1 failed at "))
+            let completed = try #require(page.range(of: "<li class=\"t-completed\"><p>Attempt "))
+            #expect(failed.upperBound < completed.lowerBound, "oldest first")
+            #expect(page[failed.upperBound...].contains("first run of timeline-"))
+            #expect(page[completed.upperBound...].prefix(40).contains(" completed in "))
+        }
+    }
+
     /// Everything a job carries is shown as text: markup in its input, metadata, lane, error and
     /// output reaches the page escaped.
     @Test func whatAJobCarriesIsEscaped() async throws {
@@ -242,6 +263,7 @@ struct DashboardTests {
             #expect(
                 job.contains("&lt;img src=x onerror=alert(1)&gt;&lt;/script&gt;&lt;script&gt;alert(2)&lt;/script&gt;"))
             #expect(job.contains("&lt;b&gt;lane&lt;/b&gt;"))
+            #expect(job.contains("<summary>Args</summary>"), "the stage's args are shown, as text")
         }
     }
 }

@@ -67,7 +67,9 @@ struct ExactNumbersTests {
             #expect(first?["big"]?.numberValue == JSONNumber("12345678901234567890123"))
             Self.expectExact(first?["rest"], in: text)
 
-            // The untyped task saw its args, the metadata and the first stage's output unrounded.
+            // The stage's args as stored, and as the untyped task saw them with the metadata and
+            // the first stage's output, unrounded.
+            Self.expectExact(done["stages"]?.items.last?["args"], in: text)
             let echo = done["output"]
             Self.expectExact(echo?["args"], in: text)
             Self.expectExact(echo?["metadata"], in: text)

@@ -92,7 +92,9 @@ struct JobTree {
     }
 
     private func details(of stage: StageView) -> [String] {
-        var lines = stage.errors.flatMap(errorLines)
+        var lines: [String] = []
+        if let args = stage.args, args != [:] { lines.append("args " + Text.preview(args, limit: console.width)) }
+        lines += stage.errors.flatMap(errorLines)
         if let members = stage.members {
             for member in members {
                 let last = member.index == members.count - 1

@@ -56,7 +56,8 @@ extension Components.Schemas.Stage {
         }
         var isGroup: Bool { if case .group = spec.body { true } else { false } }
         self.init(
-            index: index, name: spec.name, task: spec.task?.task, lane: spec.lane, state: state, attempts: attempts,
+            index: index, name: spec.name, task: spec.task?.task, args: spec.task?.args, lane: spec.lane, state: state,
+            attempts: attempts,
             maxAttempts: spec.task?.retry.maxAttempts, startedAt: startedAt,
             finishedAt: result?.finishedAt.flatMap(RFC3339.parse), output: result?.output ?? .null,
             errors: job.errors.filter { $0.stage == index }.map(Components.Schemas.AttemptError.init),

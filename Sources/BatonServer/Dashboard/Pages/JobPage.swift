@@ -5,7 +5,7 @@ import Hummingbird
 
 /// `/ui/jobs/ID`: the chain drawn left to right (a group as fan-out and fan-in, lanes named, each
 /// stage coloured by its state, the current one marked), why it is not running, every attempt
-/// with its error in full, and the input, metadata and outputs as JSON. Admins cancel, retry and
+/// with its error in full, and the input, metadata, each stage's args and outputs as JSON. Admins cancel, retry and
 /// delete it here. A job that has not finished refreshes itself as its stages advance.
 extension Dashboard {
     struct JobView: Sendable {
@@ -31,11 +31,15 @@ extension Dashboard {
         }
 
         struct Stage: Sendable {
+            /// A point on the stage's timeline: a failed attempt (with its error in full), or the
+            /// attempt that is running or completed it.
             struct Attempt: Sendable {
-                var attempt: Int
-                var at: String
+                /// `failed`, `running` or `completed`, also its CSS class.
+                var outcome: String
+                /// "Attempt 2 failed at …", "Attempt 3 completed in 12 ms, started …".
+                var summary: String
                 var worker: String?
-                var error: String
+                var error: String?
             }
 
             var number: Int
@@ -47,9 +51,11 @@ extension Dashboard {
             var attempts: String
             var started: String?
             var took: String?
+            /// What the task is configured with; none for a group or empty args.
+            var args: String?
             /// Not `output`: a stage without one must not show the job's.
             var stageOutput: String?
-            var errors: [Attempt]
+            var timeline: [Attempt]
             var members: [Node.Member]
         }
 
@@ -95,6 +101,29 @@ extension Dashboard {
             action == "delete" ? "/ui/jobs?done=delete&what=\(id)" : "/ui/jobs/\(id)?done=\(action)&what=\(id)")
     }
 
+    /// Each failed attempt of `stage`, then the one running or that completed it.
+    static func timeline(_ stage: Components.Schemas.Stage) -> [JobView.Stage.Attempt] {
+        var points = stage.errors.map {
+            JobView.Stage.Attempt(
+                outcome: "failed", summary: "Attempt \($0.attempt) failed at \(DashboardText.time($0.at))",
+                worker: $0.worker, error: $0.error)
+        }
+        guard let start = stage.startedAt, stage.members == nil else { return points }
+        let started = DashboardText.time(start)
+        switch (stage.state, stage.finishedAt) {
+        case (.running, _):
+            points.append(.init(outcome: "running", summary: "Attempt \(stage.attempts) running since \(started)"))
+        case (.completed, let end?):
+            let took = DashboardText.span(end.timeIntervalSince(start))
+            points.append(
+                .init(
+                    outcome: "completed", summary: "Attempt \(stage.attempts) completed in \(took), started \(started)")
+            )
+        default: break
+        }
+        return points
+    }
+
     static func view(_ job: Components.Schemas.Job, now: Date) -> JobView {
         let finished = ["completed", "discarded", "cancelled"].contains(job.state.rawValue)
         func label(_ stage: Components.Schemas.Stage) -> String { stage.name ?? stage.task ?? "group" }
@@ -119,11 +148,9 @@ extension Dashboard {
                 took: stage.startedAt.flatMap { start in
                     stage.finishedAt.map { DashboardText.span($0.timeIntervalSince(start)) }
                 },
+                args: stage.args.flatMap { $0 == [:] ? nil : DashboardText.json($0) },
                 stageOutput: stage.state == .completed ? DashboardText.json(stage.output) : nil,
-                errors: stage.errors.map {
-                    JobView.Stage.Attempt(
-                        attempt: $0.attempt, at: DashboardText.time($0.at), worker: $0.worker, error: $0.error)
-                }, members: members(stage))
+                timeline: timeline(stage), members: members(stage))
         }
         return JobView(
             id: "\(job.id)", state: job.state.rawValue, finished: finished, queue: job.queue,

@@ -12,7 +12,7 @@ runuser -u postgres -- $bindir/initdb -D $work/data -U postgres -A trust >/dev/n
 runuser -u postgres -- $bindir/pg_ctl -D $work/data -l $work/log -w \
   -o "-p $port -k $work -c shared_buffers=512MB -c max_wal_size=4GB -c fsync=off" start >/dev/null
 trap 'kill $serve 2>/dev/null; runuser -u postgres -- $bindir/pg_ctl -D $work/data -m immediate -w stop >/dev/null; rm -rf "$work"' EXIT
-url="postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"; $B migrate --database-url "$url" >/dev/null
+url="postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"; $B migrate --database-url "$url" >/dev/null 2>&1
 psql() { command psql -q -X -v ON_ERROR_STOP=1 "$url" "$@"; }
 echo "loading 1,100,000 jobs…"
 load_start=$(date +%s)
@@ -34,19 +34,22 @@ FROM generate_series(1, 60000) i;
 INSERT INTO jobs (queue, state, run_at, chain, stage_count)
 SELECT 'queue-' || (i % 10), 'scheduled', now() + (i % 3600) * interval '1 second', '[{"task":"noop","args":{}}]', 1
 FROM generate_series(1, 20000) i;
-INSERT INTO jobs (queue, state, run_at, chain, stage_count, attempt, errors)
+-- (the first 1,000 of them hold a lane each, and block it)
+INSERT INTO jobs (queue, state, run_at, chain, stage_count, attempt, errors, lane)
 SELECT 'queue-' || (i % 10), 'retryable', now() + interval '1 hour', '[{"task":"noop","args":{}}]', 1, 1,
-       '[{"stage":0,"attempt":1,"at":"2026-01-01T00:00:00Z","error":"timeout"}]'
+       '[{"stage":0,"attempt":1,"at":"2026-01-01T00:00:00Z","error":"timeout"}]',
+       CASE WHEN i <= 1000 THEN 'lane-' || i END
 FROM generate_series(1, 10000) i;
 INSERT INTO jobs (queue, state, run_at, chain, stage_count, lane, lane_ready_at)
 SELECT 'queue-' || (i % 10), 'waiting', now(), jsonb_build_array(jsonb_build_object('task', 'noop', 'lane', 'lane-' || (i % 10000))),
        1, 'lane-' || (i % 10000), now() + i * interval '1 microsecond'
 FROM generate_series(1, 10000) i;
--- A day of history: 10 queues, 10 workers, every minute.
-INSERT INTO queue_minutes (minute, queue, worker_id, completed, discarded, waits)
-SELECT date_trunc('minute', now()) - m * interval '1 minute', 'queue-' || q, 'worker-' || w, 60, 3,
-       ARRAY[10, 10, 10, 10, 10, 5, 2, 1, 1, 1, 0, 0, 0, 0, 0]
-FROM generate_series(0, 1439) m, generate_series(0, 9) q, generate_series(0, 9) w;
+-- A day of history: 10 queues, every minute.
+INSERT INTO queue_minutes (minute, queue, completed, discarded, wait_10ms, wait_25ms, wait_50ms, wait_100ms,
+                           wait_250ms, wait_500ms, wait_1s, wait_2500ms, wait_5s, wait_10s)
+SELECT date_trunc('minute', now()) - m * interval '1 minute', 'queue-' || q, 600, 30, 100, 100, 100, 100, 100, 50,
+       20, 10, 10, 10
+FROM generate_series(0, 1439) m, generate_series(0, 9) q;
 VACUUM ANALYZE jobs; VACUUM ANALYZE queue_minutes;
 SQL
 echo "loaded in $(( $(date +%s) - load_start ))s"
@@ -57,11 +60,15 @@ until curl -sf "http://127.0.0.1:$api/readyz" >/dev/null; do sleep 0.1; done
 jar=$work/cookies
 curl -s -o /dev/null -c $jar -H "Origin: http://127.0.0.1:$api" --data "token=$token&next=/ui" "http://127.0.0.1:$api/ui/login"
 job=$(psql -t -A -c "SELECT max(id) FROM baton.jobs WHERE state = 'discarded'")
-printf "%-40s %8s %8s %8s\n" page p50_ms p95_ms max_ms
-for page in "/ui" "/ui?range=day" "/ui/jobs" "/ui/jobs?state=discarded" "/ui/jobs?queue=queue-3&state=available" \
-    "/ui/jobs?state=discarded&error=upstream%2042" "/ui/jobs?lane=lane-77" "/ui/jobs/$job" "/ui/lanes" "/ui/workers"; do
+printf "%-46s %8s %8s %8s\n" page p50_ms p95_ms max_ms
+cursor=$(curl -s -b $jar "http://127.0.0.1:$api/ui/lanes" | grep -o 'href="/ui/lanes?cursor=[^"]*"' | cut -d'"' -f2)
+for page in "/ui" "/ui?range=day" "/ui/jobs" "/ui/jobs?state=discarded" "/ui/jobs?state=cancelled" \
+    "/ui/jobs?queue=queue-3" "/ui/jobs?queue=queue-3&state=available" "/ui/jobs?task=noop" \
+    "/ui/jobs?task=missing" "/ui/jobs?state=discarded&error=upstream%2042" "/ui/jobs?error=nowhere" \
+    "/ui/jobs?lane=lane-77" "/ui/jobs/$job" "/ui/lanes" "$cursor" "/ui/workers"; do
   for i in $(seq $n); do
     curl -s -o /dev/null -w "%{http_code} %{time_total}\n" -b $jar "http://127.0.0.1:$api$page"
-  done | awk -v page="$page" '$1 != 200 { bad++ } { t[NR] = $2 * 1000 } END {
-      n = asort(t); printf "%-40s %8.1f %8.1f %8.1f%s\n", page, t[int(n * 0.5)], t[int(n * 0.95)], t[n], bad ? "  (" bad " not 200)" : "" }'
+  done | sort -k2 -n | awk -v page="$page" '$1 != 200 { bad++ } { t[NR] = $2 * 1000 } END {
+      printf "%-46s %8.1f %8.1f %8.1f%s\n", page, t[int((NR + 1) * 0.5)], t[int(NR * 0.95 + 0.5)], t[NR],
+             bad ? "  (" bad " not 200)" : "" }'
 done

@@ -194,8 +194,11 @@ public struct BatonHTTPClient: Sendable {
         }
     }
 
-    public func lanes(limit: Int? = nil, cursor: String? = nil) async throws -> LanePage {
-        let output = try await call { try await client.listLanes(query: .init(limit: limit, cursor: cursor)) }
+    /// Lanes by name; only those whose holder failed and waits to retry if `blocked`.
+    public func lanes(blocked: Bool = false, limit: Int? = nil, cursor: String? = nil) async throws -> LanePage {
+        let output = try await call {
+            try await client.listLanes(query: .init(blocked: blocked ? true : nil, limit: limit, cursor: cursor))
+        }
         guard case .ok(let ok) = output else { throw Self.unexpected(output) }
         return try Self.json(ok.body.json)
     }

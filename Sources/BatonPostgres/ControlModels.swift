@@ -20,6 +20,9 @@ public struct JobFilter: Sendable, Hashable {
     /// Keyset cursor: only jobs with a smaller id (older) than this.
     public var before: Int64?
     public var limit: Int
+    /// How many jobs found through indexes (by state, lane and cursor) one page examines for the
+    /// other filters at most.
+    public var scanLimit = 10_000
 
     public init(
         states: [JobState] = [], queue: String? = nil, lane: String? = nil, task: String? = nil, error: String? = nil,
@@ -37,6 +40,13 @@ public struct JobFilter: Sendable, Hashable {
         self.before = before
         self.limit = limit
     }
+}
+
+/// A page of jobs, and where the scan for it stopped when it stopped before the page was full.
+package struct JobListing: Sendable {
+    package var jobs: [JobSummary] = []
+    /// The oldest job examined, when ``JobFilter/scanLimit`` jobs were: older ones may match too.
+    package var scannedTo: Int64?
 }
 
 /// A job in a listing: where it is, not what it carries.

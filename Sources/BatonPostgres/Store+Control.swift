@@ -6,10 +6,15 @@ import PostgresNIO
 extension Store {
     // MARK: jobs
 
-    /// Jobs (not group members) newest first, by keyset on the id: a page never repeats or skips
-    /// a job however many are inserted meanwhile (new jobs have larger ids). A backward scan of the
-    /// primary key, filtered.
-    package func jobs(_ filter: JobFilter) async throws -> [JobSummary] {
+    /// Jobs matching `filter`, newest first, at most `filter.limit`.
+    ///
+    /// State (`jobs_state_id` for unfinished, discarded and cancelled jobs; the primary key
+    /// otherwise), lane (`jobs_lane_id`) and the cursor are found through indexes. The other
+    /// filters (queue, task, last error, creation time, who enqueued) are checked on at most
+    /// ``JobFilter/scanLimit`` jobs of those, newest first, so that a page costs the same however
+    /// many jobs the table holds and however rare the match: when the scan ends before the page is
+    /// full, `scannedTo` is the oldest job examined, and the next page starts below it.
+    package func jobs(_ filter: JobFilter) async throws -> JobListing {
         let states = filter.states.isEmpty ? nil : filter.states.map(\.rawValue)
         // The text as it is: LIKE's wildcards in it are escaped.
         let errorPattern = filter.error.map { text in
@@ -17,37 +22,55 @@ extension Store {
                 + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "%", with: "\\%")
                 .replacingOccurrences(of: "_", with: "\\_") + "%"
         }
+        let scanned =
+            filter.queue != nil || filter.task != nil || filter.error != nil || filter.createdAfter != nil
+            || filter.createdBefore != nil || filter.enqueuedBy != nil
         let rows = try await pool.read(
             """
-            SELECT id, queue, priority::int, state::text, stage, stage_count, chain -> stage ->> 'task', lane,
-                   attempt, run_at, created_at, finished_at, errors -> -1 ->> 'error'
-            FROM \(unescaped: schema).jobs
-            WHERE parent_id IS NULL
-              AND (\(filter.before)::bigint IS NULL OR id < \(filter.before))
-              AND (\(states)::text[] IS NULL OR state = ANY(\(states)::\(unescaped: schema).job_state[]))
-              AND (\(filter.queue)::text IS NULL OR queue = \(filter.queue))
-              AND (\(filter.lane)::text IS NULL OR lane = \(filter.lane))
-              AND (\(filter.task)::text IS NULL
-                   OR jsonb_path_exists(chain, 'strict $.**.task ? (@ == $t)', jsonb_build_object('t', \(filter.task)::text)))
-              AND (\(errorPattern)::text IS NULL OR errors -> -1 ->> 'error' ILIKE \(errorPattern))
-              AND (\(filter.createdAfter)::timestamptz IS NULL OR created_at >= \(filter.createdAfter))
-              AND (\(filter.createdBefore)::timestamptz IS NULL OR created_at < \(filter.createdBefore))
-              AND (\(filter.enqueuedBy)::text IS NULL OR enqueued_by = \(filter.enqueuedBy))
-            ORDER BY id DESC LIMIT \(filter.limit)
+            WITH indexed AS (
+                SELECT id,
+                       (\(filter.queue)::text IS NULL OR queue = \(filter.queue))
+                       AND (\(filter.task)::text IS NULL
+                            OR jsonb_path_exists(chain, 'strict $.**.task ? (@ == $t)', jsonb_build_object('t', \(filter.task)::text)))
+                       AND (\(errorPattern)::text IS NULL OR errors -> -1 ->> 'error' ILIKE \(errorPattern))
+                       AND (\(filter.createdAfter)::timestamptz IS NULL OR created_at >= \(filter.createdAfter))
+                       AND (\(filter.createdBefore)::timestamptz IS NULL OR created_at < \(filter.createdBefore))
+                       AND (\(filter.enqueuedBy)::text IS NULL OR enqueued_by = \(filter.enqueuedBy)) AS hit
+                FROM \(unescaped: schema).jobs
+                WHERE parent_id IS NULL
+                  AND (\(filter.before)::bigint IS NULL OR id < \(filter.before))
+                  AND (\(states)::text[] IS NULL OR state = ANY(\(states)::\(unescaped: schema).job_state[]))
+                  AND (\(filter.lane)::text IS NULL OR lane = \(filter.lane))
+                ORDER BY id DESC LIMIT \(scanned ? filter.scanLimit : filter.limit)
+            ), scan AS (
+                SELECT CASE WHEN \(scanned) AND count(*) = \(filter.scanLimit) THEN min(id) END AS scanned_to FROM indexed
+            ), page AS (
+                SELECT id FROM indexed WHERE hit ORDER BY id DESC LIMIT \(filter.limit)
+            )
+            SELECT s.scanned_to, j.id, j.queue, j.priority::int, j.state::text, j.stage, j.stage_count,
+                   j.chain -> j.stage ->> 'task', j.lane, j.attempt, j.run_at, j.created_at, j.finished_at,
+                   j.errors -> -1 ->> 'error'
+            FROM scan s LEFT JOIN (page p JOIN \(unescaped: schema).jobs j ON j.id = p.id) ON true
+            ORDER BY j.id DESC
             """, logger: logger)
-        var jobs: [JobSummary] = []
+        var listing = JobListing()
         for row in rows {
-            let (id, queue, priority, state, stage, count, task, lane, attempt, runAt) =
-                try row.decode((Int64, String, Int, String, Int, Int, String?, String?, Int, Date).self)
             let columns = Array(row)
-            jobs.append(
+            listing.scannedTo = try columns[0].decode(Int64?.self)
+            guard let id = try columns[1].decode(Int64?.self) else { continue }
+            let (queue, priority, state, stage, count, task, lane, attempt, runAt) = try (
+                columns[2].decode(String.self), columns[3].decode(Int.self), columns[4].decode(String.self),
+                columns[5].decode(Int.self), columns[6].decode(Int.self), columns[7].decode(String?.self),
+                columns[8].decode(String?.self), columns[9].decode(Int.self), columns[10].decode(Date.self)
+            )
+            listing.jobs.append(
                 JobSummary(
                     id: id, queue: queue, priority: priority, state: JobState(rawValue: state) ?? .available,
                     stage: stage, stageCount: count, task: task, lane: lane, attempt: attempt, runAt: runAt,
-                    createdAt: try columns[10].decode(Date.self), finishedAt: try columns[11].decode(Date?.self),
-                    lastError: try columns[12].decode(String?.self)))
+                    createdAt: try columns[11].decode(Date.self), finishedAt: try columns[12].decode(Date?.self),
+                    lastError: try columns[13].decode(String?.self)))
         }
-        return jobs
+        return listing
     }
 
     /// Starts a discarded or cancelled job again at the stage it stopped on, with fresh attempts
@@ -147,26 +170,36 @@ extension Store {
 
     // MARK: lanes and workers
 
-    /// Lanes with a holder or jobs waiting, by name after `after`; heads from `jobs_lane_head`,
-    /// waiting counts from `jobs_lane_waiting`.
-    package func lanes(after: String? = nil, limit: Int = 100) async throws -> [LaneStatus] {
+    /// Lanes with a holder or jobs waiting (only those whose holder waits to retry, if
+    /// `blocked`), by name after `after`. The page's names first (from `jobs_lane_head` and
+    /// `jobs_lane_waiting`, in order, stopping at `limit`), then each one's head and waiting count:
+    /// the cost follows the page, not the number of lanes.
+    package func lanes(after: String? = nil, limit: Int = 100, blocked: Bool = false) async throws -> [LaneStatus] {
         let rows = try await pool.read(
             """
-            WITH heads AS (
-                SELECT lane, id, queue, state::text AS state, stage, chain -> stage ->> 'task' AS task, attempt, run_at,
-                       errors -> -1 ->> 'error' AS error
-                FROM \(unescaped: schema).jobs
-                WHERE lane IS NOT NULL AND state IN ('available', 'running', 'retryable')
-                  AND (\(after)::text IS NULL OR lane > \(after))
-            ), waiting AS (
-                SELECT lane, count(*)::int AS n FROM \(unescaped: schema).jobs
-                WHERE lane IS NOT NULL AND state = 'waiting' AND (\(after)::text IS NULL OR lane > \(after))
-                GROUP BY lane
+            WITH names AS (
+                SELECT lane FROM (
+                    (SELECT lane FROM \(unescaped: schema).jobs
+                     WHERE lane IS NOT NULL AND state IN ('available', 'running', 'retryable')
+                       AND (\(after)::text IS NULL OR lane > \(after)) AND (NOT \(blocked) OR state = 'retryable')
+                     ORDER BY lane LIMIT \(limit))
+                    UNION
+                    (SELECT DISTINCT lane FROM \(unescaped: schema).jobs
+                     WHERE NOT \(blocked) AND lane IS NOT NULL AND state = 'waiting'
+                       AND (\(after)::text IS NULL OR lane > \(after))
+                     ORDER BY lane LIMIT \(limit))
+                ) u ORDER BY lane LIMIT \(limit)
             )
-            SELECT coalesce(h.lane, w.lane) AS l, coalesce(w.n, 0), h.id, h.queue, h.state, h.stage, h.task, h.attempt,
-                   h.run_at, h.error
-            FROM heads h FULL JOIN waiting w ON w.lane = h.lane
-            ORDER BY l LIMIT \(limit)
+            SELECT n.lane, w.n, h.id, h.queue, h.state::text, h.stage, h.chain -> h.stage ->> 'task', h.attempt,
+                   h.run_at, h.errors -> -1 ->> 'error'
+            FROM names n
+            LEFT JOIN LATERAL (
+                SELECT * FROM \(unescaped: schema).jobs j
+                WHERE j.lane = n.lane AND j.state IN ('available', 'running', 'retryable')) h ON true
+            CROSS JOIN LATERAL (
+                SELECT count(*)::int AS n FROM \(unescaped: schema).jobs j
+                WHERE j.lane = n.lane AND j.state = 'waiting') w
+            ORDER BY n.lane
             """, logger: logger)
         var lanes: [LaneStatus] = []
         for row in rows {
@@ -181,6 +214,22 @@ extension Store {
             lanes.append(LaneStatus(lane: lane, head: head, waiting: waiting))
         }
         return lanes
+    }
+
+    /// How many lanes have a holder or jobs waiting, and how many of them are blocked (their holder
+    /// failed and waits to retry): two index scans (`jobs_lane_head`, `jobs_lane_waiting`).
+    package func laneCounts() async throws -> (lanes: Int, blocked: Int) {
+        let rows = try await pool.read(
+            """
+            SELECT (SELECT count(*) FROM (
+                        SELECT lane FROM \(unescaped: schema).jobs
+                        WHERE lane IS NOT NULL AND state IN ('available', 'running', 'retryable')
+                        UNION
+                        SELECT lane FROM \(unescaped: schema).jobs WHERE lane IS NOT NULL AND state = 'waiting') l)::int,
+                   (SELECT count(*) FROM \(unescaped: schema).jobs WHERE lane IS NOT NULL AND state = 'retryable')::int
+            """, logger: logger)
+        for row in rows { return try row.decode((Int, Int).self) }
+        return (0, 0)
     }
 
     /// Registered workers, oldest first, with the jobs each runs now (`jobs_running` index).

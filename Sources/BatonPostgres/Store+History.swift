@@ -5,20 +5,23 @@ import PostgresNIO
 /// Per-minute history per queue (`queue_minutes`): written by each worker in batches, read by the
 /// dashboard.
 extension Store {
-    /// Upper bounds, in seconds, of the pickup-wait histogram's buckets; one more bucket counts
-    /// the longer waits.
-    package static let waitBucketBounds: [Double] = [
-        0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800,
+    /// The pickup-wait histogram's buckets: each bucket's column in `queue_minutes` and its upper
+    /// bound in seconds (the last, `wait_more`, has none).
+    package static let waitBuckets: [(column: String, bound: Double)] = [
+        ("wait_10ms", 0.01), ("wait_25ms", 0.025), ("wait_50ms", 0.05), ("wait_100ms", 0.1), ("wait_250ms", 0.25),
+        ("wait_500ms", 0.5), ("wait_1s", 1), ("wait_2500ms", 2.5), ("wait_5s", 5), ("wait_10s", 10),
+        ("wait_30s", 30), ("wait_1m", 60), ("wait_5m", 300), ("wait_30m", 1800), ("wait_more", .infinity),
     ]
 
-    /// One queue's minute as one worker saw it.
+    /// One queue's minute (or a longer bin of them).
     package struct HistoryMinute: Sendable, Hashable {
         package var queue: String
         package var minute: Date
         package var completed = 0
         package var discarded = 0
-        /// Counts per bucket of ``Store/waitBucketBounds`` (one more than the bounds).
-        package var waits = [Int](repeating: 0, count: Store.waitBucketBounds.count + 1)
+        package var cancelled = 0
+        /// Pickups per bucket of ``Store/waitBuckets``.
+        package var waits = [Int](repeating: 0, count: Store.waitBuckets.count)
 
         package init(queue: String, minute: Date) {
             self.queue = queue
@@ -26,56 +29,64 @@ extension Store {
         }
     }
 
-    /// Adds `minutes` to the worker's rows, in one statement.
-    package func recordHistory(worker: String, _ minutes: [HistoryMinute]) async throws {
+    /// The histogram's columns, comma-separated, optionally each wrapped (`sum(…)::int`).
+    private static func waitColumns(_ wrap: (String) -> String = { $0 }) -> String {
+        waitBuckets.map { wrap($0.column) }.joined(separator: ", ")
+    }
+
+    /// Adds `minutes` to the history, in one statement.
+    package func recordHistory(_ minutes: [HistoryMinute]) async throws {
         guard !minutes.isEmpty else { return }
         let rows = JSONValue.array(
             minutes.map { minute in
-                [
+                var row: [String: JSONValue] = [
                     "minute": .string(RFC3339.format(minute.minute)), "queue": .string(minute.queue),
                     "completed": .number(JSONNumber(minute.completed)),
                     "discarded": .number(JSONNumber(minute.discarded)),
-                    "waits": .array(minute.waits.map { .number(JSONNumber($0)) }),
+                    "cancelled": .number(JSONNumber(minute.cancelled)),
                 ]
+                for (bucket, count) in zip(Self.waitBuckets, minute.waits) {
+                    row[bucket.column] = .number(JSONNumber(count))
+                }
+                return .object(row)
             })
+        let columns = Self.waitColumns()
+        // Rows in key order: two workers adding to the same minutes lock them in the same order.
         try await pool.perform(
             """
-            INSERT INTO \(unescaped: schema).queue_minutes AS q (minute, queue, worker_id, completed, discarded, waits)
-            SELECT r.minute, r.queue, \(worker), r.completed, r.discarded, r.waits
-            FROM jsonb_to_recordset(\(rows.jsonText)::jsonb)
-                AS r(minute timestamptz, queue text, completed int, discarded int, waits int[])
-            ON CONFLICT (minute, queue, worker_id) DO UPDATE SET
+            INSERT INTO \(unescaped: schema).queue_minutes AS q
+                (minute, queue, completed, discarded, cancelled, \(unescaped: columns))
+            SELECT r.* FROM jsonb_to_recordset(\(rows.jsonText)::jsonb)
+                AS r(minute timestamptz, queue text, completed int, discarded int, cancelled int,
+                     \(unescaped: Self.waitColumns { "\($0) int" }))
+            ORDER BY r.minute, r.queue
+            ON CONFLICT (minute, queue) DO UPDATE SET
                 completed = q.completed + excluded.completed, discarded = q.discarded + excluded.discarded,
-                waits = ARRAY(SELECT coalesce(a, 0) + coalesce(b, 0)
-                              FROM unnest(q.waits, excluded.waits) AS w(a, b))
+                cancelled = q.cancelled + excluded.cancelled,
+                \(unescaped: Self.waitColumns { "\($0) = q.\($0) + excluded.\($0)" })
             """, logger: logger)
     }
 
-    /// The history since `since`, summed over workers into bins of `bin` (a minute, an hour), per
-    /// queue, oldest first.
+    /// The history since `since` in bins of `bin` (a minute, a quarter of an hour), per queue,
+    /// oldest first (primary key range scan).
     package func history(since: Date, bin: Duration) async throws -> [HistoryMinute] {
         let seconds = Int(bin.components.seconds)
         let rows = try await pool.read(
             """
-            WITH binned AS (
-                SELECT queue, date_bin(\(seconds) * interval '1 second', minute, timestamptz '2000-01-01') AS t,
-                       completed, discarded, waits
-                FROM \(unescaped: schema).queue_minutes WHERE minute >= \(since)
-            )
-            SELECT queue, t, sum(completed)::int, sum(discarded)::int,
-                   (SELECT array_agg(n ORDER BY i) FROM (
-                        SELECT i, sum(w)::int AS n
-                        FROM binned b2, unnest(b2.waits) WITH ORDINALITY AS u(w, i)
-                        WHERE b2.queue = b.queue AND b2.t = b.t GROUP BY i) s)
-            FROM binned b GROUP BY queue, t ORDER BY t, queue
+            SELECT queue, date_bin(\(seconds) * interval '1 second', minute, timestamptz '2000-01-01') AS t,
+                   sum(completed)::int, sum(discarded)::int, sum(cancelled)::int,
+                   \(unescaped: Self.waitColumns { "sum(\($0))::int" })
+            FROM \(unescaped: schema).queue_minutes WHERE minute >= \(since)
+            GROUP BY queue, t ORDER BY t, queue
             """, logger: logger)
         var minutes: [HistoryMinute] = []
         for row in rows {
-            let (queue, time, completed, discarded, waits) = try row.decode((String, Date, Int, Int, [Int]?).self)
-            var minute = HistoryMinute(queue: queue, minute: time)
-            minute.completed = completed
-            minute.discarded = discarded
-            if let waits, waits.count == minute.waits.count { minute.waits = waits }
+            let cells = Array(row)
+            var minute = HistoryMinute(queue: try cells[0].decode(String.self), minute: try cells[1].decode(Date.self))
+            minute.completed = try cells[2].decode(Int.self)
+            minute.discarded = try cells[3].decode(Int.self)
+            minute.cancelled = try cells[4].decode(Int.self)
+            minute.waits = try cells[5...].map { try $0.decode(Int.self) }
             minutes.append(minute)
         }
         return minutes
@@ -90,19 +101,23 @@ extension Store {
             """, logger: logger)
     }
 
-    /// Each queue's jobs per state without counting the table: unfinished, discarded and
-    /// cancelled ones from `jobs_queue_state` (an index-only scan), completed ones from the history
-    /// since `completedSince`; with each queue's oldest available job and whether it is paused.
-    /// Queues are those with such jobs, history or a pause.
-    package func queueSummaries(completedSince: Date) async throws -> [QueueStatus] {
+    /// Each queue's jobs per state without counting finished rows: unfinished jobs from
+    /// `jobs_state_id` (an index-only scan of them alone), completed, discarded and cancelled ones
+    /// over the history since `finishedSince`; with each queue's oldest available job and whether
+    /// it is paused. Queues are those with such jobs, history or a pause.
+    package func queueSummaries(finishedSince: Date) async throws -> [QueueStatus] {
         let rows = try await pool.read(
             """
             WITH counts AS (
                 SELECT queue, state::text AS state, count(*)::int AS n FROM \(unescaped: schema).jobs
-                WHERE state <> 'completed' GROUP BY queue, state
+                WHERE state IN ('scheduled', 'available', 'running', 'retryable', 'waiting') GROUP BY queue, state
                 UNION ALL
-                SELECT queue, 'completed', sum(completed)::int FROM \(unescaped: schema).queue_minutes
-                WHERE minute >= \(completedSince) GROUP BY queue
+                SELECT queue, s.state, s.n FROM (
+                    SELECT queue, sum(completed)::int AS completed, sum(discarded)::int AS discarded,
+                           sum(cancelled)::int AS cancelled
+                    FROM \(unescaped: schema).queue_minutes WHERE minute >= \(finishedSince) GROUP BY queue) h,
+                LATERAL (VALUES ('completed', h.completed), ('discarded', h.discarded), ('cancelled', h.cancelled))
+                    AS s(state, n)
             ), oldest AS (
                 SELECT queue, min(run_at) AS at FROM \(unescaped: schema).jobs WHERE state = 'available' GROUP BY queue
             ), names AS (
@@ -116,7 +131,7 @@ extension Store {
         for row in rows {
             let (name, state, count, oldest, paused) = try row.decode((String, String?, Int, Date?, Bool).self)
             var queue = queues[name] ?? QueueStatus(name: name, counts: [:], oldestAvailable: oldest, paused: paused)
-            if let state = state.flatMap(JobState.init(rawValue:)) { queue.counts[state] = count }
+            if let state = state.flatMap(JobState.init(rawValue:)), count > 0 { queue.counts[state] = count }
             queues[name] = queue
         }
         return queues.values.sorted { $0.name < $1.name }
@@ -133,7 +148,7 @@ extension Store.HistoryMinute {
         for (index, count) in waits.enumerated() {
             seen += count
             if Double(seen) >= p * Double(total) {
-                return index < Store.waitBucketBounds.count ? Store.waitBucketBounds[index] : 3600
+                return Store.waitBuckets[index].bound.isFinite ? Store.waitBuckets[index].bound : 3600
             }
         }
         return nil

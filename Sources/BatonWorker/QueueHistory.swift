@@ -16,14 +16,12 @@ final class QueueHistory: Service, Sendable {
     }
 
     let store: Store
-    let workerID: String
     let logger: Logger
     let period: Duration
     private let gathered = Mutex<[Key: Store.HistoryMinute]>([:])
 
-    init(store: Store, workerID: String, logger: Logger, period: Duration = .seconds(5)) {
+    init(store: Store, logger: Logger, period: Duration = .seconds(5)) {
         self.store = store
-        self.workerID = workerID
         self.logger = logger
         self.period = period
     }
@@ -33,7 +31,7 @@ final class QueueHistory: Service, Sendable {
     func discarded(queue: String) { add(queue) { $0.discarded += 1 } }
 
     func pickedUp(queue: String, waited: Double) {
-        let bucket = Store.waitBucketBounds.firstIndex { waited <= $0 } ?? Store.waitBucketBounds.count
+        let bucket = Store.waitBuckets.firstIndex { waited <= $0.bound } ?? Store.waitBuckets.count - 1
         add(queue) { $0.waits[bucket] += 1 }
     }
 
@@ -64,7 +62,7 @@ final class QueueHistory: Service, Sendable {
         }
         guard !minutes.isEmpty else { return }
         do {
-            try await store.recordHistory(worker: workerID, minutes)
+            try await store.recordHistory(minutes)
         } catch {
             logger.debug("cannot write queue history; keeping it", metadata: ["error": "\(error.logDescription)"])
             gathered.withLock { gathered in

@@ -42,7 +42,7 @@ public final class Worker: Service, Sendable {
         let store = Store(pool: pool, logger: logger)
         let intake = Intake(capacities: configuration.queues)
         let waker = Waker(store: store, logger: logger)
-        let history = QueueHistory(store: store, workerID: configuration.id, logger: logger)
+        let history = QueueHistory(store: store, logger: logger)
         let metrics = WorkerMetrics(history: history)
         self.history = history
         self.metrics = metrics

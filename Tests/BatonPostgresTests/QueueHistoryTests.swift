@@ -17,18 +17,17 @@ struct QueueHistoryTests {
         return minute
     }
 
-    /// Writes of one worker add up; several workers' rows are summed when read, per bin.
-    @Test func writesAddUpAndReadsSumOverWorkers() async throws {
+    /// Writes add up (several workers write the same minutes), and reads sum minutes into bins.
+    @Test func writesAddUpAndReadsSumIntoBins() async throws {
         try await TestDatabase.with { db async throws in
             let now = Date()
             let start = Date(timeIntervalSince1970: (now.timeIntervalSince1970 / 3600).rounded(.down) * 3600 - 3600)
             let first = start.addingTimeInterval(60)
             try await db.store.recordHistory(
-                worker: "a", [Self.minute("mail", first, completed: 3, waits: [0: 2, 5: 1])])
+                [Self.minute("mail", first, completed: 3, waits: [0: 2, 5: 1])])
             try await db.store.recordHistory(
-                worker: "a", [Self.minute("mail", first, completed: 2, discarded: 1, waits: [5: 1])])
+                [Self.minute("mail", first, completed: 2, discarded: 1, waits: [5: 1])])
             try await db.store.recordHistory(
-                worker: "b",
                 [
                     Self.minute("mail", first, completed: 10, waits: [14: 4]),
                     Self.minute("mail", start.addingTimeInterval(120), completed: 1),
@@ -44,8 +43,31 @@ struct QueueHistoryTests {
 
             let hours = try await db.store.history(since: start, bin: .seconds(3600))
             #expect(hours.map(\.completed) == [16, 0])
-            #expect(hours.first?.wait(percentile: 0.5) == Store.waitBucketBounds[5])
+            #expect(hours.first?.wait(percentile: 0.5) == Store.waitBuckets[5].bound)
             #expect(hours.first?.wait(percentile: 0.95) == 3600, "past the last bound")
+        }
+    }
+
+    /// Workers writing the same minutes at once, each listing them in its own order, neither
+    /// deadlock nor lose a count.
+    @Test func concurrentWritersAddUp() async throws {
+        try await TestDatabase.with { db async throws in
+            let start = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 / 60).rounded(.down) * 60 - 600)
+            let keys = (0..<5).flatMap { m in ["a", "b", "c"].map { ($0, start.addingTimeInterval(Double(m) * 60)) } }
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for writer in 0..<8 {
+                    let order = writer.isMultiple(of: 2) ? keys : keys.reversed()
+                    group.addTask {
+                        for _ in 0..<5 {
+                            try await db.store.recordHistory(order.map { Self.minute($0.0, $0.1, completed: 1) })
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            let minutes = try await db.store.history(since: start, bin: .seconds(60))
+            #expect(minutes.count == keys.count)
+            #expect(minutes.allSatisfy { $0.completed == 40 })
         }
     }
 
@@ -54,7 +76,6 @@ struct QueueHistoryTests {
         try await TestDatabase.with { db async throws in
             let now = Date()
             try await db.store.recordHistory(
-                worker: "a",
                 [
                     Self.minute("mail", now.addingTimeInterval(-2 * 86400), completed: 1),
                     Self.minute("mail", now.addingTimeInterval(-3600), completed: 2),
@@ -65,8 +86,8 @@ struct QueueHistoryTests {
         }
     }
 
-    /// The overview's counts: unfinished, discarded and cancelled jobs from the table, completed
-    /// ones from the history; paused queues without jobs too.
+    /// The overview's counts: unfinished jobs from the table, finished ones from the history (a
+    /// cancel adds to it); paused queues without jobs too.
     @Test func queueSummariesCountWithoutTheCompletedJobs() async throws {
         try await TestDatabase.with { db async throws in
             let jobs = (0..<3).map { _ in NewJob(chain: ChainDefinition(stages: [.task("noop")]), queue: "mail") }
@@ -78,9 +99,9 @@ struct QueueHistoryTests {
                 ])
             try await db.store.cancel(enqueued[0].id)
             try await db.store.setPaused(true, queue: "later", unchecked: true)
-            try await db.store.recordHistory(worker: "a", [Self.minute("mail", Date(), completed: 7)])
+            try await db.store.recordHistory([Self.minute("mail", Date(), completed: 7)])
 
-            let summaries = try await db.store.queueSummaries(completedSince: Date().addingTimeInterval(-86400))
+            let summaries = try await db.store.queueSummaries(finishedSince: Date().addingTimeInterval(-86400))
             #expect(summaries.map(\.name) == ["later", "mail", "pdf"])
             let mail = try #require(summaries.first { $0.name == "mail" })
             #expect(mail.counts == [.available: 2, .cancelled: 1, .completed: 7])

@@ -43,6 +43,41 @@ struct StoreTests {
         }
     }
 
+    /// A listing filtered by what no index serves examines a bounded number of jobs per page: a
+    /// page may come back short, even empty, saying where its search stopped, and searching on
+    /// from there finds every match, newest first, each once.
+    @Test func aListingSearchesABoundedScanPerPage() async throws {
+        try await TestDatabase.with { db async throws in
+            // 20 jobs, every fourth in queue "rare": ids 4, 8, 12, 16, 20 (newest first: 20 … 4).
+            var rare: [Int64] = []
+            for index in 1...20 {
+                var new = job([.task("noop")])
+                if index.isMultiple(of: 4) { new.queue = "rare" }
+                let id = try await db.store.enqueue([new])[0].id
+                if index.isMultiple(of: 4) { rare.append(id) }
+            }
+            var filter = JobFilter(queue: "rare", limit: 10)
+            filter.scanLimit = 6
+            var found: [Int64] = []
+            var pages = 0
+            while true {
+                let listing = try await db.store.jobs(filter)
+                pages += 1
+                found += listing.jobs.map(\.id)
+                #expect(listing.jobs.count <= 2, "six jobs examined hold at most two of the rare queue")
+                guard let next = listing.scannedTo else { break }
+                filter.before = next
+            }
+            #expect(found == rare.reversed())
+            #expect(pages == 4, "20 jobs examined six at a time")
+
+            // Without such filters, no scan bound: a page is full, and no stop is reported.
+            let plain = try await db.store.jobs(JobFilter(limit: 10))
+            #expect(plain.jobs.count == 10)
+            #expect(plain.scannedTo == nil)
+        }
+    }
+
     @Test func anInvalidJobInABatchEnqueuesNothing() async throws {
         try await TestDatabase.with { db async throws in
             await #expect(throws: BatonError.self) {

@@ -83,6 +83,42 @@ struct OperatorTests {
         }
     }
 
+    /// A lane whose head failed and waits to retry is blocked: `?blocked=true` lists only such
+    /// lanes, the overview counts them and the lanes page shows them first.
+    @Test func blockedLanesAreListedCountedAndShownFirst() async throws {
+        try await withServer { server async throws in
+            try await server.enqueue(
+                ["stages": [["task": "noop", "lane": "a-free"]], "queue": "idle"], query: "?unchecked=true")
+            let head = try await server.enqueue([
+                "stages": [
+                    [
+                        "task": "http", "args": ["method": "GET", "url": "http://127.0.0.1:1/down"], "lane": "z-stuck",
+                        "max_attempts": 5, "backoff": ["kind": "constant", "initial": "1h"],
+                    ]
+                ]
+            ])
+            try await server.enqueue(["stages": [["task": "noop", "lane": "z-stuck"]]])
+            _ = try await server.job(head) { $0["state"] == "retryable" }
+
+            let blocked = try await server.call(.GET, "/v1/lanes?blocked=true", token: Token.read)
+            #expect(blocked["lanes"]?.items.map { $0["lane"] } == ["z-stuck"])
+            #expect(blocked["lanes"]?.items.first?["waiting"] == 1)
+            let all = try await server.call(.GET, "/v1/lanes", token: Token.read)
+            #expect(all["lanes"]?.items.map { $0["lane"] } == ["a-free", "z-stuck"])
+
+            var visitor = DashboardTests.Visitor(base: server.base)
+            try await visitor.signIn(Token.read)
+            let overview = try await visitor.get("/ui").html
+            #expect(overview.contains("<strong>2</strong> lanes"))
+            #expect(overview.contains("<strong>1</strong> blocked lanes"))
+            let lanes = try await visitor.get("/ui/lanes").html
+            #expect(lanes.contains("2 lanes, 1 blocked"))
+            let stuck = try #require(lanes.range(of: ">z-stuck<"))
+            let free = try #require(lanes.range(of: ">a-free<"))
+            #expect(stuck.lowerBound < free.lowerBound, "blocked lanes first")
+        }
+    }
+
     @Test func workersListTheirQueuesTasksAndHeartbeat() async throws {
         try await withServer { server async throws in
             let workers = try await server.call(.GET, "/v1/workers", token: Token.read)["workers"]?.items ?? []

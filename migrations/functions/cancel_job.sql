@@ -15,13 +15,18 @@ BEGIN
     IF v_lanes IS NOT NULL THEN
         PERFORM lock_lanes(v_lanes);
     END IF;
+    -- Counted in the queues' history (one row per queue, not per job).
     RETURN QUERY
     WITH c AS (
         UPDATE jobs j SET state = 'cancelled', finished_at = now(), worker_id = NULL, pending = NULL
         FROM jobs old
         WHERE j.id = ANY(v_ids) AND old.id = j.id
           AND j.state NOT IN ('completed', 'discarded', 'cancelled')
-        RETURNING j.id, old.worker_id, j.watched
+        RETURNING j.id, j.queue, old.worker_id, j.watched
+    ), counted AS (
+        INSERT INTO queue_minutes AS q (minute, queue, cancelled)
+        SELECT date_trunc('minute', now()), c.queue, count(*) FROM c GROUP BY c.queue ORDER BY c.queue
+        ON CONFLICT (minute, queue) DO UPDATE SET cancelled = q.cancelled + excluded.cancelled
     ) SELECT c.id, c.worker_id, c.watched FROM c;
     -- A cancelled member fails its group, as a discarded one does.
     IF (SELECT j.parent_id FROM jobs j WHERE j.id = p_id) IS NOT NULL THEN

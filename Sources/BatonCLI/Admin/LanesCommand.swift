@@ -24,9 +24,9 @@ struct Lanes: AdminCommand {
         var cursor: String?
         repeat {
             let page = try await client.call { [cursor] baton in
-                try await baton.lanes(limit: 1000, cursor: cursor)
+                try await baton.lanes(blocked: blocked, limit: 1000, cursor: cursor)
             }
-            lanes += blocked ? page.lanes.filter(\.blocked) : page.lanes
+            lanes += page.lanes
             cursor = page.nextCursor
         } while cursor != nil
         let console = admin.console

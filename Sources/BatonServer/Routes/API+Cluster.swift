@@ -43,7 +43,7 @@ extension API {
             }
             after = String(key.dropFirst(5))
         }
-        let lanes = try await store.lanes(after: after, limit: limit + 1)
+        let lanes = try await store.lanes(after: after, limit: limit + 1, blocked: input.query.blocked ?? false)
         let page = lanes.prefix(limit)
         let next = lanes.count > limit ? Cursor.encode("lane:" + page.last!.lane) : nil
         return .ok(.init(body: .json(.init(lanes: page.map(Components.Schemas.Lane.init), nextCursor: next))))

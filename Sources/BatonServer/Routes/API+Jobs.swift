@@ -193,9 +193,12 @@ extension API {
         }
         let limit = filter.limit
         filter.limit += 1
-        let jobs = try await store.jobs(filter)
-        let page = jobs.prefix(limit)
-        let next = jobs.count > limit ? Cursor.encode("job:\(page.last!.id)") : nil
+        let listing = try await store.jobs(filter)
+        let page = listing.jobs.prefix(limit)
+        // A full page goes on below its last job; a page whose scan stopped early, below the scan.
+        let next =
+            listing.jobs.count > limit
+            ? Cursor.encode("job:\(page.last!.id)") : listing.scannedTo.map { Cursor.encode("job:\($0)") }
         return .ok(.init(body: .json(.init(jobs: page.map(Components.Schemas.JobSummary.init), nextCursor: next))))
     }
 

@@ -3,7 +3,8 @@ import Foundation
 import Hummingbird
 
 /// `/ui/lanes`: blocked lanes first (their head failed and waits to retry: why, since when, until
-/// when), then the rest by name; each with its head job and how many wait behind it.
+/// when), then every lane by name, a hundred at a time; each with its head job and how many wait
+/// behind it.
 extension Dashboard {
     struct Lanes: Sendable {
         struct Row: Sendable {
@@ -21,14 +22,31 @@ extension Dashboard {
         }
 
         var rows: [Row]
+        var total: Int
         var blocked: Int
+        /// Shown on the first page only, where the blocked lanes are listed first.
+        var moreBlocked: Int?
+        var next: String?
+        var first: String?
     }
+
+    static let lanesPerPage = 100
 
     func lanes(_ request: Request) async throws -> Response {
         let session = try session(request, roles: Section.lanes.roles)
-        let lanes = try await asCaller(session) { try await allLanes() }
+        let cursor = request.uri.queryParameters["cursor"].map(String.init)
+        let (blocked, listed, counts) = try await asCaller(session) {
+            (
+                cursor == nil
+                    ? try await api.listLanes(.init(query: .init(blocked: true, limit: Self.lanesPerPage))).ok.body.json
+                        .lanes : [],
+                try await api.listLanes(.init(query: .init(limit: Self.lanesPerPage, cursor: cursor))).ok.body.json,
+                try await api.store.laneCounts()
+            )
+        }
         let now = Date()
-        let rows = lanes.sorted { ($0.blocked ? 0 : 1, $0.lane) < ($1.blocked ? 0 : 1, $1.lane) }.map { lane in
+        // The blocked ones were listed first on the first page; by name they are not repeated.
+        let rows = (blocked + listed.lanes.filter { !$0.blocked }).map { lane in
             Lanes.Row(
                 lane: lane.lane, link: "/ui/jobs?lane=" + Self.query(lane.lane), blocked: lane.blocked,
                 head: lane.head.map { "\($0.id)" }, headLink: lane.head.map { "/ui/jobs/\($0.id)" },
@@ -38,6 +56,10 @@ extension Dashboard {
         }
         return page(
             "lanes", title: "Lanes", section: .lanes, session: session,
-            Lanes(rows: rows, blocked: lanes.filter(\.blocked).count))
+            Lanes(
+                rows: rows, total: counts.lanes, blocked: counts.blocked,
+                moreBlocked: cursor == nil && counts.blocked > blocked.count ? counts.blocked - blocked.count : nil,
+                next: listed.nextCursor.map { "/ui/lanes?cursor=" + Self.query($0) },
+                first: cursor == nil ? nil : "/ui/lanes"))
     }
 }

@@ -4,11 +4,11 @@ import BatonPostgres
 import Foundation
 import Hummingbird
 
-/// `/ui`: every queue with its jobs per state (completed ones over the last day, from the
-/// history), paused or not, its oldest available job's age, and charts of its throughput and
-/// pickup wait over the last hour or day; live workers and blocked lanes. Admins pause and resume
-/// queues here. Nothing on it counts the jobs table: an index-only scan of unfinished jobs and the
-/// per-minute history.
+/// `/ui`: every queue with its unfinished jobs per state and those that finished over the last
+/// day (from the history), paused or not, its oldest available job's age, and charts of its
+/// throughput and pickup wait over the last hour or day; live workers and blocked lanes. Admins
+/// pause and resume queues here. Nothing on it counts finished rows: an index-only scan of
+/// unfinished jobs and the per-minute history.
 extension Dashboard {
     struct Overview: Sendable {
         struct Queue: Sendable {
@@ -58,10 +58,10 @@ extension Dashboard {
         let start = Date(timeIntervalSince1970: end - binSeconds * Double(count - 1))
         let (queues, history, workers, lanes) = try await asCaller(session) {
             (
-                try await api.store.queueSummaries(completedSince: now.addingTimeInterval(-86400)),
+                try await api.store.queueSummaries(finishedSince: now.addingTimeInterval(-86400)),
                 try await api.store.history(since: start, bin: bin),
                 try await api.listWorkers(.init()).ok.body.json.workers,
-                try await allLanes()
+                try await api.store.laneCounts()
             )
         }
         let byQueue = Dictionary(grouping: history, by: \.queue)
@@ -103,12 +103,14 @@ extension Dashboard {
                                 ("p95", "p95", bins.map { $0?.wait(percentile: 0.95) }),
                             ]),
                     ])
-            }, states: Self.shownStates,
+            },
+            states: Self.shownStates.map {
+                ["completed", "discarded", "cancelled"].contains($0) ? $0 + " (24 h)" : $0
+            },
             ranges: [
                 Overview.Range(title: "Last hour", link: "/ui", current: !day),
                 Overview.Range(title: "Last day", link: "/ui?range=day", current: day),
-            ], workers: workers.count, lanes: lanes.count, blockedLanes: lanes.filter(\.blocked).count,
-            hasBlocked: lanes.contains(where: \.blocked))
+            ], workers: workers.count, lanes: lanes.lanes, blockedLanes: lanes.blocked, hasBlocked: lanes.blocked > 0)
         return page(
             "overview", title: "Overview", section: .overview, session: session, notice: Self.notice(request),
             overview)
@@ -126,18 +128,6 @@ extension Dashboard {
             }
         }
         return Self.redirect("/ui?done=\(action)&what=" + Self.query(name))
-    }
-
-    /// Every lane, page by page (the API hands out 1,000 at most at a time).
-    func allLanes() async throws -> [Components.Schemas.Lane] {
-        var lanes: [Components.Schemas.Lane] = []
-        var cursor: String?
-        repeat {
-            let page = try await api.listLanes(.init(query: .init(limit: 1000, cursor: cursor))).ok.body.json
-            lanes += page.lanes
-            cursor = page.nextCursor
-        } while cursor != nil && lanes.count < 10_000
-        return lanes
     }
 
     /// `text` for a query string.

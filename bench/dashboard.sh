@@ -65,7 +65,7 @@ cursor=$(curl -s -b $jar "http://127.0.0.1:$api/ui/lanes" | grep -o 'href="/ui/l
 for page in "/ui" "/ui?range=day" "/ui/jobs" "/ui/jobs?state=discarded" "/ui/jobs?state=cancelled" \
     "/ui/jobs?queue=queue-3" "/ui/jobs?queue=queue-3&state=available" "/ui/jobs?task=noop" \
     "/ui/jobs?task=missing" "/ui/jobs?state=discarded&error=upstream%2042" "/ui/jobs?error=nowhere" \
-    "/ui/jobs?lane=lane-77" "/ui/jobs/$job" "/ui/lanes" "$cursor" "/ui/workers"; do
+    "/ui/jobs?lane=lane-77" "/ui/jobs?lane=lane-77&state=waiting" "/ui/jobs/$job" "/ui/lanes" "$cursor" "/ui/workers"; do
   for i in $(seq $n); do
     curl -s -o /dev/null -w "%{http_code} %{time_total}\n" -b $jar "http://127.0.0.1:$api$page"
   done | sort -k2 -n | awk -v page="$page" '$1 != 200 { bad++ } { t[NR] = $2 * 1000 } END {

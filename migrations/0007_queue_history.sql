@@ -36,6 +36,3 @@ CREATE TABLE queue_minutes (
 -- unfinished jobs per queue and state as an index-only scan of them alone (finished ones come from
 -- the history), and listings filtered by those states without walking past the completed majority.
 CREATE INDEX jobs_state_id ON jobs (state, id, queue) WHERE state <> 'completed';
-
--- A lane's jobs, whatever their state, newest first (the listing's lane filter).
-CREATE INDEX jobs_lane_id ON jobs (lane, id) WHERE lane IS NOT NULL;

@@ -22,7 +22,7 @@ public struct JobFilter: Sendable, Hashable {
     public var limit: Int
     /// How many jobs found through indexes (by state, lane and cursor) one page examines for the
     /// other filters at most.
-    public var scanLimit = 10_000
+    public var scanLimit = 5_000
 
     public init(
         states: [JobState] = [], queue: String? = nil, lane: String? = nil, task: String? = nil, error: String? = nil,

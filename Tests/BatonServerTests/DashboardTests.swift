@@ -4,6 +4,7 @@ import BatonPostgres
 import BatonServerTestSupport
 import BatonTestSupport
 import Foundation
+import Mustache
 import NIOCore
 import NIOHTTP1
 import Testing
@@ -78,6 +79,40 @@ struct DashboardTests {
             #expect(!text.contains("{{{") && !text.contains("{{&"), "\(name) writes a value unescaped")
         }
         #expect(!(EmbeddedDashboard.files["dashboard.js"] ?? "").contains("innerHTML"))
+    }
+
+    /// A view reflected once renders as the view itself does: fields, nested views, arrays, flags,
+    /// numbers, transforms, and a nil optional climbing to the enclosing view.
+    @Test func reflectedViewsRenderAsTheViewsThemselves() throws {
+        struct Item {
+            var name: String
+            var note: String?
+        }
+        struct Page {
+            var title: String
+            var items: [Item]
+            var none: [Item]
+            var flag: Bool
+            var count: Int
+            var missing: String?
+            var note: String?
+        }
+        let page = Page(
+            title: "<t>", items: [Item(name: "a", note: "n1"), Item(name: "b", note: nil)], none: [], flag: true,
+            count: 3, missing: nil, note: "outer")
+        let template = try MustacheTemplate(
+            string: "{{title}}|{{#items}}{{name}}:{{note}};{{/items}}|{{#flag}}yes{{/flag}}|{{count}}|"
+                + "{{^missing}}none{{/missing}}|{{^empty(items)}}some{{/empty(items)}}|{{^none}}empty{{/none}}")
+        let direct = template.render(page)
+        #expect(direct == "&lt;t&gt;|a:n1;b:outer;|yes|3|none|some|empty")
+        #expect(template.render(ReflectedView(page)) == direct)
+    }
+
+    /// Links carry names byte for byte: all but the unreserved ASCII characters percent-encoded.
+    @Test func linksPercentEncodeNames() {
+        #expect(DashboardText.percentEncoded("aZ09-._~") == "aZ09-._~")
+        #expect(DashboardText.percentEncoded("a b/ä&=%?#") == "a%20b%2F%C3%A4%26%3D%25%3F%23")
+        #expect(DashboardText.percentEncoded("") == "")
     }
 
     /// Without a session every page leads to the login; a wrong token is told so; a right one

@@ -97,8 +97,13 @@ struct OperatorTests {
                     ]
                 ]
             ])
-            try await server.enqueue(["stages": [["task": "noop", "lane": "z-stuck"]]])
+            let follower = try await server.enqueue(["stages": [["task": "noop", "lane": "z-stuck"]]])
             _ = try await server.job(head) { $0["state"] == "retryable" }
+            for query in ["lane=z-stuck&state=waiting", "lane=z-stuck&state=retryable,waiting", "lane=z-stuck"] {
+                let listed = try await server.call(.GET, "/v1/jobs?" + query, token: Token.read)["jobs"]?.items ?? []
+                let expected = query.contains("state=waiting") ? [follower] : [follower, head]
+                #expect(listed.map { $0["id"]?.int64 } == expected, "\(query)")
+            }
 
             let blocked = try await server.call(.GET, "/v1/lanes?blocked=true", token: Token.read)
             #expect(blocked["lanes"]?.items.map { $0["lane"] } == ["z-stuck"])

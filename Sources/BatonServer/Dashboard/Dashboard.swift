@@ -138,7 +138,8 @@ struct Dashboard: Sendable {
             } ?? [],
             role: role?.rawValue, csrf: session.map(sessions.csrfToken), canAct: role == .admin, notice: notice,
             content: content)
-        let html = templates.render(frame, withTemplate: template) ?? "template \(template) is missing"
+        let html =
+            templates.render(ReflectedView(frame), withTemplate: template) ?? "template \(template) is missing"
         var headers = Self.securityHeaders
         headers[.contentType] = "text/html; charset=utf-8"
         headers[.cacheControl] = "no-store"
@@ -203,7 +204,7 @@ struct DashboardMiddleware: RouterMiddleware {
         } catch DashboardError.signIn(let back) {
             let next =
                 back == "/ui"
-                ? "" : "?next=" + (back.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")
+                ? "" : "?next=" + DashboardText.percentEncoded(back)
             return Dashboard.redirect("/ui/login" + next)
         } catch DashboardError.refused(let status, let message) {
             return error(status, message, request)

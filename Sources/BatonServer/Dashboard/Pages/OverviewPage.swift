@@ -56,13 +56,13 @@ extension Dashboard {
         let binSeconds = Double(bin.components.seconds)
         let end = (now.timeIntervalSince1970 / binSeconds).rounded(.down) * binSeconds
         let start = Date(timeIntervalSince1970: end - binSeconds * Double(count - 1))
+        // The four reads at once: the page waits for the slowest, not for their sum.
         let (queues, history, workers, lanes) = try await asCaller(session) {
-            (
-                try await api.store.queueSummaries(finishedSince: now.addingTimeInterval(-86400)),
-                try await api.store.history(since: start, bin: bin),
-                try await api.listWorkers(.init()).ok.body.json.workers,
-                try await api.store.laneCounts()
-            )
+            async let queues = api.store.queueSummaries(finishedSince: now.addingTimeInterval(-86400))
+            async let history = api.store.history(since: start, bin: bin)
+            async let workers = api.listWorkers(.init()).ok.body.json.workers
+            async let lanes = api.store.laneCounts()
+            return try await (queues, history, workers, lanes)
         }
         let byQueue = Dictionary(grouping: history, by: \.queue)
         let names = Set(queues.map(\.name)).union(byQueue.keys)
@@ -132,8 +132,7 @@ extension Dashboard {
 
     /// `text` for a query string.
     static func query(_ text: String) -> String {
-        text.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~")))
-            ?? ""
+        DashboardText.percentEncoded(text)
     }
 
     /// `text` for one path segment.

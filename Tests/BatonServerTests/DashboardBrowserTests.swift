@@ -33,15 +33,23 @@ struct DashboardBrowserTests {
                 try await browser.open(server.base + "/ui/jobs")
                 try await browser.run("window.sameDocument = true")
                 let slow = try await server.enqueue([
-                    "stages": [["task": "sleep", "args": ["ms": 1500]], ["task": "sleep", "args": ["ms": 1500]]]
+                    "stages": [["task": "sleep", "args": ["ms": 2500]], ["task": "sleep", "args": ["ms": 2500]]]
                 ])
                 try await browser.waitForText("[data-live=jobs]") { $0.contains("\(slow)") }
                 #expect(try await browser.run("return window.sameDocument === true") == true)
 
-                // Its page: the current stage moves from the first to the second, then it completes.
+                // Its page: the current stage moves from the first to the second, then it completes
+                // (each stage outlasts the page's two-second refresh, so each is seen current).
                 try await browser.open(server.base + "/ui/jobs/\(slow)")
                 try await browser.run("window.sameDocument = true")
-                try await browser.waitForText(".node.current .label") { _ in true }
+                let currentStage = """
+                    return [...document.querySelectorAll('.chain > .node')].findIndex(n => n.classList.contains('current'))
+                    """
+                for stage in [0, 1] {
+                    try await eventually("stage \(stage + 1) marked current") {
+                        try await browser.run(currentStage) == .number(JSONNumber(stage))
+                    }
+                }
                 try await browser.waitForText("[data-live=job] h1 .badge") { $0 == "completed" }
                 #expect(try await browser.run("return window.sameDocument === true") == true)
                 #expect(try await browser.count(".chain .stage.s-completed") == 2)

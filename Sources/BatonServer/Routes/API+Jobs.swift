@@ -35,7 +35,7 @@ extension API {
         }
         var record: JobRecord
         if enqueued.inserted {
-            countEnqueued(job)
+            countEnqueued([job])
             record = JobRecord(job: job, enqueued: enqueued)
             record.waitingFor = await waitingFor(record)
         } else {
@@ -77,14 +77,12 @@ extension API {
         } catch let taken as IdempotencyKeyTaken {
             throw Problem.idempotencyKeyTaken(path: "jobs[\(taken.index)].idempotency_key")
         }
-        var answers: [Components.Schemas.EnqueuedJob] = []
-        for (job, result) in zip(jobs, enqueued) {
-            guard result.inserted else {
-                answers.append(.init(result))
-                continue
-            }
-            countEnqueued(job)
-            answers.append(.init(result, waitingFor: await waitingFor(JobRecord(job: job, enqueued: result))))
+        // The catalog read once for the batch, the counters bumped once per queue and task.
+        let serving = try? await catalog.current()
+        countEnqueued(zip(jobs, enqueued).filter { $0.1.inserted }.map(\.0))
+        let answers = zip(jobs, enqueued).map { job, result -> Components.Schemas.EnqueuedJob in
+            guard result.inserted else { return .init(result) }
+            return .init(result, waitingFor: Self.waitingFor(JobRecord(job: job, enqueued: result), serving))
         }
         let response = Components.Schemas.BatchResponse(jobs: answers)
         return enqueued.contains(where: \.inserted)
@@ -94,7 +92,11 @@ extension API {
     /// What keeps a job just enqueued from running, as far as the catalog of workers tells
     /// without reading the job back: nothing if the catalog cannot be read (the job is enqueued).
     private func waitingFor(_ job: JobRecord) async -> [WaitReason] {
-        guard let serving = try? await catalog.current() else { return [] }
+        Self.waitingFor(job, try? await catalog.current())
+    }
+
+    private static func waitingFor(_ job: JobRecord, _ serving: WorkersServing?) -> [WaitReason] {
+        guard let serving else { return [] }
         return WaitReason.reasons(for: job, facts: serving.facts(queue: job.queue, task: job.currentTask))
     }
 

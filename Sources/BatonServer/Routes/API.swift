@@ -32,11 +32,22 @@ struct API: APIProtocol {
     var store: Store { client.store }
 
     /// Counts enqueued jobs in `baton_jobs_enqueued_total{queue, task}` (the first stage's task).
-    func countEnqueued(_ job: NewJob) {
-        Counter(
-            label: "baton_jobs_enqueued_total",
-            dimensions: [("queue", queueLabels.label(job.queue)), ("task", taskLabels.label(job.firstTask))]
-        ).increment()
+    /// `baton_jobs_enqueued_total` by queue and first task: one counter look-up per pair, not per
+    /// job (a batch of 1,000 mostly has one pair).
+    func countEnqueued(_ jobs: [NewJob]) {
+        var counts: [Pair: Int] = [:]
+        for job in jobs { counts[Pair(queue: job.queue, task: job.firstTask), default: 0] += 1 }
+        for (pair, count) in counts {
+            Counter(
+                label: "baton_jobs_enqueued_total",
+                dimensions: [("queue", queueLabels.label(pair.queue)), ("task", taskLabels.label(pair.task))]
+            ).increment(by: count)
+        }
+    }
+
+    private struct Pair: Hashable {
+        var queue: String
+        var task: String
     }
 
     /// A job id from a path: one that names no job is a job that does not exist.

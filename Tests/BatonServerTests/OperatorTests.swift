@@ -50,6 +50,10 @@ struct OperatorTests {
             }
             #expect(try await ids("error=disk_50%25_FULL") == [failed])
             #expect(try await ids("error=disk%2550") == [], "% is not a wildcard")
+            let long = try await server.call(
+                .GET, "/v1/jobs?error=" + String(repeating: "x", count: 201), token: Token.read)
+            #expect(long.status == 400)
+            #expect(long["path"] == "error")
             let soon = RFC3339.format(Date().addingTimeInterval(60)).replacingOccurrences(of: ":", with: "%3A")
             #expect(try await ids("created_after=\(soon)") == [])
             #expect(try await ids("created_before=\(soon)") == [fine, failed])

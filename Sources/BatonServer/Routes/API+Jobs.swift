@@ -170,6 +170,9 @@ extension API {
     /// `GET /v1/jobs`: newest first, `limit` at a time, `next_cursor` to go on.
     func listJobs(_ input: Operations.ListJobs.Input) async throws -> Operations.ListJobs.Output {
         let query = input.query
+        if let error = query.error, !(1...200).contains(error.unicodeScalars.count) {
+            throw Problem.invalid("error", "error is text of 1 to 200 characters")
+        }
         var filter = JobFilter(
             queue: try Self.name(query.queue, "queue"), lane: try Self.name(query.lane, "lane"),
             task: try Self.name(query.task, "task"), error: query.error, createdAfter: query.createdAfter,

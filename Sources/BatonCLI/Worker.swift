@@ -26,8 +26,17 @@ struct WorkerOptions: ParsableArguments, SettingFlags {
     )
     var grace: Duration?
 
-    @Option(help: "Delete finished jobs this long after they finish (BATON_WORKER_RETENTION; default 24h).")
+    @Option(help: "Delete completed jobs this long after they finish (BATON_WORKER_RETENTION; default 24h).")
     var retention: Duration?
+
+    @Option(help: "Delete discarded jobs this long after they failed (BATON_WORKER_RETENTION_DISCARDED; default 14d).")
+    var retentionDiscarded: Duration?
+
+    @Option(
+        help:
+            "Delete cancelled jobs this long after they were cancelled (BATON_WORKER_RETENTION_CANCELLED; default 14d)."
+    )
+    var retentionCancelled: Duration?
 
     var flags: [Setting: ConfigContent] {
         var flags: [Setting: ConfigContent] = [:]
@@ -36,6 +45,8 @@ struct WorkerOptions: ParsableArguments, SettingFlags {
         flags.add(.workerLease, lease.map { .string(DurationFormat.format($0)) })
         flags.add(.workerGrace, grace.map { .string(DurationFormat.format($0)) })
         flags.add(.workerRetention, retention.map { .string(DurationFormat.format($0)) })
+        flags.add(.workerRetentionDiscarded, retentionDiscarded.map { .string(DurationFormat.format($0)) })
+        flags.add(.workerRetentionCancelled, retentionCancelled.map { .string(DurationFormat.format($0)) })
         return flags
     }
 }
@@ -76,7 +87,10 @@ extension Settings {
         guard lease >= .milliseconds(300) else { throw ValidationError("worker.lease must be at least 300ms") }
         return WorkerConfiguration(
             queues: queues, lease: lease, drainGrace: try duration(.workerGrace) ?? .seconds(30),
-            retention: try duration(.workerRetention) ?? .seconds(24 * 3600))
+            retention: Retention(
+                completed: try duration(.workerRetention) ?? .seconds(24 * 3600),
+                discarded: try duration(.workerRetentionDiscarded) ?? .seconds(14 * 86400),
+                cancelled: try duration(.workerRetentionCancelled) ?? .seconds(14 * 86400)))
     }
 
     /// The worker's metrics listener, if `worker.metrics-port` is set.

@@ -62,15 +62,17 @@ extension Store {
         return orphans
     }
 
-    /// Deletes up to `limit` jobs finished longer than `retention` ago (with their group members).
-    /// Uses `jobs_finished`. Returns how many were deleted.
-    package func prune(retention: Duration, limit: Int) async throws -> Int {
+    /// Deletes up to `limit` jobs that finished in `state` longer than `retention` ago (with their
+    /// group members). Uses `jobs_finished` (state, finished_at): one state's old jobs, not the
+    /// others' (a day's completed jobs are not walked past two weeks of dead letters). Returns how
+    /// many were deleted.
+    package func prune(_ state: JobState, retention: Duration, limit: Int) async throws -> Int {
         let rows = try await pool.rows(
             """
             WITH gone AS (
                 DELETE FROM \(unescaped: schema).jobs WHERE id IN (
                     SELECT id FROM \(unescaped: schema).jobs
-                    WHERE state IN ('completed', 'discarded', 'cancelled') AND parent_id IS NULL
+                    WHERE state = \(unescaped: "'\(state.rawValue)'") AND parent_id IS NULL
                       AND finished_at < now() - \(retention.milliseconds) * interval '1 millisecond'
                       AND NOT \(unescaped: schema).unfinished_members(id)
                     LIMIT \(limit))

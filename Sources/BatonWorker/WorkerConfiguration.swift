@@ -11,8 +11,8 @@ public struct WorkerConfiguration: Sendable {
     public var pollInterval: Duration
     /// On SIGTERM/SIGINT, running stages get this long to finish; then they are put back.
     public var drainGrace: Duration
-    /// Finished jobs are deleted this long after they finish.
-    public var retention: Duration
+    /// How long finished jobs are kept, by how they finished.
+    public var retention: Retention
     /// How often the elected worker promotes due scheduled and retryable jobs.
     public var schedulerInterval: Duration
     /// Take part in maintenance (rescue, scheduling, pruning) when elected.
@@ -22,7 +22,7 @@ public struct WorkerConfiguration: Sendable {
 
     public init(
         queues: [String: Int] = ["default": 10], lease: Duration = .seconds(15), pollInterval: Duration = .seconds(1),
-        drainGrace: Duration = .seconds(30), retention: Duration = .seconds(24 * 3600),
+        drainGrace: Duration = .seconds(30), retention: Retention = Retention(),
         schedulerInterval: Duration = .milliseconds(200), maintenance: Bool = true, id: String? = nil
     ) {
         self.queues = queues
@@ -37,4 +37,22 @@ public struct WorkerConfiguration: Sendable {
     }
 
     static var hostName: String { ProcessInfo.processInfo.hostName }
+}
+
+/// How long finished jobs are kept after they finish, by final state: the successes briefly, the
+/// failures (the dead letters) long enough to look into them and retry them. A job's idempotency
+/// key stays taken while it is kept.
+public struct Retention: Sendable, Hashable {
+    public var completed: Duration
+    public var discarded: Duration
+    public var cancelled: Duration
+
+    public init(
+        completed: Duration = .seconds(24 * 3600), discarded: Duration = .seconds(14 * 86400),
+        cancelled: Duration = .seconds(14 * 86400)
+    ) {
+        self.completed = completed
+        self.discarded = discarded
+        self.cancelled = cancelled
+    }
 }

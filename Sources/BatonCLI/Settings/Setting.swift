@@ -76,7 +76,13 @@ extension Setting {
         help: "On SIGTERM/SIGINT, running stages get this long to finish before they are put back.")
     static let workerRetention = Setting(
         key: "worker.retention", flag: "--retention", defaultValue: "24h",
-        help: "Finished jobs are deleted this long after they finish.")
+        help: "Completed jobs are deleted this long after they finish.")
+    static let workerRetentionDiscarded = Setting(
+        key: "worker.retention-discarded", flag: "--retention-discarded", defaultValue: "14d",
+        help: "Discarded jobs (the dead letters) are deleted this long after they failed.")
+    static let workerRetentionCancelled = Setting(
+        key: "worker.retention-cancelled", flag: "--retention-cancelled", defaultValue: "14d",
+        help: "Cancelled jobs are deleted this long after they were cancelled.")
     static let workerMetricsPort = Setting(
         key: "worker.metrics-port", flag: "--metrics-port",
         help: "Serve `/metrics` and `/healthz` on this port (off by default).")
@@ -122,7 +128,8 @@ extension Setting {
         config, databaseURL, databaseSchema, databasePoolSize, databaseListenURL, databaseSSLMode, databaseSSLRootCert,
         databaseSSLCert,
         databaseSSLKey,
-        workerQueues, workerConcurrency, workerLease, workerGrace, workerRetention, workerMetricsPort,
+        workerQueues, workerConcurrency, workerLease, workerGrace, workerRetention,
+        workerRetentionDiscarded, workerRetentionCancelled, workerMetricsPort,
         workerMetricsHost,
         apiHost, apiPort, apiMaxBody, apiMaxWait, apiMetricsOpen, apiTokens, apiToken,
         httpAllow, httpDeny, logLevel, logFormat,

@@ -1,3 +1,4 @@
+import Baton
 import BatonPostgres
 import ServiceLifecycle
 
@@ -7,7 +8,7 @@ import ServiceLifecycle
 struct Pruner: Service {
     let store: Store
     let leadership: Leadership
-    let retention: Duration
+    let retention: Retention
     var period: Duration = .seconds(60)
 
     func run() async {
@@ -16,7 +17,12 @@ struct Pruner: Service {
 
     /// Finished jobs past retention, in batches.
     func prune() async throws {
-        while try await store.prune(retention: retention, limit: 5000) == 5000 {}
-        try await store.pruneHistory(keep: max(retention, .seconds(25 * 3600)))
+        for (state, kept) in [
+            (JobState.completed, retention.completed), (.discarded, retention.discarded),
+            (.cancelled, retention.cancelled),
+        ] {
+            while try await store.prune(state, retention: kept, limit: 5000) == 5000 {}
+        }
+        try await store.pruneHistory(keep: max(retention.completed, .seconds(25 * 3600)))
     }
 }

@@ -36,4 +36,36 @@ struct PrunerTests {
             #expect(try await db.store.job(parent) != nil)
         }
     }
+
+    /// Each final state keeps its own retention (by default a day for completed jobs, two weeks
+    /// for discarded and cancelled ones): two-day-old dead letters stay while two-day-old
+    /// successes go.
+    @Test func deadLettersAreKeptLongerThanSuccesses() async throws {
+        try await TestDatabase.with { db async throws in
+            let schema = db.configuration.schema
+            let ids = try await db.store.enqueue(
+                (0..<5).map { _ in NewJob(chain: ChainDefinition(input: 1, stages: [.task("noop")])) }
+            ).map(\.id)
+            for (id, state, age) in [
+                (ids[0], "completed", "2 days"), (ids[1], "discarded", "2 days"), (ids[2], "cancelled", "2 days"),
+                (ids[3], "discarded", "15 days"), (ids[4], "cancelled", "15 days"),
+            ] {
+                try await db.pool.perform(
+                    """
+                    UPDATE \(unescaped: schema).jobs
+                    SET state = \(unescaped: "'\(state)'"), finished_at = now() - \(unescaped: "interval '\(age)'")
+                    WHERE id = \(id)
+                    """)
+            }
+            try await withWorker(db, tasks: testTasks) { _, _ async throws in
+                try await eventually("the old jobs to be pruned") {
+                    var gone = 0
+                    for id in [ids[0], ids[3], ids[4]] where try await db.store.job(id) == nil { gone += 1 }
+                    return gone == 3
+                }
+            }
+            #expect(try await db.store.job(ids[1]) != nil, "a discarded job is kept two weeks")
+            #expect(try await db.store.job(ids[2]) != nil, "a cancelled job is kept two weeks")
+        }
+    }
 }

@@ -37,7 +37,7 @@ struct BatonCommand: AsyncParsableCommand {
             command = try parseAsRoot()
         } catch {
             guard exitCode(for: error) == .validationFailure else { exit(withError: error) }
-            FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
+            try? FileHandle.standardError.write(contentsOf: Data((fullMessage(for: error) + "\n").utf8))
             Foundation.exit(AdminFailure.Status.usage.rawValue)
         }
         do {
@@ -47,12 +47,12 @@ struct BatonCommand: AsyncParsableCommand {
                 try command.run()
             }
         } catch let failure as AdminFailure {
-            FileHandle.standardError.write(Data("baton: \(failure.message)\n".utf8))
+            try? FileHandle.standardError.write(contentsOf: Data("baton: \(failure.message)\n".utf8))
             Foundation.exit(failure.status.rawValue)
         } catch let error as ValidationError {
             // A setting found wrong once the command runs: the message says which, without the
             // usage text (the command line itself parsed).
-            FileHandle.standardError.write(Data("baton: \(error.message)\n".utf8))
+            try? FileHandle.standardError.write(contentsOf: Data("baton: \(error.message)\n".utf8))
             Foundation.exit(AdminFailure.Status.usage.rawValue)
         } catch {
             exit(withError: error)
@@ -109,7 +109,8 @@ extension Duration: @retroactive ExpressibleByArgument {
     }
 }
 
-/// Writes a line to standard output at once (unbuffered, so it shows up even through a pipe).
+/// Writes a line to standard output at once (unbuffered, so it shows up even through a pipe; a
+/// reader gone does not stop a server that reports here).
 func say(_ line: String) {
-    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    try? FileHandle.standardOutput.write(contentsOf: Data((line + "\n").utf8))
 }

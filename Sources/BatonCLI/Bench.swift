@@ -348,7 +348,7 @@ struct Progress: Sendable {
 
     func show(_ text: String) {
         guard enabled else { return }
-        FileHandle.standardError.write(Data("\r\u{1B}[K\(text)".utf8))
+        try? FileHandle.standardError.write(contentsOf: Data("\r\u{1B}[K\(text)".utf8))
     }
 
     func clear() { show("") }

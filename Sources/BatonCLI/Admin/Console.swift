@@ -32,11 +32,19 @@ struct Console: Sendable {
         return Int(size.ws_col)
     }
 
-    /// Writes `text` and a newline to standard output.
-    func out(_ text: String) { FileHandle.standardOutput.write(Data((text + "\n").utf8)) }
+    /// Writes `text` and a newline to standard output. When whoever read it has gone (`baton jobs
+    /// list | head -1`), the command ends quietly with the status a shell gives a process that
+    /// SIGPIPE ended (141), as `yes | head` does: `FileHandle.write(_:)` would crash on the closed pipe.
+    func out(_ text: String) {
+        do {
+            try FileHandle.standardOutput.write(contentsOf: Data((text + "\n").utf8))
+        } catch {
+            exit(128 + SIGPIPE)
+        }
+    }
 
-    /// Writes `text` and a newline to standard error.
-    func err(_ text: String) { FileHandle.standardError.write(Data((text + "\n").utf8)) }
+    /// Writes `text` and a newline to standard error (nothing if it is closed).
+    func err(_ text: String) { try? FileHandle.standardError.write(contentsOf: Data((text + "\n").utf8)) }
 
     /// `value` as the API's JSON, on one line: what `--json` prints.
     func json(_ value: some Encodable) throws {

@@ -89,7 +89,7 @@ private struct WaitProgress {
         guard lines != last else { return }
         // Up over what was drawn, clear to the end of the screen, draw anew.
         let erase = drawn > 0 ? "\u{1B}[\(drawn)F\u{1B}[J" : ""
-        FileHandle.standardError.write(Data((erase + lines.joined(separator: "\n") + "\n").utf8))
+        try? FileHandle.standardError.write(contentsOf: Data((erase + lines.joined(separator: "\n") + "\n").utf8))
         drawn = lines.count
         last = lines
     }

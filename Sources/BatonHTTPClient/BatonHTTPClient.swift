@@ -25,6 +25,9 @@ public struct BatonHTTPClient: Sendable {
     public typealias Queue = Components.Schemas.Queue
     public typealias LanePage = Components.Schemas.LanePage
     public typealias Worker = Components.Schemas.Worker
+    public typealias BulkFilter = Components.Schemas.BulkFilter
+    public typealias BulkAction = Components.Schemas.BulkRequest.ActionPayload
+    public typealias BulkResponse = Components.Schemas.BulkResponse
 
     /// The generated client, for what this type does not wrap.
     public let client: Client
@@ -161,6 +164,18 @@ public struct BatonHTTPClient: Sendable {
     /// Starts a discarded or cancelled job again at its failed stage.
     public func retry(_ id: Int64) async throws -> Job {
         let output = try await call { try await client.retryJob(path: .init(id: id)) }
+        guard case .ok(let ok) = output else { throw Self.unexpected(output) }
+        return try Self.json(ok.body.json)
+    }
+
+    /// Retries, cancels or deletes every job `filter` matches in a state the action applies to, in
+    /// batches on the server; with `dryRun`, counts them and returns the first ten.
+    public func bulk(_ action: BulkAction, matching filter: BulkFilter, dryRun: Bool = false) async throws
+        -> BulkResponse
+    {
+        let output = try await call {
+            try await client.bulkJobs(body: .json(.init(action: action, dryRun: dryRun, filter: filter)))
+        }
         guard case .ok(let ok) = output else { throw Self.unexpected(output) }
         return try Self.json(ok.body.json)
     }

@@ -122,6 +122,16 @@ public final class BatonClient: Service, Sendable {
     public func cancel(_ id: Int64) async throws -> Bool {
         !(try await store.cancel(id)).isEmpty
     }
+
+    /// Retries, cancels or deletes every job `filter` matches in a state the action applies to
+    /// (its limit and cursor aside), a thousand per transaction; with `dryRun`, only counts them.
+    /// After an outage: `bulk(.retry, matching: JobFilter(states: [.discarded], queue: "billing"))`.
+    @discardableResult
+    public func bulk(_ action: BulkAction, matching filter: JobFilter, dryRun: Bool = false) async throws
+        -> BulkOutcome
+    {
+        try await store.bulk(action, filter, dryRun: dryRun)
+    }
 }
 
 /// A job enqueued from Swift, typed by its chain's output.

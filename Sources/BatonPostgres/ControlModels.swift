@@ -1,7 +1,7 @@
 import Baton
 import Foundation
 
-/// Which jobs to list, newest first.
+/// Which jobs to list (newest first) or act on in bulk.
 public struct JobFilter: Sendable, Hashable {
     /// Any of these states; empty: all.
     public var states: [JobState]
@@ -15,6 +15,11 @@ public struct JobFilter: Sendable, Hashable {
     /// Created at or after this time, and before that one.
     public var createdAfter: Date?
     public var createdBefore: Date?
+    /// Finished at or after this time, and before that one (unfinished jobs match neither).
+    public var finishedAfter: Date?
+    public var finishedBefore: Date?
+    /// Only these jobs.
+    public var ids: [Int64]?
     /// Enqueued by this caller (the control plane's fingerprint of a token).
     public var enqueuedBy: String?
     /// Keyset cursor: only jobs with a smaller id (older) than this.
@@ -26,8 +31,8 @@ public struct JobFilter: Sendable, Hashable {
 
     public init(
         states: [JobState] = [], queue: String? = nil, lane: String? = nil, task: String? = nil, error: String? = nil,
-        createdAfter: Date? = nil, createdBefore: Date? = nil, enqueuedBy: String? = nil, before: Int64? = nil,
-        limit: Int = 50
+        createdAfter: Date? = nil, createdBefore: Date? = nil, finishedAfter: Date? = nil, finishedBefore: Date? = nil,
+        ids: [Int64]? = nil, enqueuedBy: String? = nil, before: Int64? = nil, limit: Int = 50
     ) {
         self.states = states
         self.queue = queue
@@ -36,6 +41,9 @@ public struct JobFilter: Sendable, Hashable {
         self.error = error
         self.createdAfter = createdAfter
         self.createdBefore = createdBefore
+        self.finishedAfter = finishedAfter
+        self.finishedBefore = finishedBefore
+        self.ids = ids
         self.enqueuedBy = enqueuedBy
         self.before = before
         self.limit = limit

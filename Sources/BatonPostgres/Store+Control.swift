@@ -11,8 +11,8 @@ extension Store {
     /// State (`jobs_state_id` for unfinished, discarded and cancelled jobs; the primary key
     /// otherwise) and the cursor are found through indexes, and so is the lane when only states
     /// that hold or wait for a lane are asked for (`jobs_lane_head`, `jobs_lane_waiting`). The
-    /// other filters (queue, task, last error, creation time, who enqueued, a lane among finished
-    /// jobs) are checked on at most ``JobFilter/scanLimit`` jobs of those, newest first, so that a
+    /// other filters (queue, task, last error, creation and finishing times, who enqueued, a lane
+    /// among finished jobs) are checked on at most ``JobFilter/scanLimit`` jobs of those, newest first, so that a
     /// page costs the same however many jobs the table holds and however rare the match: when the
     /// scan ends before the page is full, `scannedTo` is the oldest job examined, and the next page
     /// starts below it. (An index on the lane of every job would cost each laned job's every
@@ -34,7 +34,8 @@ extension Store {
         let (indexedLane, scannedLane) = laneIndexed ? (filter.lane, nil) : (nil, filter.lane)
         let scanned =
             filter.queue != nil || filter.task != nil || filter.error != nil || filter.createdAfter != nil
-            || filter.createdBefore != nil || filter.enqueuedBy != nil || scannedLane != nil
+            || filter.createdBefore != nil || filter.finishedAfter != nil || filter.finishedBefore != nil
+            || filter.enqueuedBy != nil || scannedLane != nil
         let rows = try await pool.read(
             """
             WITH indexed AS (
@@ -46,10 +47,13 @@ extension Store {
                        AND (\(errorPattern)::text IS NULL OR errors -> -1 ->> 'error' ILIKE \(errorPattern))
                        AND (\(filter.createdAfter)::timestamptz IS NULL OR created_at >= \(filter.createdAfter))
                        AND (\(filter.createdBefore)::timestamptz IS NULL OR created_at < \(filter.createdBefore))
+                       AND (\(filter.finishedAfter)::timestamptz IS NULL OR finished_at >= \(filter.finishedAfter))
+                       AND (\(filter.finishedBefore)::timestamptz IS NULL OR finished_at < \(filter.finishedBefore))
                        AND (\(filter.enqueuedBy)::text IS NULL OR enqueued_by = \(filter.enqueuedBy)) AS hit
                 FROM \(unescaped: schema).jobs
                 WHERE parent_id IS NULL
                   AND (\(filter.before)::bigint IS NULL OR id < \(filter.before))
+                  AND (\(filter.ids)::bigint[] IS NULL OR id = ANY(\(filter.ids)))
                   AND \(unescaped: states)
                   AND (\(indexedLane)::text IS NULL OR lane = \(indexedLane))
                 ORDER BY id DESC LIMIT \(scanned ? filter.scanLimit : filter.limit)

@@ -71,7 +71,7 @@ struct OpenAPIDocumentTests {
                 }
             }
         }
-        #expect(ids.count == 16)
+        #expect(ids.count == 17)
     }
 
     @Test func everyReferenceResolves() {

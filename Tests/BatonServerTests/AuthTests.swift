@@ -16,6 +16,7 @@ struct AuthTests {
     static let table: [(HTTPMethod, String, Expect)] = [
         (.POST, "/v1/jobs", .roles(["admin", "enqueue"])),
         (.POST, "/v1/jobs/batch", .roles(["admin", "enqueue"])),
+        (.POST, "/v1/jobs/bulk", .roles(["admin"])),
         (.GET, "/v1/jobs", .roles(["admin", "read", "enqueue"])),
         (.GET, "/v1/jobs/{id}", .roles(["admin", "read", "enqueue"])),
         (.POST, "/v1/jobs/{id}/cancel", .roles(["admin"])),
@@ -58,9 +59,13 @@ struct AuthTests {
                     // A queue no job is in: paused only when asked to be anyway.
                     if template.hasSuffix("/pause") { path += "?unchecked=true" }
                     let body: JSONValue? =
-                        template == "/v1/jobs/batch"
-                        ? ["jobs": [["stages": [["task": "noop"]]]]]
-                        : method == .POST && template == "/v1/jobs" ? ["stages": [["task": "noop"]]] : nil
+                        switch (method, template) {
+                        case (.POST, "/v1/jobs/batch"): ["jobs": [["stages": [["task": "noop"]]]]]
+                        case (.POST, "/v1/jobs"): ["stages": [["task": "noop"]]]
+                        // A dry run: counting changes nothing for the next rows.
+                        case (.POST, "/v1/jobs/bulk"): ["action": "cancel", "dry_run": true, "filter": [:]]
+                        default: nil
+                        }
                     let reply = try await server.call(method, path, token: token, body: body)
                     let what = "\(method) \(template) as \(role ?? token ?? "nobody")"
                     switch expect {

@@ -273,6 +273,41 @@ struct DashboardTests {
         }
     }
 
+    /// An admin retries every job the list's filters match, on every page, in one step; the form
+    /// carries the filters, and the list comes back filtered with what was done.
+    @Test func everyJobMatchingTheFiltersIsRetriedAtOnce() async throws {
+        try await withServer { server async throws in
+            let mark = "dash-bulk-\(UUID())"
+            var ids: [Int64] = []
+            for index in 0..<3 {
+                ids.append(
+                    try await server.enqueue([
+                        "input": .number(JSONNumber(index)),
+                        "stages": [["task": "fail-first", "args": ["key": .string("\(mark)-\(index)")]]],
+                    ]))
+            }
+            for id in ids { _ = try await server.job(id) { $0["state"] == "discarded" } }
+            var visitor = Visitor(base: server.base)
+            try await visitor.signIn(Token.admin)
+            let list = try await visitor.get("/ui/jobs?state=discarded&error=\(mark)").html
+            #expect(list.contains("id=\"bulk-matching\""))
+            #expect(list.contains("<input type=\"hidden\" name=\"error\" value=\"\(mark)\">"))
+            let done = try await visitor.post(
+                "/ui/jobs",
+                [
+                    ("csrf", try await visitor.csrf()), ("scope", "matching"), ("action", "retry"),
+                    ("state", "discarded"), ("error", mark),
+                ])
+            #expect(done.status == 303)
+            #expect(done.location?.hasSuffix("done=retry-many&what=3&skipped=0") == true, "\(done.location ?? "")")
+            #expect(done.location?.contains("error=\(mark)") == true)
+            for id in ids { _ = try await server.job(id) { $0["state"] == "completed" } }
+            var reader = Visitor(base: server.base)
+            try await reader.signIn(Token.read)
+            #expect(try await reader.get("/ui/jobs?state=discarded").html.contains("bulk-matching") == false)
+        }
+    }
+
     /// Everything a job carries is shown as text: markup in its input, metadata, lane, error and
     /// output reaches the page escaped.
     @Test func whatAJobCarriesIsEscaped() async throws {

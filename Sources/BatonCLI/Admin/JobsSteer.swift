@@ -7,15 +7,23 @@ import Foundation
 extension Jobs {
     struct Cancel: AdminCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Cancel jobs, running ones included (their worker stops the stage).")
+            abstract: "Cancel jobs, running ones included (their worker stops the stage).",
+            discussion: """
+                By id, or every unfinished job a filter matches: baton jobs cancel --queue billing --state scheduled
+                (--dry-run counts them first).
+                """)
 
-        @Argument(help: "The jobs' ids.")
-        var ids: [JobID]
+        @Argument(help: "The jobs' ids (with filters: only these, if they match).")
+        var ids: [JobID] = []
 
+        @OptionGroup var filter: BulkFilterOptions
         @OptionGroup var local: AdminOptions
         @ParentCommand var root: BatonCommand
 
+        func validate() throws { try filter.validate(ids: ids) }
+
         func run() async throws {
+            if filter.isBulk { return try await filter.run(.cancel, ids: ids, admin) }
             try await steer(ids, admin) { client, id in
                 let job = try await client.call { baton in try await baton.cancel(id) }
                 return (job, "cancelled job \(id)")
@@ -25,15 +33,23 @@ extension Jobs {
 
     struct Retry: AdminCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Start discarded or cancelled jobs again at the stage that failed.")
+            abstract: "Start discarded or cancelled jobs again at the stage that failed.",
+            discussion: """
+                By id, or every discarded or cancelled job a filter matches, after an outage:
+                baton jobs retry --state discarded --queue billing --since 2h (--dry-run counts them first).
+                """)
 
-        @Argument(help: "The jobs' ids.")
-        var ids: [JobID]
+        @Argument(help: "The jobs' ids (with filters: only these, if they match).")
+        var ids: [JobID] = []
 
+        @OptionGroup var filter: BulkFilterOptions
         @OptionGroup var local: AdminOptions
         @ParentCommand var root: BatonCommand
 
+        func validate() throws { try filter.validate(ids: ids) }
+
         func run() async throws {
+            if filter.isBulk { return try await filter.run(.retry, ids: ids, admin) }
             try await steer(ids, admin) { client, id in
                 let job = try await client.call { baton in try await baton.retry(id) }
                 return (job, "retrying job \(id) at stage \(job.currentStage + 1)/\(job.stages.count)")
@@ -42,15 +58,24 @@ extension Jobs {
     }
 
     struct Delete: AdminCommand {
-        static let configuration = CommandConfiguration(abstract: "Delete finished jobs.")
+        static let configuration = CommandConfiguration(
+            abstract: "Delete finished jobs.",
+            discussion: """
+                By id, or every finished job a filter matches: baton jobs delete --state discarded --error "bad input"
+                (--dry-run counts them first).
+                """)
 
-        @Argument(help: "The jobs' ids.")
-        var ids: [JobID]
+        @Argument(help: "The jobs' ids (with filters: only these, if they match).")
+        var ids: [JobID] = []
 
+        @OptionGroup var filter: BulkFilterOptions
         @OptionGroup var local: AdminOptions
         @ParentCommand var root: BatonCommand
 
+        func validate() throws { try filter.validate(ids: ids) }
+
         func run() async throws {
+            if filter.isBulk { return try await filter.run(.delete, ids: ids, admin) }
             try await steer(ids, admin) { client, id in
                 try await client.call { baton in try await baton.delete(id) }
                 return (Deleted(id: id), "deleted job \(id)")
@@ -86,4 +111,92 @@ private func steer(
 private struct Deleted: Encodable {
     var id: Int64
     var deleted = true
+}
+
+/// The filter of `baton jobs cancel|retry|delete` over many jobs (`POST /v1/jobs/bulk`).
+struct BulkFilterOptions: ParsableArguments {
+    @Option(help: "Only jobs in these states, comma-separated.")
+    var state: String?
+
+    @Option(help: "Only jobs of this queue.")
+    var queue: String?
+
+    @Option(help: "Only jobs whose current stage is in this lane.")
+    var lane: String?
+
+    @Option(help: "Only jobs with a stage running this task.")
+    var task: String?
+
+    @Option(help: "Only jobs whose last error contains this text (case-insensitive).")
+    var error: String?
+
+    @Option(help: "Only jobs created this long ago or less (e.g. 2h).")
+    var since: Duration?
+
+    @Option(help: "Only jobs that finished this long ago or less (e.g. 30m).")
+    var finishedSince: Duration?
+
+    @Flag(help: "Every job the command applies to, with no other filter.")
+    var all = false
+
+    @Flag(help: "Count the jobs that match and show the newest; change nothing.")
+    var dryRun = false
+
+    /// Whether the command is to act on what a filter matches rather than on ids alone.
+    var isBulk: Bool {
+        all || dryRun || state != nil || queue != nil || lane != nil || task != nil || error != nil || since != nil
+            || finishedSince != nil
+    }
+
+    func validate(ids: [JobID]) throws {
+        if ids.isEmpty && !isBulk {
+            throw ValidationError(
+                "give job ids, or a filter (--state, --queue, --lane, --task, --error, --since, --finished-since) or --all"
+            )
+        }
+        if all
+            && (ids.count > 0 || state != nil || queue != nil || lane != nil || task != nil || error != nil
+                || since != nil || finishedSince != nil)
+        {
+            throw ValidationError("--all takes no ids or other filters")
+        }
+        for name in state?.split(separator: ",") ?? [] where JobState(rawValue: String(name)) == nil {
+            throw ValidationError(
+                "unknown state \"\(name)\"; states are \(JobState.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+    }
+
+    func run(_ action: BatonHTTPClient.BulkAction, ids: [JobID], _ admin: AdminOptions) async throws {
+        let now = Date()
+        func ago(_ duration: Duration?) -> Date? {
+            duration.map {
+                now.addingTimeInterval(-Double($0.components.seconds) - Double($0.components.attoseconds) / 1e18)
+            }
+        }
+        let filter = BatonHTTPClient.BulkFilter(
+            state: state.map {
+                $0.split(separator: ",").compactMap { Components.Schemas.JobState(rawValue: String($0)) }
+            },
+            queue: queue, lane: lane, task: task, error: error, createdAfter: ago(since),
+            finishedAfter: ago(finishedSince),
+            ids: ids.isEmpty ? nil : ids.map(\.value))
+        let answer = try await admin.client().call { baton in
+            try await baton.bulk(action, matching: filter, dryRun: dryRun)
+        }
+        let console = admin.console
+        if admin.json { return try console.json(answer) }
+        let done = ["retry": "retried", "cancel": "cancelled", "delete": "deleted"][action.rawValue] ?? action.rawValue
+        let jobs = answer.matched == 1 ? "job" : "jobs"
+        if dryRun {
+            console.out("\(answer.matched) \(jobs) would be \(done)" + (answer.sample.isEmpty ? "" : "; the newest:"))
+        } else {
+            console.out(
+                "\(done) \(answer.changed) of \(answer.matched) matching \(jobs)"
+                    + (answer.changed < answer.matched
+                        ? " (the others changed meanwhile, or their group still runs)" : ""))
+        }
+        if dryRun && !answer.sample.isEmpty {
+            console.out(Jobs.List.table(answer.sample, now: now).render(on: console))
+        }
+    }
 }

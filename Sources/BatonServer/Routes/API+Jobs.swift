@@ -89,6 +89,43 @@ extension API {
             ? .created(.init(body: .json(response))) : .ok(.init(body: .json(response)))
     }
 
+    // MARK: bulk
+
+    /// `POST /v1/jobs/bulk`: retry, cancel or delete every job a filter matches, in batches (or,
+    /// with `dry_run`, count them).
+    func bulkJobs(_ input: Operations.BulkJobs.Input) async throws -> Operations.BulkJobs.Output {
+        guard case .json(let request) = input.body else { throw Problem.invalid("", "the body must be JSON") }
+        let given = request.filter
+        // What the document says and the generated decoding does not check.
+        if let error = given.error, !(1...200).contains(error.unicodeScalars.count) {
+            throw Problem.invalid("filter.error", "error is text of 1 to 200 characters")
+        }
+        if let ids = given.ids {
+            guard ids.count <= 10_000 else { throw Problem.invalid("filter.ids", "at most 10000 ids") }
+            if let index = ids.firstIndex(where: { $0 < 1 }) {
+                throw Problem.invalid("filter.ids[\(index)]", "a job id is a positive integer")
+            }
+        }
+        if let states = given.state, states.count > 8 { throw Problem.invalid("filter.state", "at most 8 states") }
+        let filter = JobFilter(
+            states: (given.state ?? []).compactMap { JobState(rawValue: $0.rawValue) },
+            queue: try Self.name(given.queue, "filter.queue"), lane: try Self.name(given.lane, "filter.lane"),
+            task: try Self.name(given.task, "filter.task"), error: given.error, createdAfter: given.createdAfter,
+            createdBefore: given.createdBefore, finishedAfter: given.finishedAfter,
+            finishedBefore: given.finishedBefore, ids: given.ids)
+        guard let action = BulkAction(rawValue: request.action.rawValue) else {
+            throw Problem.invalid("action", "the action is retry, cancel or delete")
+        }
+        let dryRun = request.dryRun ?? false
+        let outcome = try await client.bulk(action, matching: filter, dryRun: dryRun)
+        return .ok(
+            .init(
+                body: .json(
+                    .init(
+                        action: .init(rawValue: action.rawValue)!, dryRun: dryRun, matched: outcome.matched,
+                        changed: outcome.changed, sample: outcome.sample.map(Components.Schemas.JobSummary.init)))))
+    }
+
     /// What keeps a job just enqueued from running, as far as the catalog of workers tells
     /// without reading the job back: nothing if the catalog cannot be read (the job is enqueued).
     private func waitingFor(_ job: JobRecord) async -> [WaitReason] {

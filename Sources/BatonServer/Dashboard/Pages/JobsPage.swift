@@ -4,8 +4,8 @@ import Foundation
 import Hummingbird
 
 /// `/ui/jobs`: jobs newest first, filtered by state, queue, lane, task, text in the last error and
-/// creation time, paged with the API's cursors. Admins select jobs and cancel, retry or delete
-/// them together.
+/// creation time, paged with the API's cursors. Admins select jobs, or take every job the filters
+/// match, and cancel, retry or delete them together (`POST /v1/jobs/bulk`).
 extension Dashboard {
     struct Jobs: Sendable {
         struct Row: Sendable {
@@ -27,6 +27,12 @@ extension Dashboard {
             var selected: Bool
         }
 
+        /// A filter carried by the "every job matching" form.
+        struct Field: Sendable {
+            var name: String
+            var value: String
+        }
+
         var rows: [Row]
         // The filters as given (named apart from a row's fields: a template looking up a row's
         // empty lane must not find the filter's).
@@ -38,6 +44,7 @@ extension Dashboard {
         var filterFrom: String
         var filterTo: String
         var filtered: Bool
+        var filterFields: [Field]
         var older: String?
         var newest: String?
     }
@@ -79,6 +86,7 @@ extension Dashboard {
             filterQueue: text("queue") ?? "", filterLane: text("lane") ?? "", filterTask: text("task") ?? "",
             filterError: text("error") ?? "", filterFrom: text("from") ?? "", filterTo: text("to") ?? "",
             filtered: !filters.isEmpty,
+            filterFields: (kept.queryItems ?? []).map { Jobs.Field(name: $0.name, value: $0.value ?? "") },
             older: listed.nextCursor.map {
                 "/ui/jobs?" + (filters.isEmpty ? "" : filters + "&") + "cursor=" + Self.query($0)
             },
@@ -87,25 +95,39 @@ extension Dashboard {
             "jobs", title: "Jobs", section: .jobs, session: session, notice: Self.notice(request), jobs)
     }
 
-    /// `POST /ui/jobs` with `action` (cancel, retry or delete) and the ids selected: each job as
-    /// the API would, one by one; those whose state does not allow it are counted, not failed.
+    /// `POST /ui/jobs` with `action` (cancel, retry or delete) and either the ids selected or
+    /// `scope=matching` with the list's filters: one bulk operation of the API; jobs whose state
+    /// does not allow the action are counted, not failed. Back to the list, filtered as it was.
     func actOnJobs(_ request: Request) async throws -> Response {
         let session = try session(request, roles: [.admin])
         let form = try await postedForm(request, session: session)
-        let ids = form.all("id").compactMap { Int64($0) }
-        guard let action = form["action"], ["cancel", "retry", "delete"].contains(action) else {
-            throw DashboardError.refused(.badRequest, "Choose cancel, retry or delete.")
-        }
-        var done = 0
-        for id in ids.prefix(1000) {
-            do {
-                try await asCaller(session) { try await perform(action, on: id) }
-                done += 1
-            } catch let problem as Problem where [.conflict, .notFound].contains(problem.status) {
-                continue
+        guard let name = form["action"], let action = Components.Schemas.BulkRequest.ActionPayload(rawValue: name)
+        else { throw DashboardError.refused(.badRequest, "Choose cancel, retry or delete.") }
+        func text(_ field: String) -> String? { form[field].flatMap { $0.isEmpty ? nil : $0 } }
+        let filter: Components.Schemas.BulkFilter
+        var back = ""
+        if form["scope"] == "matching" {
+            let state = text("state").flatMap(Components.Schemas.JobState.init(rawValue:))
+            filter = .init(
+                state: state.map { [$0] }, queue: text("queue"), lane: text("lane"), task: text("task"),
+                error: text("error"), createdAfter: text("from").flatMap(Self.minute),
+                createdBefore: text("to").flatMap(Self.minute))
+            var kept = URLComponents()
+            kept.queryItems = ["state", "queue", "lane", "task", "error", "from", "to"].compactMap { name in
+                text(name).map { URLQueryItem(name: name, value: $0) }
             }
+            back = kept.percentEncodedQuery.map { $0 + "&" } ?? ""
+        } else {
+            let ids = form.all("id").compactMap { Int64($0) }.filter { $0 > 0 }
+            guard !ids.isEmpty else { throw DashboardError.refused(.badRequest, "Select the jobs first.") }
+            filter = .init(ids: Array(ids.prefix(1000)))
         }
-        return Self.redirect("/ui/jobs?done=\(action)-many&what=\(done)&skipped=\(ids.count - done)")
+        let outcome = try await asCaller(session) {
+            try await api.bulkJobs(.init(body: .json(.init(action: action, dryRun: false, filter: filter)))).ok.body
+                .json
+        }
+        return Self.redirect(
+            "/ui/jobs?\(back)done=\(name)-many&what=\(outcome.changed)&skipped=\(outcome.matched - outcome.changed)")
     }
 
     /// Cancels, retries or deletes one job through the API's own handlers.

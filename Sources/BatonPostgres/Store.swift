@@ -70,15 +70,7 @@ extension Store {
         batch.reserveCapacity(jobs.count * 300)
         batch.append(UInt8(ascii: "["))
         for (index, job) in jobs.enumerated() {
-            try job.chain.validate(checkingArgs: HTTPRequestArgs.check)
-            try ChainDefinition.checkName(job.queue, path: "queue", what: "queue name")
-            guard (Int(Int16.min)...Int(Int16.max)).contains(job.priority) else {
-                throw BatonError.invalidChain(path: "priority", reason: "must be within -32768...32767")
-            }
-            guard case .object = job.metadata else {
-                throw BatonError.invalidChain(path: "metadata", reason: "metadata must be a JSON object")
-            }
-            try job.metadata.checkStorable(at: "metadata")
+            try job.validate()
             // Written field by field (no dictionary per job): this runs for every job of a batch.
             batch.append(contentsOf: (index > 0 ? ",{\"queue\":" : "{\"queue\":").utf8)
             JSONValue.string(job.queue).write(into: &batch)
@@ -259,4 +251,19 @@ extension Store {
 /// job of another owner (``NewJob/ownKeysOnly``).
 package struct IdempotencyKeyTaken: Error {
     package var index: Int
+}
+
+extension NewJob {
+    /// What the store refuses to enqueue: an invalid chain, queue name, priority or metadata.
+    package func validate() throws {
+        try chain.validate(checkingArgs: HTTPRequestArgs.check)
+        try ChainDefinition.checkName(queue, path: "queue", what: "queue name")
+        guard (Int(Int16.min)...Int(Int16.max)).contains(priority) else {
+            throw BatonError.invalidChain(path: "priority", reason: "must be within -32768...32767")
+        }
+        guard case .object = metadata else {
+            throw BatonError.invalidChain(path: "metadata", reason: "metadata must be a JSON object")
+        }
+        try metadata.checkStorable(at: "metadata")
+    }
 }

@@ -94,6 +94,7 @@ public final class Worker: Service, Sendable {
                 },
                 Rescuer(store: store, leadership: leadership, lease: configuration.lease, waker: waker, logger: logger),
                 Pruner(store: store, leadership: leadership, retention: configuration.retention),
+                ScheduleRunner(store: store, leadership: leadership, logger: logger),
             ]
         } else {
             self.maintenance = []

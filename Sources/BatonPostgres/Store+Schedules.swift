@@ -1,0 +1,175 @@
+import Baton
+import Foundation
+import PostgresNIO
+
+/// Schedules: saved from the settings file or the API, run by the maintenance leader's
+/// `ScheduleRunner`.
+extension Store {
+    private static let scheduleColumns = """
+        name, cron, time_zone, misfire, paused, source, request::text, queue, priority, metadata::text, input::text,
+        chain::text, next_run_at, last_run_at, last_job_id, created_at, updated_at
+        """
+
+    /// Creates or replaces `schedule`, owned by `source`. Its next slot is computed from `now`
+    /// unless it keeps its expression, zone and pause (an edit of what it runs keeps its place).
+    package func saveSchedule(_ schedule: ScheduleDefinition, source: ScheduleRecord.Source, now: Date) async throws {
+        try await pool.withTransaction(logger: logger) { connection in
+            try await self.saveSchedule(schedule, source: source, now: now, on: connection)
+        }
+    }
+
+    private func saveSchedule(
+        _ schedule: ScheduleDefinition, source: ScheduleRecord.Source, now: Date, on connection: PostgresConnection
+    ) async throws {
+        try ChainDefinition.checkName(schedule.name, path: "name", what: "schedule name")
+        try schedule.job.validate()
+        let next = schedule.cron.next(after: now, in: schedule.timeZone)
+        let chain = JSONValue.array(schedule.job.chain.stages.map(\.json)).jsonText
+        _ = try await connection.rows(
+            """
+            INSERT INTO \(unescaped: schema).schedules AS s
+                (name, cron, time_zone, misfire, paused, source, request, queue, priority, metadata, input, chain,
+                 next_run_at)
+            VALUES (\(schedule.name), \(schedule.cron.description), \(schedule.timeZone.identifier),
+                    \(schedule.misfire.name), \(schedule.paused), \(source.rawValue), \(schedule.request?.jsonText)::jsonb,
+                    \(schedule.job.queue), \(schedule.job.priority), \(schedule.job.metadata.jsonText)::jsonb,
+                    \(schedule.job.chain.input.jsonText)::jsonb, \(chain)::jsonb, \(next))
+            ON CONFLICT (name) DO UPDATE SET
+                cron = excluded.cron, time_zone = excluded.time_zone, misfire = excluded.misfire,
+                paused = excluded.paused, source = excluded.source, request = excluded.request,
+                queue = excluded.queue, priority = excluded.priority, metadata = excluded.metadata,
+                input = excluded.input, chain = excluded.chain, updated_at = now(),
+                next_run_at = CASE
+                    WHEN s.cron = excluded.cron AND s.time_zone = excluded.time_zone AND s.paused = excluded.paused
+                    THEN s.next_run_at ELSE excluded.next_run_at END
+            """, logger: logger)
+    }
+
+    /// Makes the schedules owned by the settings file exactly `schedules`: saves each, deletes the
+    /// file's others, in one transaction.
+    package func syncSettingsSchedules(_ schedules: [ScheduleDefinition], now: Date) async throws {
+        try await pool.withTransaction(logger: logger) { connection in
+            for schedule in schedules {
+                try await self.saveSchedule(schedule, source: .settings, now: now, on: connection)
+            }
+            _ = try await connection.rows(
+                """
+                DELETE FROM \(unescaped: self.schema).schedules
+                WHERE source = 'settings' AND name <> ALL(\(schedules.map(\.name)))
+                """, logger: self.logger)
+        }
+    }
+
+    /// Every schedule, by name.
+    package func schedules() async throws -> [ScheduleRecord] {
+        try await pool.read(
+            "SELECT \(unescaped: Self.scheduleColumns) FROM \(unescaped: schema).schedules ORDER BY name",
+            logger: logger
+        ).compactMap(Self.schedule)
+    }
+
+    /// The schedule named `name`, if there is one.
+    package func schedule(_ name: String) async throws -> ScheduleRecord? {
+        try await pool.read(
+            "SELECT \(unescaped: Self.scheduleColumns) FROM \(unescaped: schema).schedules WHERE name = \(name)",
+            logger: logger
+        ).compactMap(Self.schedule).first
+    }
+
+    /// Schedules not paused whose next slot is at or before `now`, soonest first (`schedules_due`).
+    package func dueSchedules(now: Date, limit: Int = 100) async throws -> [ScheduleRecord] {
+        try await pool.read(
+            """
+            SELECT \(unescaped: Self.scheduleColumns) FROM \(unescaped: schema).schedules
+            WHERE NOT paused AND next_run_at <= \(now) ORDER BY next_run_at LIMIT \(limit)
+            """, logger: logger
+        ).compactMap(Self.schedule)
+    }
+
+    /// Enqueues the jobs of `slots` for `schedule` and moves it on to `next`, in one transaction,
+    /// if its next slot is still the one read (another runner did not get there first): returns
+    /// what was enqueued, nothing if it lost. Each slot's job is keyed by schedule and slot, so
+    /// even two runners that both got there could not enqueue a slot twice.
+    package func runSchedule(_ schedule: ScheduleRecord, slots: [Date], next: Date?) async throws -> [EnqueuedJob] {
+        let enqueued = try await pool.withTransaction(logger: logger) { connection -> [EnqueuedJob] in
+            let moved = try await connection.rows(
+                """
+                UPDATE \(unescaped: self.schema).schedules
+                SET next_run_at = \(next), last_run_at = coalesce(\(slots.last), last_run_at), updated_at = now()
+                WHERE name = \(schedule.name) AND next_run_at IS NOT DISTINCT FROM \(schedule.nextRunAt) AND NOT paused
+                RETURNING 1
+                """, logger: self.logger)
+            guard !moved.isEmpty, !slots.isEmpty else { return [] }
+            let enqueued = try await self.enqueue(slots.map(schedule.job(for:)), on: connection)
+            _ = try await connection.rows(
+                """
+                UPDATE \(unescaped: self.schema).schedules SET last_job_id = \(enqueued.last?.id)
+                WHERE name = \(schedule.name)
+                """, logger: self.logger)
+            return enqueued
+        }
+        try await notify(Set(enqueued.filter { $0.state == .available }.map(\.queue)).sorted().map { "q:" + $0 })
+        return enqueued
+    }
+
+    /// Enqueues `schedule`'s job now, outside its slots (`baton schedules run-now`).
+    package func runScheduleNow(_ schedule: ScheduleRecord, now: Date) async throws -> EnqueuedJob {
+        var job = schedule.job
+        job.runAt = nil
+        job.idempotencyKey = nil
+        let enqueued = try await enqueue([job])[0]
+        try await pool.perform(
+            """
+            UPDATE \(unescaped: schema).schedules SET last_run_at = \(now), last_job_id = \(enqueued.id)
+            WHERE name = \(schedule.name)
+            """, logger: logger)
+        if enqueued.state == .available { try await notify(["q:" + enqueued.queue]) }
+        return enqueued
+    }
+
+    /// Pauses or resumes `name`; a resumed schedule goes on from its next slot after `now` (the
+    /// slots of the pause are not made up). False if there is no such schedule.
+    package func setSchedulePaused(_ name: String, _ paused: Bool, now: Date) async throws -> Bool {
+        guard let schedule = try await schedule(name) else { return false }
+        let next = paused ? schedule.nextRunAt : schedule.cron.next(after: now, in: schedule.timeZone)
+        try await pool.perform(
+            """
+            UPDATE \(unescaped: schema).schedules SET paused = \(paused), next_run_at = \(next), updated_at = now()
+            WHERE name = \(name)
+            """, logger: logger)
+        return true
+    }
+
+    /// Deletes `name`; false if there is no such schedule.
+    package func deleteSchedule(_ name: String) async throws -> Bool {
+        !(try await pool.rows(
+            "DELETE FROM \(unescaped: schema).schedules WHERE name = \(name) RETURNING 1", logger: logger
+        ).isEmpty)
+    }
+
+    /// A row as a record; nil (and skipped) if what it stores no longer reads.
+    private static func schedule(_ row: PostgresRow) -> ScheduleRecord? {
+        let cells = Array(row)
+        guard let name = try? cells[0].decode(String.self), let cronText = try? cells[1].decode(String.self),
+            let cron = try? CronExpression(cronText), let zoneName = try? cells[2].decode(String.self),
+            let zone = TimeZone(identifier: zoneName), let misfireText = try? cells[3].decode(String.self),
+            let misfire = try? MisfirePolicy(parsing: misfireText), let paused = try? cells[4].decode(Bool.self),
+            let source = (try? cells[5].decode(String.self)).flatMap(ScheduleRecord.Source.init(rawValue:)),
+            let queue = try? cells[7].decode(String.self), let priority = try? cells[8].decode(Int.self),
+            let metadata = (try? cells[9].decode(String.self)).flatMap({ try? JSONValue(parsing: $0) }),
+            let input = (try? cells[10].decode(String.self)).flatMap({ try? JSONValue(parsing: $0) }),
+            let stages = (try? cells[11].decode(String.self)).flatMap({
+                try? JSONValue(parsing: $0).decode(as: [StageSpec].self)
+            }),
+            let createdAt = try? cells[15].decode(Date.self), let updatedAt = try? cells[16].decode(Date.self)
+        else { return nil }
+        return ScheduleRecord(
+            name: name, cron: cron, timeZone: zone, misfire: misfire, paused: paused, source: source,
+            request: (try? cells[6].decode(String?.self))?.flatMap { try? JSONValue(parsing: $0) },
+            job: NewJob(
+                chain: ChainDefinition(input: input, stages: stages), queue: queue, priority: priority,
+                metadata: metadata),
+            nextRunAt: try? cells[12].decode(Date?.self), lastRunAt: try? cells[13].decode(Date?.self),
+            lastJobID: try? cells[14].decode(Int64?.self), createdAt: createdAt, updatedAt: updatedAt)
+    }
+}

@@ -19,14 +19,14 @@ struct BatonCommand: AsyncParsableCommand {
         version: BatonVersion.current,
         subcommands: [
             Dev.self, Serve.self, Worker.self, Migrate.self, Enqueue.self, Jobs.self, Queues.self, Lanes.self,
-            Workers.self, Bench.self, SettingsCommand.self,
+            Workers.self, Schedules.self, Bench.self, SettingsCommand.self,
         ]
     )
 
     /// The admin commands' options, given before the command name. ArgumentParser lets a parent's
     /// option be given after the subcommand too, and then the parent takes it: a subcommand with an
     /// option of the same name (`bench --json`) must read this one as well.
-    @OptionGroup(title: "Options of enqueue, jobs, queues, lanes and workers, before or after the command")
+    @OptionGroup(title: "Options of enqueue, jobs, queues, lanes, workers and schedules, before or after the command")
     var admin: AdminOptions
 
     /// Runs the command; failures exit with the statuses documented above (ArgumentParser's own

@@ -102,6 +102,14 @@ func withPostgres<T: Sendable>(
     }
 }
 
+/// Saves the settings file's schedules, and deletes those it no longer lists (`schedules`
+/// given: a file without `schedules:` leaves them as they are).
+func syncSchedules(_ schedules: [ScheduleDefinition]?, _ pool: DatabasePool, logger: Logger) async throws {
+    guard let schedules else { return }
+    try await Store(pool: pool, logger: logger).syncSettingsSchedules(schedules, now: Date())
+    logger.info("schedules from the settings file", metadata: ["names": "\(schedules.map(\.name))"])
+}
+
 /// Fails unless the schema is at this binary's version.
 func requireMigrated(_ pool: DatabasePool, logger: Logger) async throws {
     let database = pool.configuration

@@ -35,6 +35,7 @@ struct Dev: AsyncParsableCommand {
         let serverConfiguration = try settings.server(tokens: tokens)
         let workerConfiguration = try settings.worker()
         let tasks = try settings.builtinTasks()
+        let schedules = try settings.schedules?.definitions()
         let dataDirectory = URL(fileURLWithPath: data, isDirectory: true).standardizedFileURL
         try FileManager.default.createDirectory(
             at: dataDirectory.deletingLastPathComponent(), withIntermediateDirectories: true)
@@ -81,6 +82,7 @@ struct Dev: AsyncParsableCommand {
                 })
             try await runServices(pool: pool, main: [worker, client, api], logger: logger) {
                 try await Migrator(schema: database.schema, logger: logger).migrate(pool)
+                try await syncSchedules(schedules, pool, logger: logger)
             }
         } catch {
             session.withLock { $0?.remove() }

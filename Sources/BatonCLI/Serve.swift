@@ -86,6 +86,7 @@ struct Serve: AsyncParsableCommand {
         let settings = try await runtime.settings(database, options)
         let logger = makeLogger("baton.serve")
         let serverConfiguration = try settings.server()
+        let schedules = try settings.schedules?.definitions()
         let pool = try await settings.connect(logger: logger)
         let client = BatonClient(pool: pool, logger: logger)
         let server = BatonServer(
@@ -93,6 +94,7 @@ struct Serve: AsyncParsableCommand {
             onListening: { port in say("Baton API listening on http://\(serverConfiguration.host):\(port)") })
         try await runServices(pool: pool, main: [client, server], logger: logger) {
             try await requireMigrated(pool, logger: logger)
+            try await syncSchedules(schedules, pool, logger: logger)
         }
     }
 }

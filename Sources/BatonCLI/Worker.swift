@@ -132,6 +132,7 @@ struct Worker: AsyncParsableCommand {
         let workerConfiguration = try settings.worker()
         let tasks = try settings.builtinTasks()
         let listener = try settings.workerMetrics()
+        let schedules = try settings.schedules?.definitions()
         let pool = try await settings.connect(logger: logger)
         let worker = BatonWorker.Worker(pool: pool, tasks: tasks, configuration: workerConfiguration, logger: logger)
         var services: [any Service] = [worker]
@@ -143,6 +144,7 @@ struct Worker: AsyncParsableCommand {
         }
         try await runServices(pool: pool, main: services, logger: logger) {
             try await requireMigrated(pool, logger: logger)
+            try await syncSchedules(schedules, pool, logger: logger)
         }
     }
 }

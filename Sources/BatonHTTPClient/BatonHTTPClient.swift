@@ -28,6 +28,8 @@ public struct BatonHTTPClient: Sendable {
     public typealias BulkFilter = Components.Schemas.BulkFilter
     public typealias BulkAction = Components.Schemas.BulkRequest.ActionPayload
     public typealias BulkResponse = Components.Schemas.BulkResponse
+    public typealias Schedule = Components.Schemas.Schedule
+    public typealias ScheduleRequest = Components.Schemas.ScheduleRequest
 
     /// The generated client, for what this type does not wrap.
     public let client: Client
@@ -178,6 +180,57 @@ public struct BatonHTTPClient: Sendable {
         }
         guard case .ok(let ok) = output else { throw Self.unexpected(output) }
         return try Self.json(ok.body.json)
+    }
+
+    // MARK: schedules
+
+    /// Every schedule, by name, with its next slots and its last job.
+    public func schedules() async throws -> [Schedule] {
+        let output = try await call { try await client.listSchedules() }
+        guard case .ok(let ok) = output else { throw Self.unexpected(output) }
+        return try Self.json(ok.body.json).schedules
+    }
+
+    public func schedule(_ name: String) async throws -> Schedule {
+        let output = try await call { try await client.getSchedule(path: .init(name: name)) }
+        guard case .ok(let ok) = output else { throw Self.unexpected(output) }
+        return try Self.json(ok.body.json)
+    }
+
+    /// Creates or replaces a schedule (not one the settings file defines).
+    public func setSchedule(_ name: String, _ request: ScheduleRequest, unchecked: Bool = false) async throws
+        -> Schedule
+    {
+        let output = try await call {
+            try await client.putSchedule(
+                path: .init(name: name), query: .init(unchecked: unchecked ? true : nil), body: .json(request))
+        }
+        guard case .ok(let ok) = output else { throw Self.unexpected(output) }
+        return try Self.json(ok.body.json)
+    }
+
+    public func deleteSchedule(_ name: String) async throws {
+        let output = try await call { try await client.deleteSchedule(path: .init(name: name)) }
+        guard case .noContent = output else { throw Self.unexpected(output) }
+    }
+
+    /// Pauses a schedule, or resumes it from its next slot after now.
+    public func setPaused(_ paused: Bool, schedule name: String) async throws -> Schedule {
+        if paused {
+            let output = try await call { try await client.pauseSchedule(path: .init(name: name)) }
+            guard case .ok(let ok) = output else { throw Self.unexpected(output) }
+            return try Self.json(ok.body.json)
+        }
+        let output = try await call { try await client.resumeSchedule(path: .init(name: name)) }
+        guard case .ok(let ok) = output else { throw Self.unexpected(output) }
+        return try Self.json(ok.body.json)
+    }
+
+    /// Enqueues a schedule's job now, outside its slots.
+    public func runSchedule(_ name: String) async throws -> EnqueuedJob {
+        let output = try await call { try await client.runSchedule(path: .init(name: name)) }
+        guard case .created(let created) = output else { throw Self.unexpected(output) }
+        return try Self.json(created.body.json)
     }
 
     /// Deletes a finished job.

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Baton
+import BatonPostgres
 import BatonTestSupport
 import Foundation
 import LocalPostgres
@@ -170,6 +171,60 @@ struct SettingsTests {
     }
 
     /// `baton worker --metrics-port` serves Prometheus text and a health check, no token needed.
+    /// The settings file's schedules are saved when a worker starts, the file's own (the API may
+    /// not change them); one the file no longer lists is deleted; a malformed one refuses the
+    /// start, naming the file and the field.
+    @Test func theSettingsFilesSchedulesAreWhatRuns() async throws {
+        try await TestDatabase.with { db async throws in
+            func start(_ config: String) async throws {
+                let worker = try await ChildProcess(
+                    try ChildProcess.builtBinary("baton"), ["worker", "--database-url", db.url, "--config", config],
+                    environment: Self.clean)
+                defer { if worker.isRunning { worker.signal(SIGKILL) } }
+                try await eventually("the worker to start") {
+                    guard worker.isRunning else { throw TestFailure("the worker exited: \(worker.standardError)") }
+                    return worker.standardError.contains("schedules from the settings file")
+                }
+                worker.signal(SIGTERM)
+                #expect(try await worker.waitForExit() == 0)
+            }
+            try await start(
+                try Self.file(
+                    "baton.yaml",
+                    """
+                    schedules:
+                      nightly:
+                        cron: "0 2 * * *"
+                        time_zone: Europe/Paris
+                        job: {queue: reports, input: {big: 12345678901234567890123}, stages: [{task: noop}]}
+                      hourly:
+                        cron: "@hourly"
+                        paused: true
+                        job: {stages: [{task: noop}]}
+                    """))
+            var schedules = try await db.store.schedules()
+            #expect(schedules.map(\.name) == ["hourly", "nightly"])
+            #expect(schedules.allSatisfy { $0.source == .settings })
+            #expect(schedules.last?.job.queue == "reports")
+            #expect(schedules.last?.job.chain.input["big"]?.numberValue == JSONNumber("12345678901234567890123"))
+            #expect(schedules.first?.paused == true)
+
+            try await start(
+                try Self.file(
+                    "baton.json",
+                    #"{"schedules": {"nightly": {"cron": "0 3 * * *", "job": {"stages": [{"task": "noop"}]}}}}"#))
+            schedules = try await db.store.schedules()
+            #expect(schedules.map(\.name) == ["nightly"])
+            #expect(schedules.first?.cron.description == "0 3 * * *")
+
+            let bad = try Self.file(
+                "bad.yaml", "schedules:\n  broken:\n    cron: \"61 * * * *\"\n    job: {stages: [{task: noop}]}\n")
+            let run = try await Self.baton(["worker", "--database-url", db.url, "--config", bad])
+            #expect(run.status == 2)
+            #expect(run.err.contains("config file bad.yaml: schedules.broken.cron: minute \"61\""), "\(run.err)")
+        }
+    }
+
     @Test func aWorkerServesMetricsAndHealthOnItsOwnPort() async throws {
         try await TestDatabase.with { db async throws in
             let port = try LocalPostgres.freePort()

@@ -27,10 +27,20 @@ struct AuthTests {
         (.POST, "/v1/queues/{name}/resume", .roles(["admin"])),
         (.GET, "/v1/lanes", .roles(["admin", "read"])),
         (.GET, "/v1/workers", .roles(["admin", "read"])),
+        (.GET, "/v1/schedules", .roles(["admin", "read"])),
+        (.GET, "/v1/schedules/{name}", .roles(["admin", "read"])),
+        (.PUT, "/v1/schedules/{name}", .roles(["admin"])),
+        (.POST, "/v1/schedules/{name}/pause", .roles(["admin"])),
+        (.POST, "/v1/schedules/{name}/resume", .roles(["admin"])),
+        (.POST, "/v1/schedules/{name}/run", .roles(["admin"])),
+        // Last: the admin's delete leaves no schedule for the rows after it.
+        (.DELETE, "/v1/schedules/{name}", .roles(["admin"])),
         (.GET, "/healthz", .open), (.GET, "/readyz", .open),
         (.GET, "/metrics", .roles(["admin", "enqueue", "read"])),
         (.GET, "/openapi.json", .roles(["admin", "enqueue", "read"])),
     ]
+
+    static let schedule: JSONValue = ["cron": "@daily", "job": ["stages": [["task": "noop"]]]]
 
     @Test func eachRoleAgainstEachEndpoint() async throws {
         // The document states the same: its x-baton-roles are what the middleware enforces.
@@ -46,6 +56,8 @@ struct AuthTests {
             }
         }
         try await withServer { server async throws in
+            // The schedule the routes on one schedule act on.
+            #expect(try await server.call(.PUT, "/v1/schedules/q-auth", body: Self.schedule).status == 200)
             let tokens: [(String?, String?)] = [
                 (nil, nil), ("not-a-token", nil), (Token.admin, "admin"), (Token.enqueue, "enqueue"),
                 (Token.read, "read"),
@@ -57,13 +69,14 @@ struct AuthTests {
                     var path = template.replacingOccurrences(of: "{id}", with: "\(id)")
                         .replacingOccurrences(of: "{name}", with: "q-auth")
                     // A queue no job is in: paused only when asked to be anyway.
-                    if template.hasSuffix("/pause") { path += "?unchecked=true" }
+                    if template == "/v1/queues/{name}/pause" { path += "?unchecked=true" }
                     let body: JSONValue? =
                         switch (method, template) {
                         case (.POST, "/v1/jobs/batch"): ["jobs": [["stages": [["task": "noop"]]]]]
                         case (.POST, "/v1/jobs"): ["stages": [["task": "noop"]]]
                         // A dry run: counting changes nothing for the next rows.
                         case (.POST, "/v1/jobs/bulk"): ["action": "cancel", "dry_run": true, "filter": [:]]
+                        case (.PUT, "/v1/schedules/{name}"): Self.schedule
                         default: nil
                         }
                     let reply = try await server.call(method, path, token: token, body: body)

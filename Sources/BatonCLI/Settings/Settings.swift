@@ -2,7 +2,6 @@ import ArgumentParser
 import Baton
 import Configuration
 import Foundation
-import SystemPackage
 import Yams
 
 /// The settings of a server command, each read from the first place that has it: the command's
@@ -17,17 +16,32 @@ struct Settings: Sendable {
     struct Source: Sendable {
         /// Where a setting came from, for messages: `--lease`, `BATON_WORKER_LEASE`, `worker.lease in baton.yaml`.
         var describe: @Sendable (Setting) -> String
-        var provider: any ConfigProvider
+        /// A provider's or a snapshot's value of a key, as a type.
+        var value: @Sendable (AbsoluteConfigKey, ConfigType) throws -> ConfigValue?
         /// Put before a setting's key (the environment's keys start with `baton`).
         var prefix: [String] = []
+
+        init(describe: @escaping @Sendable (Setting) -> String, provider: any ConfigProvider, prefix: [String] = []) {
+            self.describe = describe
+            self.value = { try provider.value(forKey: $0, type: $1).value }
+            self.prefix = prefix
+        }
+
+        init(describe: @escaping @Sendable (Setting) -> String, snapshot: any ConfigSnapshot) {
+            self.describe = describe
+            self.value = { try snapshot.value(forKey: $0, type: $1).value }
+        }
     }
 
     private let sources: [Source]
     let environment: [String: String]
+    /// The config file's `schedules`, if it has them.
+    let schedules: ScheduleSettings?
 
-    init(sources: [Source], environment: [String: String]) {
+    init(sources: [Source], environment: [String: String], schedules: ScheduleSettings? = nil) {
         self.sources = sources
         self.environment = environment
+        self.schedules = schedules
     }
 
     /// The flags given (`flags`), this process's environment, and the config file either names.
@@ -49,14 +63,18 @@ struct Settings: Sendable {
                 provider: EnvironmentVariablesProvider(environmentVariables: environment), prefix: ["baton"]),
         ]
         let early = Settings(sources: sources, environment: environment)
+        var schedules: ScheduleSettings?
         if let path = try early.string(.config) {
-            sources.append(try await configFile(path))
+            let file = try await configFile(path)
+            sources.append(file.source)
+            schedules = file.schedules
         }
-        return Settings(sources: sources, environment: environment)
+        return Settings(sources: sources, environment: environment, schedules: schedules)
     }
 
-    /// A JSON or YAML file of settings, its keys checked against the known ones.
-    private static func configFile(_ path: String) async throws -> Source {
+    /// A JSON or YAML file of settings, its keys checked against the known ones, and its
+    /// `schedules` (structured, read apart).
+    private static func configFile(_ path: String) async throws -> (source: Source, schedules: ScheduleSettings?) {
         let url = URL(fileURLWithPath: path)
         let data: Data
         do {
@@ -70,33 +88,43 @@ struct Settings: Sendable {
         case "yaml", "yml": isJSON = false
         default: throw ValidationError("config file \(path): name it .json, .yaml or .yml")
         }
-        let tree: Any?
+        let name = url.lastPathComponent
+        // Read here, numbers as written, whether JSON or YAML: `schedules` holds jobs.
+        var document: JSONValue
         do {
             if isJSON {
-                tree = try JSONValue(parsing: data).objectTree
+                document = try JSONValue(parsing: data)
             } else {
-                tree = try Yams.load(yaml: String(decoding: data, as: UTF8.self))
+                document =
+                    try Yams.compose(yaml: String(decoding: data, as: UTF8.self)).map(ScheduleSettings.json) ?? .null
             }
+        } catch let error as ValidationError {
+            throw ValidationError("config file \(path): \(error.message)")
         } catch {
             throw ValidationError("config file \(path) is not valid \(isJSON ? "JSON" : "YAML"): \(error)")
         }
+        let tree = document.objectTree
         let known = Set(Setting.all.map(\.key)).subtracting(["config"])
-        for key in leafKeys(tree) where !known.contains(key) {
+        for key in leafKeys(tree) where !known.contains(key) && key != "schedules" && !key.hasPrefix("schedules.") {
             throw ValidationError(
                 "config file \(path): unknown setting \"\(key)\"; settings are \(known.sorted().joined(separator: ", "))"
             )
         }
-        let provider: any ConfigProvider
+        // The other settings through swift-configuration's JSON snapshot, which reads scalars and
+        // lists of them (a YAML file is written as JSON for it): `schedules` is read apart.
+        var schedules: ScheduleSettings?
+        if case .object(var object) = document, let value = object.removeValue(forKey: "schedules") {
+            schedules = ScheduleSettings(value: value, file: name)
+            document = .object(object)
+        }
+        let bytes = Array((document == .null ? "{}" : document.jsonText).utf8)
+        let snapshot: JSONSnapshot
         do {
-            provider =
-                isJSON
-                ? try await FileProvider<JSONSnapshot>(filePath: FilePath(path))
-                : try await FileProvider<YAMLSnapshot>(filePath: FilePath(path))
+            snapshot = try JSONSnapshot(data: bytes.span.bytes, providerName: name, parsingOptions: .default)
         } catch {
             throw ValidationError("config file \(path): \(error)")
         }
-        let name = url.lastPathComponent
-        return Source(describe: { "\($0.key) in \(name)" }, provider: provider)
+        return (Source(describe: { "\($0.key) in \(name)" }, snapshot: snapshot), schedules)
     }
 
     /// The dotted paths of a parsed file's values (an empty file has none).
@@ -175,7 +203,7 @@ struct Settings: Sendable {
             var failure: (any Error)?
             for type in types {
                 do {
-                    guard let value = try source.provider.value(forKey: key, type: type).value else { break }
+                    guard let value = try source.value(key, type) else { break }
                     if case .string(let text) = value.content, text.isEmpty { break }
                     return (value.content, source.describe(setting))
                 } catch {
@@ -226,8 +254,7 @@ extension Dictionary where Key == Setting, Value == ConfigContent {
 }
 
 extension JSONValue {
-    /// Objects as `[String: Any]` and anything else as itself, as Yams loads YAML: the shape
-    /// `leafKeys` walks.
+    /// Objects as `[String: Any]` and anything else as itself: the shape `leafKeys` walks.
     fileprivate var objectTree: Any {
         guard case .object(let fields) = self else { return self }
         return fields.mapValues(\.objectTree)

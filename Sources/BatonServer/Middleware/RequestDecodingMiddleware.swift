@@ -16,7 +16,7 @@ struct RequestDecodingMiddleware: ServerMiddleware {
     /// The request body type of each operation that takes one.
     static let bodies: [String: any Decodable.Type] = [
         "enqueueJob": Components.Schemas.JobRequest.self, "enqueueJobs": Components.Schemas.BatchRequest.self,
-        "bulkJobs": Components.Schemas.BulkRequest.self,
+        "bulkJobs": Components.Schemas.BulkRequest.self, "putSchedule": Components.Schemas.ScheduleRequest.self,
     ]
 
     let document: APIDocument

@@ -138,7 +138,7 @@ extension API {
     }
 
     /// 422 naming the tasks no live worker serves, unless `?unchecked=true`.
-    private func checkTasks(_ jobs: [NewJob], unchecked: Bool?) async throws {
+    func checkTasks(_ jobs: [NewJob], unchecked: Bool?, path: String? = nil) async throws {
         guard unchecked != true else { return }
         var names: [String] = []
         var paths: [String: String] = [:]
@@ -154,7 +154,7 @@ extension API {
             }
         }
         for (index, job) in jobs.enumerated() {
-            collect(job.chain.stages, at: jobs.count > 1 ? "jobs[\(index)].stages" : "stages")
+            collect(job.chain.stages, at: path ?? (jobs.count > 1 ? "jobs[\(index)].stages" : "stages"))
         }
         let unknown = try await catalog.unknown(names)
         guard let first = unknown.first else { return }

@@ -1,0 +1,71 @@
+import ArgumentParser
+import Baton
+import BatonAPI
+import BatonPostgres
+import BatonServer
+import Foundation
+import Yams
+
+/// The `schedules:` of a settings file: what it lists is what runs (the file's schedules are
+/// saved, and those it no longer lists deleted, when `baton worker`, `serve` or `dev` starts; a
+/// settings file without `schedules:` leaves them as they are). Each entry is a schedule request
+/// as `PUT /v1/schedules/NAME` takes it:
+///
+/// ```yaml
+/// schedules:
+///   nightly-report:
+///     cron: "0 2 * * *"
+///     time_zone: Europe/Paris
+///     misfire: latest
+///     job: {queue: reports, stages: [{task: http, args: {method: POST, url: "https://reports.example/run"}}]}
+/// ```
+struct ScheduleSettings: Sendable {
+    /// The `schedules` object as the file holds it (numbers exact, whether JSON or YAML), and the file's name.
+    var value: JSONValue
+    var file: String
+
+    /// Each schedule, checked as the API checks one: a problem names the file and the field.
+    func definitions() throws -> [ScheduleDefinition] {
+        guard case .object(let entries) = value else {
+            throw ValidationError("config file \(file): schedules must map names to schedules")
+        }
+        return try entries.keys.sorted().map { name in
+            do {
+                return try scheduleDefinition(name: name, entries[name] ?? .null, path: "schedules.\(name).")
+            } catch let error as ScheduleDefinitionError {
+                throw ValidationError("config file \(file): \(error.path): \(error.reason)")
+            }
+        }
+    }
+
+    /// A YAML node as JSON, numbers kept as written: a job's input must come back as it was given.
+    static func json(_ node: Node) throws -> JSONValue { try json(node, path: "") }
+
+    private static func json(_ node: Node, path: String) throws -> JSONValue {
+        switch node {
+        case .scalar(let scalar):
+            switch Tag.Name(rawValue: node.tag.rawValue) {
+            case .null: return .null
+            case .bool: return .bool(node.bool ?? false)
+            case .int, .float:
+                guard let number = JSONNumber(scalar.string) else {
+                    throw ValidationError(
+                        "\(path.isEmpty ? "a value" : path): write \(scalar.string) as a decimal number")
+                }
+                return .number(number)
+            default: return .string(scalar.string)
+            }
+        case .sequence(let sequence):
+            return .array(try sequence.enumerated().map { try json($1, path: "\(path)[\($0)]") })
+        case .mapping(let mapping):
+            var object: [String: JSONValue] = [:]
+            for (key, value) in mapping {
+                guard case .scalar(let name) = key else { throw ValidationError("\(path): keys must be text") }
+                object[name.string] = try json(value, path: path.isEmpty ? name.string : "\(path).\(name.string)")
+            }
+            return .object(object)
+        case .alias:
+            throw ValidationError("\(path): YAML aliases are not read in schedules")
+        }
+    }
+}

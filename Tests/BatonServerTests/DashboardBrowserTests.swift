@@ -132,12 +132,21 @@ struct DashboardBrowserTests {
             ])
             try await server.enqueue(["stages": [["task": "noop", "lane": "customer-9"]]])
             _ = try await server.job(blocked) { $0["state"] == "retryable" }
+            let digest = try await server.call(
+                .PUT, "/v1/schedules/weekly-digest",
+                body: [
+                    "cron": "0 8 * * MON", "time_zone": "Europe/Paris", "misfire": "latest",
+                    "job": ["stages": [["task": "noop"]]],
+                ])
+            #expect(digest.status == 200)
+            #expect(try await server.call(.POST, "/v1/schedules/weekly-digest/run").status == 201)
             try await Browser.with { browser in
                 try await Self.signIn(browser, server, token: Token.admin)
                 try await browser.waitForText("h1") { $0 == "Overview" }
                 let pages = [
                     ("overview", "/ui"), ("jobs", "/ui/jobs"), ("job", "/ui/jobs/\(done)"),
                     ("blocked-job", "/ui/jobs/\(blocked)"), ("lanes", "/ui/lanes"), ("workers", "/ui/workers"),
+                    ("schedules", "/ui/schedules"),
                 ]
                 for (width, suffix) in [(1280, ""), (390, "-phone")] {
                     try await browser.resize(width: width, height: 900)

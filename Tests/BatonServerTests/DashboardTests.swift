@@ -308,6 +308,35 @@ struct DashboardTests {
         }
     }
 
+    /// The schedules page lists each schedule with its next runs; an admin runs one now and
+    /// pauses it from there, a reader sees no button.
+    @Test func schedulesAreListedRunAndPaused() async throws {
+        try await withServer { server async throws in
+            let saved = try await server.call(
+                .PUT, "/v1/schedules/digest",
+                body: ["cron": "0 8 * * MON", "time_zone": "Europe/Paris", "job": ["stages": [["task": "noop"]]]])
+            #expect(saved.status == 200, "\(saved.text)")
+            var admin = Visitor(base: server.base)
+            try await admin.signIn(Token.admin)
+            let page = try await admin.get("/ui/schedules")
+            #expect(page.status == 200)
+            #expect(page.html.contains("<code>0 8 * * MON</code> in Europe/Paris"))
+            #expect(page.html.contains("action=\"/ui/schedules/digest/run\""))
+            let csrf = try await admin.csrf(on: "/ui/schedules")
+            let run = try await admin.post("/ui/schedules/digest/run", [("csrf", csrf)])
+            #expect(run.status == 303)
+            let job = try #require(try await server.call(.GET, "/v1/schedules/digest")["last_job_id"]?.int64)
+            #expect(run.location == "/ui/schedules?done=schedule-run-\(job)&what=digest")
+            #expect(try await admin.get(run.location ?? "").html.contains("Schedule digest run now: job \(job)."))
+            #expect(try await admin.post("/ui/schedules/digest/pause", [("csrf", csrf)]).status == 303)
+            #expect(try await server.call(.GET, "/v1/schedules/digest")["paused"] == true)
+            var reader = Visitor(base: server.base)
+            try await reader.signIn(Token.read)
+            let read = try await reader.get("/ui/schedules").html
+            #expect(read.contains("digest") && !read.contains("/ui/schedules/digest/run"))
+        }
+    }
+
     /// Everything a job carries is shown as text: markup in its input, metadata, lane, error and
     /// output reaches the page escaped.
     @Test func whatAJobCarriesIsEscaped() async throws {

@@ -54,6 +54,11 @@ struct Dashboard: Sendable {
         }
         ui.get("lanes") { request, _ in try await lanes(request) }
         ui.get("workers") { request, _ in try await workers(request) }
+        ui.get("schedules") { request, _ in try await schedules(request) }
+        ui.post("schedules/:name/:action") { request, context in
+            try await actOnSchedule(
+                request, name: context.parameters.require("name"), action: context.parameters.require("action"))
+        }
     }
 
     // MARK: sessions
@@ -97,7 +102,7 @@ struct Dashboard: Sendable {
     // MARK: rendering
 
     enum Section: String, CaseIterable {
-        case overview, jobs, lanes, workers
+        case overview, jobs, lanes, workers, schedules
 
         var title: String { rawValue.prefix(1).uppercased() + rawValue.dropFirst() }
         var path: String { self == .overview ? "/ui" : "/ui/\(rawValue)" }

@@ -148,6 +148,10 @@ extension Dashboard {
         case "cancel": return "Job \(what) cancelled."
         case "retry": return "Job \(what) retried: it starts again at the stage it stopped on."
         case "delete": return "Job \(what) deleted."
+        case "schedule-pause": return "Schedule \(what) paused."
+        case "schedule-resume": return "Schedule \(what) resumed from its next run."
+        case let done? where done.hasPrefix("schedule-run-"):
+            return "Schedule \(what) run now: job \(Int(done.dropFirst("schedule-run-".count)) ?? 0)."
         case "cancel-many", "retry-many", "delete-many":
             let done = Int(what) ?? 0
             let skipped = request.uri.queryParameters["skipped"].flatMap { Int($0) } ?? 0

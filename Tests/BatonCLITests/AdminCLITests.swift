@@ -120,6 +120,32 @@ struct AdminCLITests {
         }
     }
 
+    /// `baton dev` leaves its address and token in `.baton/dev.json`; the token goes to that
+    /// address only, never to a server named by `--url` or `BATON_URL` (a `baton dev` killed outright
+    /// leaves its file behind).
+    @Test func aDevSessionsTokenGoesOnlyToItsOwnAddress() async throws {
+        try await withServer { server async throws in
+            let directory = FileManager.default.temporaryDirectory.appending(path: "baton-dev-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(
+                at: directory.appending(path: ".baton"), withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: directory) }
+            func listJobs(sessionAt url: String) async throws -> Run {
+                try Data(#"{"url":"\#(url)","token":"\#(Token.admin)"}"#.utf8).write(
+                    to: directory.appending(path: ".baton/dev.json"))
+                let child = try await ChildProcess(
+                    try ChildProcess.builtBinary("baton"), ["jobs", "list"],
+                    environment: ["BATON_URL": server.base, "BATON_TOKEN": nil, "BATON_API_TOKEN": nil],
+                    directory: directory)
+                let status = try await child.waitForExit(timeout: .seconds(90))
+                return Run(status: status, out: child.standardOutput, err: child.standardError)
+            }
+            let own = try await listJobs(sessionAt: server.base)
+            #expect(own.status == 0, "\(own.err)")
+            let elsewhere = try await listJobs(sessionAt: "http://127.0.0.1:1")
+            #expect(elsewhere.status == 4 && elsewhere.err.contains("no token"), "\(elsewhere.err)")
+        }
+    }
+
     @Test func enqueueRefusesBadInputWithAUsageErrorAndTheServersRefusalWithItsReason() async throws {
         try await withServer { server async throws in
             let before = try await server.call(.GET, "/v1/jobs?limit=1000")["jobs"]?.items.count

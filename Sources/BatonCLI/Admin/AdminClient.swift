@@ -7,6 +7,7 @@ import Foundation
 // The control plane's types as the admin commands show them.
 typealias JobView = Components.Schemas.Job
 typealias StageView = Components.Schemas.Stage
+typealias StageProgressView = Components.Schemas.StageProgress
 typealias AttemptErrorView = Components.Schemas.AttemptError
 typealias JobSummaryView = Components.Schemas.JobSummary
 typealias LaneView = Components.Schemas.Lane
@@ -28,14 +29,16 @@ extension AdminOptions {
     }()
 
     /// The control plane at `--url`, `$BATON_URL`, the address `baton dev` left in `.baton/dev.json`
-    /// in this directory, or `http://127.0.0.1:8080`; with the token from the same places.
+    /// in this directory, or `http://127.0.0.1:8080`; with the token from the same places. The
+    /// dev session's token goes only to the dev session's address, never to another server.
     func client() throws -> AdminClient {
         let environment = ProcessInfo.processInfo.environment
         func nonEmpty(_ name: String) -> String? { environment[name].flatMap { $0.isEmpty ? nil : $0 } }
         let dev = DevSession.read()
         let base = url ?? nonEmpty("BATON_URL") ?? dev?.url ?? "http://127.0.0.1:8080"
-        let token = token ?? nonEmpty("BATON_TOKEN") ?? nonEmpty("BATON_API_TOKEN") ?? dev?.token
         let trimmed = base.hasSuffix("/") ? String(base.dropLast()) : base
+        let token =
+            token ?? nonEmpty("BATON_TOKEN") ?? nonEmpty("BATON_API_TOKEN") ?? (trimmed == dev?.url ? dev?.token : nil)
         guard let address = URL(string: trimmed), address.scheme == "http" || address.scheme == "https",
             address.host != nil
         else {

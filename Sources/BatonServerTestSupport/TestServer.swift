@@ -86,11 +86,11 @@ package struct TestServer: Sendable {
 
     /// Reads the job until `condition` holds.
     package func job(_ id: Int64, until condition: @Sendable (JSONValue) -> Bool) async throws -> JSONValue {
-        let reply = try await call(.GET, "/v1/jobs/\(id)?wait=20s")
-        if condition(reply.json) { return reply.json }
-        var last = reply.json
-        try await eventually("job \(id) to reach the expected state") {
-            last = try await call(.GET, "/v1/jobs/\(id)").json
+        // Each look holds a moment for the job to finish (woken by NOTIFY), not longer: the
+        // condition may be about a job that runs on.
+        var last = JSONValue.null
+        try await eventually(timeout: .seconds(60), "job \(id) to reach the expected state") {
+            last = try await call(.GET, "/v1/jobs/\(id)?wait=250ms").json
             return condition(last)
         }
         return last

@@ -10,6 +10,8 @@ public enum BatonError: Error, Sendable, Hashable, CustomStringConvertible {
     case jobFailed(id: Int64, state: JobState, error: String?)
     /// The job's output could not be decoded as the chain's output type.
     case outputMismatch(id: Int64, reason: String)
+    /// A stage's checkpoint is larger than ``StageProgress/checkpointLimit`` bytes of JSON.
+    case checkpointTooLarge(bytes: Int)
 
     public var description: String {
         switch self {
@@ -18,6 +20,8 @@ public enum BatonError: Error, Sendable, Hashable, CustomStringConvertible {
         case .jobNotFound(let id): "job \(id) not found"
         case .jobFailed(let id, let state, let error): "job \(id) \(state.rawValue)" + (error.map { ": \($0)" } ?? "")
         case .outputMismatch(let id, let reason): "job \(id) output does not decode: \(reason)"
+        case .checkpointTooLarge(let bytes):
+            "a checkpoint of \(bytes) bytes is over the limit of \(StageProgress.checkpointLimit)"
         }
     }
 }

@@ -15,10 +15,13 @@ public struct StageContext: Sendable {
     public let logger: Logger
     /// Outputs of the stages before this one, in chain order, with the stage names.
     package let earlier: [(name: String?, output: JSONValue)]
+    /// Where ``progress(_:_:)`` reports go.
+    private let attemptProgress: AttemptProgress
 
     package init(
         jobID: Int64, stageIndex: Int, stageName: String?, attempt: Int, queue: String, lane: String?,
-        metadata: JSONValue, logger: Logger, earlier: [(name: String?, output: JSONValue)]
+        metadata: JSONValue, logger: Logger, earlier: [(name: String?, output: JSONValue)],
+        progress: any ProgressReporting
     ) {
         self.jobID = jobID
         self.stageIndex = stageIndex
@@ -29,6 +32,7 @@ public struct StageContext: Sendable {
         self.metadata = metadata
         self.logger = logger
         self.earlier = earlier
+        self.attemptProgress = AttemptProgress(reporter: progress)
     }
 
     /// A context for running a task outside a worker, to unit-test it without PostgreSQL:
@@ -40,16 +44,19 @@ public struct StageContext: Sendable {
     /// let receipt = try await Deliver().run(document, context: context)
     /// ```
     ///
-    /// - Parameter earlier: the outputs of the stages before this one, in chain order, each with its
-    ///   stage's name (nil for an unnamed stage); this stage's index is their count.
+    /// - Parameters:
+    ///   - earlier: the outputs of the stages before this one, in chain order, each with its
+    ///     stage's name (nil for an unnamed stage); this stage's index is their count.
+    ///   - checkpoint: what an earlier attempt saved, for ``checkpoint(as:)``. What the task
+    ///     reports is in ``reportedProgress``.
     public init(
         testingJob jobID: Int64 = 1, attempt: Int = 1, stageName: String? = nil, queue: String = "default",
         lane: String? = nil, metadata: JSONValue = [:], earlier: [(name: String?, output: JSONValue)] = [],
-        logger: Logger = Logger(label: "baton.test")
+        checkpoint: JSONValue? = nil, logger: Logger = Logger(label: "baton.test")
     ) {
         self.init(
             jobID: jobID, stageIndex: earlier.count, stageName: stageName, attempt: attempt, queue: queue, lane: lane,
-            metadata: metadata, logger: logger, earlier: earlier)
+            metadata: metadata, logger: logger, earlier: earlier, progress: MemoryProgress(saved: checkpoint))
     }
 
     /// The same for every attempt at this stage: use it to make the task's side effects idempotent.
@@ -73,4 +80,53 @@ public struct StageContext: Sendable {
     public func output(at index: Int) -> JSONValue? {
         earlier.indices.contains(index) ? earlier[index].output : nil
     }
+
+    // MARK: progress
+
+    /// Says how far the stage has got: shown by `GET /v1/jobs/{id}`, `baton jobs show` and `wait`,
+    /// and the dashboard. Call it as often as you like: the worker keeps the latest report and
+    /// writes it at most once a second (and once more when the attempt ends), never in the way of
+    /// the task.
+    ///
+    /// - Parameters:
+    ///   - fraction: done so far, from 0 to 1 (clamped); nil when the task cannot tell.
+    ///   - message: a short line for people, cut to ``StageProgress/messageLimit`` characters.
+    public func progress(_ fraction: Double?, _ message: String? = nil) {
+        attemptProgress.report(StageProgress(fraction: fraction, message: message))
+    }
+
+    /// Says how far the stage has got and where to resume from: should this attempt fail (or its
+    /// worker die), the next attempt at this stage reads the checkpoint with ``checkpoint(as:)``,
+    /// so that a long import resumes instead of starting over.
+    ///
+    /// ```swift
+    /// var page = try await context.checkpoint(as: Int.self) ?? 0
+    /// while page < pages {
+    ///     try await importPage(page)
+    ///     page += 1
+    ///     try context.progress(Double(page) / Double(pages), "page \(page) of \(pages)", checkpoint: page)
+    /// }
+    /// ```
+    ///
+    /// The checkpoint written last before a failure is the one resumed from: a worker killed outright
+    /// loses at most its last second of reports. A report without a checkpoint keeps the one before.
+    ///
+    /// - Throws: ``BatonError/checkpointTooLarge(bytes:)`` past ``StageProgress/checkpointLimit``
+    ///   bytes of JSON, or the checkpoint's encoding error; nothing is reported then.
+    public func progress(_ fraction: Double?, _ message: String? = nil, checkpoint: some Encodable) throws {
+        let value = try JSONValue(encoding: checkpoint)
+        let bytes = value.jsonText.utf8.count
+        guard bytes <= StageProgress.checkpointLimit else { throw BatonError.checkpointTooLarge(bytes: bytes) }
+        attemptProgress.report(StageProgress(fraction: fraction, message: message, checkpoint: value))
+    }
+
+    /// The checkpoint this stage resumes from: the last one saved at this stage, by this attempt or
+    /// an earlier one; nil when none was.
+    public func checkpoint<T: Decodable>(as type: T.Type = T.self) async throws -> T? {
+        if let own = attemptProgress.last?.checkpoint { return try own.decode(as: T.self) }
+        return try await attemptProgress.reporter.savedCheckpoint()?.decode(as: T.self)
+    }
+
+    /// What this attempt reported last (its checkpoint the latest it gave), nil before its first report.
+    public var reportedProgress: StageProgress? { attemptProgress.last }
 }

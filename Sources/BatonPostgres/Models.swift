@@ -91,6 +91,18 @@ public struct JobRecord: Sendable {
     /// Why it is not running now, if it has not finished; filled by reads of one job
     /// (``BatonClient/job(_:)``), not by listings.
     public var waitingFor: [WaitReason] = []
+    /// What the tasks of its stages last reported (``StageContext/progress(_:_:checkpoint:)``),
+    /// one entry per stage that did, in stage order; filled by reads of one job, as `waitingFor`.
+    public var progress: [Progress] = []
+
+    /// A stage's last report.
+    public struct Progress: Sendable, Hashable {
+        public var stage: Int
+        /// The attempt that reported it.
+        public var attempt: Int
+        public var progress: StageProgress
+        public var updatedAt: Date
+    }
 
     /// The chain's final output, once completed.
     public var output: JSONValue? {

@@ -9,7 +9,7 @@ extension Store {
     package func job(_ id: Int64) async throws -> JobRecord? {
         let rows = try await pool.read(
             """
-            SELECT \(unescaped: Self.recordColumns), \(unescaped: waitFacts)
+            SELECT \(unescaped: Self.recordColumns), \(unescaped: waitFacts), \(unescaped: progressColumn)
             FROM \(unescaped: schema).jobs j WHERE id = \(id)
             """, logger: logger)
         return try rows.first.map { try Self.jobRecord($0, waitFactsAt: 21) }
@@ -21,7 +21,7 @@ extension Store {
     package func jobWithMembers(_ id: Int64) async throws -> (job: JobRecord, members: [MemberRecord])? {
         let rows = try await pool.read(
             """
-            SELECT \(unescaped: Self.recordColumns), \(unescaped: waitFacts),
+            SELECT \(unescaped: Self.recordColumns), \(unescaped: waitFacts), \(unescaped: progressColumn),
                 (SELECT json_agg(json_build_array(m.parent_stage, m.member_index, m.id, m.state, m.attempt,
                         CASE WHEN m.state = 'completed' THEN m.results -> 0 -> 'output' END, m.errors)
                     ORDER BY m.parent_stage, m.member_index)
@@ -30,7 +30,7 @@ extension Store {
             """, logger: logger)
         guard let row = rows.first else { return nil }
         let job = try Self.jobRecord(row, waitFactsAt: 21)
-        let members = try JSONValue(parsing: try Array(row)[22].decode(String?.self) ?? "[]").arrayValue ?? []
+        let members = try JSONValue(parsing: try Array(row)[23].decode(String?.self) ?? "[]").arrayValue ?? []
         return (
             job,
             try members.map { member in
@@ -91,7 +91,8 @@ extension Store {
         return try rows.first.map { try Self.jobRecord($0) }
     }
 
-    /// A row that starts with `recordColumns`, with `waitFacts` at `waitFactsAt` if given.
+    /// A row that starts with `recordColumns`, with `waitFacts` at `waitFactsAt` if given and
+    /// `progressColumn` right after it.
     private static func jobRecord(_ row: PostgresRow, waitFactsAt factsColumn: Int? = nil) throws -> JobRecord {
         do {
             let (id, queue, priority, state, runAt, createdAt, attemptedAt, finishedAt, chain, stage) =
@@ -114,6 +115,7 @@ extension Store {
             if let factsColumn, let facts = try text(factsColumn) {
                 job.waitingFor = WaitReason.reasons(for: job, facts: try waitFacts(JSONValue(parsing: facts)))
             }
+            if let factsColumn { job.progress = try progress(try text(factsColumn + 1)) }
             return job
         }
     }

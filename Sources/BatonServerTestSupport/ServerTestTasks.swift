@@ -14,6 +14,18 @@ package let serverTestTasks: TaskRegistry = {
     tasks.register(name: "echo") { args, input, context in
         ["input": input, "args": args, "metadata": context.metadata, "first": context.output(at: 0) ?? nil]
     }
+    // Reports the progress its args give (`fraction`, `message`, `checkpoint`), then runs on for
+    // `hold_ms` before returning its input.
+    tasks.register(name: "report") { args, input, context in
+        let (fraction, message) = (args["fraction"]?.numberValue?.double, args["message"]?.stringValue)
+        if let checkpoint = args["checkpoint"] {
+            try context.progress(fraction, message, checkpoint: checkpoint)
+        } else {
+            context.progress(fraction, message)
+        }
+        try await Task.sleep(for: .milliseconds(args["hold_ms"]?.numberValue?.integer(as: Int.self) ?? 0))
+        return input
+    }
     return tasks
 }()
 

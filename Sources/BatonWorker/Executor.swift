@@ -32,6 +32,7 @@ final class RunControl: Sendable {
 struct Executor: Sendable {
     let registry: TaskRegistry
     let workerID: String
+    let progress: ProgressWriter
     let logger: Logger
 
     enum Result: Sendable {
@@ -55,7 +56,8 @@ struct Executor: Sendable {
         let context = StageContext(
             jobID: job.id, stageIndex: job.stage, stageName: spec.name, attempt: job.attempt, queue: job.queue,
             lane: stage.lane, metadata: job.metadata, logger: logger,
-            earlier: zip(job.chain.prefix(job.stage), job.earlierOutputs).map { ($0.name, $1) })
+            earlier: zip(job.chain.prefix(job.stage), job.earlierOutputs).map { ($0.name, $1) },
+            progress: progress.reporter(for: job))
         // A span per attempt (swift-distributed-tracing: a no-op until the process bootstraps a
         // tracer, e.g. swift-otel). The task runs inside it, so its own spans are children.
         return await withSpan("baton.stage \(stage.task)", ofKind: .consumer) { span in

@@ -82,7 +82,15 @@ final class StageRunner: Service, Sendable {
         while true {
             let transition: Transition
             let started = ContinuousClock.now
-            switch await executor.run(job, control: control) {
+            let result = await executor.run(job, control: control)
+            // The attempt's last progress is written before its outcome: the next attempt resumes
+            // from the checkpoint it saved last.
+            if case .stopped(.cancelled) = result {
+                executor.progress.forget(job.id)
+            } else {
+                await executor.progress.settle(job.id)
+            }
+            switch result {
             case .stopped(.cancelled):
                 logger.info("stage cancelled", metadata: ["job": "\(job.id)", "stage": "\(job.stage)"])
                 return

@@ -23,6 +23,7 @@ public final class Worker: Service, Sendable {
     let logger: Logger
     let metrics: WorkerMetrics
     let history: QueueHistory
+    let progress: ProgressWriter
     let store: Store
     let listener: Listener
     let waker: Waker
@@ -44,7 +45,9 @@ public final class Worker: Service, Sendable {
         let waker = Waker(store: store, logger: logger)
         let history = QueueHistory(store: store, logger: logger)
         let metrics = WorkerMetrics(history: history)
+        let progress = ProgressWriter(store: store, workerID: configuration.id, logger: logger)
         self.history = history
+        self.progress = progress
         self.metrics = metrics
         self.configuration = configuration
         self.logger = logger
@@ -66,7 +69,8 @@ public final class Worker: Service, Sendable {
         }
         self.completer = completer
         self.runner = StageRunner(
-            intake: intake, executor: Executor(registry: tasks, workerID: configuration.id, logger: logger),
+            intake: intake,
+            executor: Executor(registry: tasks, workerID: configuration.id, progress: progress, logger: logger),
             completer: completer, metrics: metrics, drainGrace: configuration.drainGrace, logger: logger)
         self.fetchers = configuration.queues.keys.sorted().map {
             Fetcher(
@@ -139,8 +143,9 @@ public final class Worker: Service, Sendable {
                     "\(configuration.queues.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }.joined(separator: ","))",
                 "tasks": "\(heartbeat.registration.tasks.joined(separator: ","))",
             ])
-        // The history stops after the completer: its last write holds the last outcomes.
-        var services: [any Service] = [listener, waker, heartbeat, history]
+        // The history stops after the completer: its last write holds the last outcomes; progress
+        // after the runner, which settles each stage's as it ends.
+        var services: [any Service] = [listener, waker, heartbeat, history, progress]
         services += maintenance
         services += [completer, runner]
         services += fetchers

@@ -31,7 +31,15 @@ struct JobTree {
     /// wait` redraws.
     func progressLines() -> [String] {
         ["job \(job.id) " + console.state(job.state.rawValue)] + waitingLines()
-            + job.stages.map { fit("  " + stageLine($0)) }
+            + job.stages.flatMap { stage in
+                [fit("  " + stageLine(stage))] + (progressLine(stage).map { [fit("    " + $0)] } ?? [])
+            }
+    }
+
+    /// What a stage that has not completed last reported, if it did.
+    private func progressLine(_ stage: StageView) -> String? {
+        guard let progress = stage.progress, stage.state != .completed else { return nil }
+        return Self.bar(progress)
     }
 
     /// One line per reason the job is not running.
@@ -83,6 +91,20 @@ struct JobTree {
         return parts.joined(separator: "  ")
     }
 
+    /// What the stage's task last reported: `[████░░░░░░] 40% page 4 of 10`, and whether a
+    /// checkpoint waits for the next attempt.
+    static func bar(_ progress: StageProgressView) -> String {
+        var text = ""
+        if let fraction = progress.fraction {
+            let filled = Int((fraction * 10).rounded(.down))
+            let bar = String(repeating: "█", count: filled) + String(repeating: "░", count: 10 - filled)
+            text = "[\(bar)] \(Int((fraction * 100).rounded(.down)))%"
+        }
+        if let message = progress.message { text += (text.isEmpty ? "" : " ") + Text.printable(message) }
+        if progress.checkpoint != nil { text += (text.isEmpty ? "" : " ") + "(checkpoint saved)" }
+        return text
+    }
+
     private func label(_ stage: StageView) -> String {
         switch (stage.name, stage.task) {
         case (let name?, let task?) where name != task: Text.printable("\(name) (\(task))")
@@ -92,7 +114,7 @@ struct JobTree {
     }
 
     private func details(of stage: StageView) -> [String] {
-        var lines: [String] = []
+        var lines = progressLine(stage).map { [$0] } ?? []
         if let args = stage.args, args != [:] { lines.append("args " + Text.preview(args, limit: console.width)) }
         lines += stage.errors.flatMap(errorLines)
         if let members = stage.members {

@@ -61,7 +61,16 @@ extension Components.Schemas.Stage {
             maxAttempts: spec.task?.retry.maxAttempts, startedAt: startedAt,
             finishedAt: result?.finishedAt.flatMap(RFC3339.parse), output: result?.output ?? .null,
             errors: job.errors.filter { $0.stage == index }.map(Components.Schemas.AttemptError.init),
-            members: isGroup ? members.map(Components.Schemas.Member.init) : nil)
+            members: isGroup ? members.map(Components.Schemas.Member.init) : nil,
+            progress: job.progress.first { $0.stage == index }.map(Components.Schemas.StageProgress.init))
+    }
+}
+
+extension Components.Schemas.StageProgress {
+    fileprivate init(_ report: JobRecord.Progress) {
+        self.init(
+            fraction: report.progress.fraction, message: report.progress.message,
+            checkpoint: report.progress.checkpoint, attempt: report.attempt, updatedAt: report.updatedAt)
     }
 }
 

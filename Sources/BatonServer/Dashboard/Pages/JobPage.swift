@@ -57,6 +57,21 @@ extension Dashboard {
             var stageOutput: String?
             var timeline: [Attempt]
             var members: [Node.Member]
+            var progress: Progress?
+        }
+
+        /// What the stage's task last reported.
+        struct Progress: Sendable {
+            /// The fraction for `<progress value>` ("0.4"); none: the bar is indeterminate.
+            var value: String?
+            /// "40%".
+            var percent: String?
+            var message: String?
+            /// Shown while the stage has not completed.
+            var live: Bool
+            var attempt: Int
+            var updated: String
+            var checkpoint: String?
         }
 
         var id: String
@@ -150,7 +165,15 @@ extension Dashboard {
                 },
                 args: stage.args.flatMap { $0 == [:] ? nil : DashboardText.json($0) },
                 stageOutput: stage.state == .completed ? DashboardText.json(stage.output) : nil,
-                timeline: timeline(stage), members: members(stage))
+                timeline: timeline(stage), members: members(stage),
+                progress: stage.progress.map { progress in
+                    JobView.Progress(
+                        value: progress.fraction.map { "\($0)" },
+                        percent: progress.fraction.map { "\(Int(($0 * 100).rounded(.down)))%" },
+                        message: progress.message, live: stage.state != .completed, attempt: progress.attempt,
+                        updated: DashboardText.time(progress.updatedAt),
+                        checkpoint: progress.checkpoint.map { DashboardText.json($0) })
+                })
         }
         return JobView(
             id: "\(job.id)", state: job.state.rawValue, finished: finished, queue: job.queue,

@@ -48,6 +48,7 @@ let package = Package(
             name: "BatonPostgres",
             dependencies: [
                 "Baton", "BatonHTTPTask",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),

@@ -67,6 +67,31 @@ public struct Chain<Output: Codable & Sendable>: Sendable {
         return Chain<[T.Output]>(input: input, stages: stages + [.group(specs, name: name)], encodingFailure: failure)
     }
 
+    /// Waits, holding no worker, for the signal `signal` from outside: a payment provider's
+    /// webhook, a person's approval. `POST /v1/jobs/{id}/signals/{signal}` delivers it (with an
+    /// admin token, or the one-time token an earlier stage got from
+    /// ``StageContext/signalToken(for:)`` and handed on); its JSON payload, decoded as `Payload`,
+    /// is this stage's output. A signal delivered before the chain gets here is kept for it.
+    ///
+    /// Each wait lasts `timeout`; then the attempt fails and, while `attempts` remain, the stage
+    /// waits again; after the last the job is discarded.
+    ///
+    /// ```swift
+    /// Chain(input: order)
+    ///     .then(StartPayment())                     // hands the provider a callback URL
+    ///     .awaitSignal("payment-confirmed", as: Payment.self, timeout: .seconds(7200))
+    ///     .then(Book(), lane: "inventory")
+    /// ```
+    public func awaitSignal<Payload: Codable & Sendable>(
+        _ signal: String, as payload: Payload.Type, name: String? = nil, timeout: Duration = AwaitStage.defaultTimeout,
+        attempts: Int = 1
+    ) -> Chain<Payload> {
+        Chain<Payload>(
+            input: input,
+            stages: stages + [.awaitSignal(signal, name: name, timeout: timeout, maxAttempts: attempts)],
+            encodingFailure: encodingFailure)
+    }
+
     /// Sets the retry policy of the stage added last.
     public func retry(_ policy: RetryPolicy) -> Chain {
         modifyingLastTask { $0.retry = policy }
@@ -92,6 +117,8 @@ public struct Chain<Output: Codable & Sendable>: Sendable {
                 }
             }
             copy.stages[last].body = .group(members)
+        case .await:
+            break
         }
         return copy
     }

@@ -29,14 +29,21 @@ public struct ChainDefinition: Sendable, Hashable {
         guard !stages.isEmpty else { throw .invalidChain(path: "stages", reason: "a chain needs at least one stage") }
         try Self.validate(stages, path: "stages", check: check)
         var seen = Set<String>()
+        var signals = Set<String>()
         for (index, stage) in stages.enumerated() {
             if let name = stage.name, !seen.insert(name).inserted {
                 throw .invalidChain(path: "stages[\(index)].name", reason: "stage name \"\(name)\" is used twice")
             }
+            // A signal names one stage of its job: its delivery and its token say which.
+            if let signal = stage.awaited?.signal, !signals.insert(signal).inserted {
+                throw .invalidChain(path: "stages[\(index)].await", reason: "signal \"\(signal)\" is awaited twice")
+            }
         }
     }
 
-    private static func validate(_ stages: [StageSpec], path: String, check: ArgsCheck?) throws(BatonError) {
+    private static func validate(
+        _ stages: [StageSpec], path: String, check: ArgsCheck?, inGroup: Bool = false
+    ) throws(BatonError) {
         guard stages.count <= maxStages else {
             throw .invalidChain(path: path, reason: "at most \(maxStages) stages or members, got \(stages.count)")
         }
@@ -50,7 +57,19 @@ public struct ChainDefinition: Sendable, Hashable {
                 guard !members.isEmpty else {
                     throw .invalidChain(path: "\(here).group", reason: "a group needs at least one member")
                 }
-                try validate(members, path: "\(here).group", check: check)
+                try validate(members, path: "\(here).group", check: check, inGroup: true)
+            case .await(let stage):
+                // A member is a job of its own that nobody outside knows the id of.
+                guard !inGroup else {
+                    throw .invalidChain(path: "\(here).await", reason: "a group member cannot await a signal")
+                }
+                try checkSignalName(stage.signal, path: "\(here).await")
+                guard stage.timeout > .zero else {
+                    throw .invalidChain(path: "\(here).timeout", reason: "must be longer than zero")
+                }
+                guard (1...10_000).contains(stage.maxAttempts) else {
+                    throw .invalidChain(path: "\(here).max_attempts", reason: "must be within 1...10000")
+                }
             case .task(let task):
                 try checkName(task.task, path: "\(here).task", what: "task name")
                 try task.args.checkStorable(at: "\(here).args")
@@ -81,6 +100,18 @@ public struct ChainDefinition: Sendable, Hashable {
         // Control characters are U+0000–U+001F and U+007F–U+009F (Unicode's Cc, the document's pattern).
         guard !name.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7f...0x9f).contains($0.value) }) else {
             throw .invalidChain(path: path, reason: "\(what) contains control characters")
+        }
+    }
+
+    /// A signal's name goes in a URL path (`/v1/jobs/{id}/signals/{name}`) and in callback URLs
+    /// handed to others: 1 to 200 ASCII letters, digits, `-`, `_` and `.`.
+    public static func checkSignalName(_ name: String, path: String) throws(BatonError) {
+        guard (1...maxNameLength).contains(name.count),
+            name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.".contains($0)) })
+        else {
+            throw .invalidChain(
+                path: path,
+                reason: "a signal name is 1 to \(maxNameLength) ASCII letters, digits, \"-\", \"_\" and \".\"")
         }
     }
 }

@@ -17,11 +17,13 @@ public struct StageContext: Sendable {
     package let earlier: [(name: String?, output: JSONValue)]
     /// Where ``progress(_:_:)`` reports go.
     private let attemptProgress: AttemptProgress
+    /// Makes ``signalToken(for:)``'s tokens.
+    private let signalTokens: @Sendable (_ signal: String) async throws -> String
 
     package init(
         jobID: Int64, stageIndex: Int, stageName: String?, attempt: Int, queue: String, lane: String?,
         metadata: JSONValue, logger: Logger, earlier: [(name: String?, output: JSONValue)],
-        progress: any ProgressReporting
+        progress: any ProgressReporting, signalTokens: @escaping @Sendable (_ signal: String) async throws -> String
     ) {
         self.jobID = jobID
         self.stageIndex = stageIndex
@@ -33,6 +35,7 @@ public struct StageContext: Sendable {
         self.logger = logger
         self.earlier = earlier
         self.attemptProgress = AttemptProgress(reporter: progress)
+        self.signalTokens = signalTokens
     }
 
     /// A context for running a task outside a worker, to unit-test it without PostgreSQL:
@@ -49,6 +52,8 @@ public struct StageContext: Sendable {
     ///     stage's name (nil for an unnamed stage); this stage's index is their count.
     ///   - checkpoint: what an earlier attempt saved, for ``checkpoint(as:)``. What the task
     ///     reports is in ``reportedProgress``.
+    ///
+    /// Its ``signalToken(for:)`` is `test-token-` and the signal's name.
     public init(
         testingJob jobID: Int64 = 1, attempt: Int = 1, stageName: String? = nil, queue: String = "default",
         lane: String? = nil, metadata: JSONValue = [:], earlier: [(name: String?, output: JSONValue)] = [],
@@ -56,7 +61,8 @@ public struct StageContext: Sendable {
     ) {
         self.init(
             jobID: jobID, stageIndex: earlier.count, stageName: stageName, attempt: attempt, queue: queue, lane: lane,
-            metadata: metadata, logger: logger, earlier: earlier, progress: MemoryProgress(saved: checkpoint))
+            metadata: metadata, logger: logger, earlier: earlier, progress: MemoryProgress(saved: checkpoint),
+            signalTokens: { "test-token-\($0)" })
     }
 
     /// The same for every attempt at this stage: use it to make the task's side effects idempotent.
@@ -129,4 +135,15 @@ public struct StageContext: Sendable {
 
     /// What this attempt reported last (its checkpoint the latest it gave), nil before its first report.
     public var reportedProgress: StageProgress? { attemptProgress.last }
+
+    // MARK: signals
+
+    /// The one-time token that delivers signal `signal` to this job without an API token, for a
+    /// callback URL handed to a third party (a payment provider's webhook):
+    /// `https://baton.example/v1/jobs/\(context.jobID)/signals/payment-confirmed?token=\(token)`.
+    /// It delivers that signal to this job and nothing else, once; a later stage of the chain
+    /// awaits it (`Chain.await`).
+    public func signalToken(for signal: String) async throws -> String {
+        try await signalTokens(signal)
+    }
 }

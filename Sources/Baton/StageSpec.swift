@@ -2,11 +2,13 @@
 ///
 /// A task stage runs a registered task with its `args`; with a `lane` it is *ordered*. A group stage
 /// runs its members concurrently (as child jobs) and hands the array of their outputs, in member
-/// order, to the next stage.
+/// order, to the next stage. An await stage waits, holding no worker, for a signal from outside
+/// (`POST /v1/jobs/{id}/signals/{name}`), whose JSON payload is its output.
 public struct StageSpec: Sendable, Hashable, Codable {
     public enum Body: Sendable, Hashable {
         case task(TaskStage)
         case group([StageSpec])
+        case await(AwaitStage)
     }
 
     /// Referenced by later stages to read this stage's output.
@@ -29,6 +31,12 @@ public struct StageSpec: Sendable, Hashable, Codable {
         StageSpec(name: name, .group(members))
     }
 
+    public static func awaitSignal(
+        _ signal: String, name: String? = nil, timeout: Duration = AwaitStage.defaultTimeout, maxAttempts: Int = 1
+    ) -> StageSpec {
+        StageSpec(name: name, .await(AwaitStage(signal: signal, timeout: timeout, maxAttempts: maxAttempts)))
+    }
+
     /// The lane an ordered task stage runs in; nil for background and group stages.
     public var lane: String? {
         if case .task(let task) = body { return task.lane }
@@ -40,8 +48,23 @@ public struct StageSpec: Sendable, Hashable, Codable {
         return nil
     }
 
+    /// The signal an await stage waits for.
+    public var awaited: AwaitStage? {
+        if case .await(let stage) = body { return stage }
+        return nil
+    }
+
+    /// What the stage runs, for logs and metrics: its task, `group` or `await`.
+    public var kind: String {
+        switch body {
+        case .task(let task): task.task
+        case .group: "group"
+        case .await: "await"
+        }
+    }
+
     enum CodingKeys: String, CodingKey {
-        case name, task, args, lane, retry, timeout = "timeout_ms", group
+        case name, task, args, lane, retry, timeout = "timeout_ms", group, await, maxAttempts = "max_attempts"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -49,6 +72,14 @@ public struct StageSpec: Sendable, Hashable, Codable {
         name = try container.decodeIfPresent(String.self, forKey: .name)
         if let members = try container.decodeIfPresent([StageSpec].self, forKey: .group) {
             body = .group(members)
+        } else if let signal = try container.decodeIfPresent(String.self, forKey: .await) {
+            body = .await(
+                AwaitStage(
+                    signal: signal,
+                    timeout: .milliseconds(
+                        try container.decodeIfPresent(Int64.self, forKey: .timeout)
+                            ?? AwaitStage.defaultTimeout.milliseconds),
+                    maxAttempts: try container.decodeIfPresent(Int.self, forKey: .maxAttempts) ?? 1))
         } else {
             body = .task(
                 TaskStage(
@@ -67,8 +98,9 @@ public struct StageSpec: Sendable, Hashable, Codable {
         try json.encode(to: encoder)
     }
 
-    /// The stored form: `{"task", "name"?, "args"?, "lane"?, "retry"?, "timeout_ms"?}` or
-    /// `{"name"?, "group": [...]}`; `Codable` encoding writes exactly this. Fields at their
+    /// The stored form: `{"task", "name"?, "args"?, "lane"?, "retry"?, "timeout_ms"?}`,
+    /// `{"name"?, "group": [...]}` or `{"await", "name"?, "timeout_ms"?, "max_attempts"?}` (the
+    /// schema's `expire_awaits` reads the last two); `Codable` encoding writes exactly this. Fields at their
     /// defaults (`{}` args, `RetryPolicy.default`, `TaskStage.defaultTimeout`) are left out, which
     /// keeps job rows small (a third fewer bytes to write per one-stage job); decoding fills them in.
     public var json: JSONValue {
@@ -85,8 +117,36 @@ public struct StageSpec: Sendable, Hashable, Codable {
             if task.timeout != TaskStage.defaultTimeout {
                 fields["timeout_ms"] = .number(task.timeout.milliseconds)
             }
+        case .await(let stage):
+            fields["await"] = .string(stage.signal)
+            if stage.timeout != AwaitStage.defaultTimeout { fields["timeout_ms"] = .number(stage.timeout.milliseconds) }
+            if stage.maxAttempts != 1 { fields["max_attempts"] = .number(JSONNumber(stage.maxAttempts)) }
         }
         return .object(fields)
+    }
+}
+
+/// A stage that waits for a signal from outside: a payment provider's webhook, a person's
+/// approval. The job waits (state `waiting`, no worker slot held) until
+/// `POST /v1/jobs/{id}/signals/{signal}` delivers a JSON payload, which becomes the stage's output.
+/// A signal that arrives before the chain reaches the stage is kept for it.
+///
+/// Each wait lasts `timeout`; when it runs out the attempt fails ("no signal … within …") and,
+/// while attempts remain, the stage waits another `timeout`; after `maxAttempts` the job is
+/// discarded (and may be retried by hand, waiting anew).
+public struct AwaitStage: Sendable, Hashable {
+    /// A day.
+    public static let defaultTimeout: Duration = .seconds(86_400)
+
+    public var signal: String
+    public var timeout: Duration
+    /// Waits in all, the first included (default 1: one wait).
+    public var maxAttempts: Int
+
+    public init(signal: String, timeout: Duration = AwaitStage.defaultTimeout, maxAttempts: Int = 1) {
+        self.signal = signal
+        self.timeout = timeout
+        self.maxAttempts = maxAttempts
     }
 }
 

@@ -6,6 +6,8 @@ public enum StageOutcome: Sendable, Hashable {
     case failed(error: String, retry: RetryRequest)
     /// The stage is a group: its members are to be started.
     case fanOut
+    /// The stage awaits a signal that has not come: the job is to wait for it.
+    case awaiting
 
     public enum RetryRequest: Sendable, Hashable {
         /// Retry by the stage's policy.
@@ -34,6 +36,8 @@ public enum Transition: Sendable, Hashable {
     case spawn
     /// Put the stage back untouched, its attempt not counted: a draining worker ran out of grace.
     case release
+    /// Wait, holding no worker, for the signal the stage awaits, up to `timeout`.
+    case await(timeout: Duration)
 
     /// Decides what follows `outcome` of attempt number `attempt` (1-based) at `stage`.
     ///
@@ -47,6 +51,8 @@ public enum Transition: Sendable, Hashable {
         switch outcome {
         case .fanOut:
             return .spawn
+        case .awaiting:
+            return .await(timeout: stage.awaited?.timeout ?? AwaitStage.defaultTimeout)
         case .succeeded(let output):
             guard let next else { return .complete(output: output) }
             if let lane = next.lane { return .advance(output: output, lane: lane) }

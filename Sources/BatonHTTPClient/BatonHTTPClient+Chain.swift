@@ -49,6 +49,13 @@ extension Components.Schemas.StageRequest {
         switch stage.body {
         case .group(let members):
             self = .GroupStageRequest(.init(name: stage.name, group: members.map(Self.init)))
+        case .await(let awaited):
+            self = .AwaitStageRequest(
+                .init(
+                    _await: awaited.signal, name: stage.name,
+                    timeout: awaited.timeout == AwaitStage.defaultTimeout
+                        ? nil : DurationFormat.format(awaited.timeout),
+                    maxAttempts: awaited.maxAttempts == 1 ? nil : Int32(clamping: awaited.maxAttempts)))
         case .task(let task):
             // What is at its default is left out, as the stored chain leaves it out.
             let retry = task.retry == .default ? nil : task.retry

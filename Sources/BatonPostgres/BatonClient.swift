@@ -18,11 +18,13 @@ import Tracing
 public final class BatonClient: Service, Sendable {
     package let store: Store
     package let listener: Listener
+    package let signalTokens: SignalTokens
     let waker: Waker
     let logger: Logger
 
     public init(pool: DatabasePool, logger: Logger) {
         self.store = Store(pool: pool, logger: logger)
+        self.signalTokens = SignalTokens(store: store)
         self.listener = Listener(configuration: pool.configuration, logger: logger)
         self.waker = Waker(store: store, logger: logger)
         self.logger = logger
@@ -79,6 +81,31 @@ public final class BatonClient: Service, Sendable {
             waker.wake(enqueued.lazy.filter { $0.state == .available }.map(\.queue))
             return enqueued
         }
+    }
+
+    // MARK: signals
+
+    /// Delivers signal `signal` to job `job`: its await stage's output is `payload`. A job waiting
+    /// for it goes on at once (``SignalDelivery/resumed``); one whose chain has not reached the
+    /// stage keeps it for then (``SignalDelivery/kept``); a signal delivered before changes nothing
+    /// (``SignalDelivery/duplicate``: the first payload stands).
+    ///
+    /// - Throws: ``SignalRefusal`` when the job does not exist, awaits no such signal, has finished
+    ///   or passed the stage.
+    @discardableResult
+    public func signal(_ job: Int64, _ signal: String, payload: some Encodable) async throws -> SignalDelivery {
+        let value = try JSONValue(encoding: payload)
+        try value.checkStorable(at: "payload")
+        let (delivery, queue) = try await store.deliverSignal(job: job, name: signal, payload: value)
+        if delivery == .resumed { waker.wake([queue]) }
+        return delivery
+    }
+
+    /// The one-time token that delivers signal `signal` to job `job` without an API token
+    /// (`POST /v1/jobs/{job}/signals/{signal}?token=…`): for a callback URL handed to a third
+    /// party. A running stage gets the same from ``StageContext/signalToken(for:)``.
+    public func signalToken(job: Int64, signal: String) async throws -> String {
+        try await signalTokens.token(job: job, signal: signal)
     }
 
     // MARK: follow

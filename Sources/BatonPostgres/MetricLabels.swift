@@ -23,6 +23,6 @@ extension NewJob {
     /// The task of the first stage, `group` for a group: how an enqueued job is labelled.
     package var firstTask: String {
         guard let first = chain.stages.first else { return "none" }
-        return first.task?.task ?? "group"
+        return first.kind
     }
 }

@@ -234,6 +234,8 @@ extension Store {
                 json += "\"kind\":\"spawn\""
             case .release:
                 json += "\"kind\":\"release\""
+            case .await(let timeout):
+                json += "\"kind\":\"await\",\"delay_ms\":\(timeout.milliseconds)"
             }
             json += "}"
         }

@@ -20,12 +20,15 @@ public struct WaitReason: Sendable, Hashable {
         case lane
         /// Its group stage waits for its members, each a job with reasons of its own.
         case members
+        /// Its await stage waits for a signal from outside, until ``until``.
+        case signal
     }
 
     public var kind: Kind
     /// One sentence for people.
     public var message: String
-    /// When it may run: the scheduled time, the next attempt, a retrying lane head's next attempt.
+    /// When it may run: the scheduled time, the next attempt, a retrying lane head's next attempt;
+    /// for a signal, when the wait runs out.
     public var until: Date?
     /// The job it waits for: the lane's head.
     public var job: Int64?
@@ -85,6 +88,14 @@ extension WaitReason {
             let members = pending == 1 ? "1 group member has" : "\(pending) group members have"
             return [WaitReason(kind: .members, message: "\(members) not finished")]
         }
+        if job.state == .waiting, job.lane == nil, let awaited = job.chain[safe: job.stage]?.awaited {
+            return [
+                WaitReason(
+                    kind: .signal,
+                    message: "awaits signal \(quoted(awaited.signal)) until \(RFC3339.format(job.runAt))",
+                    until: job.runAt)
+            ]
+        }
         let queue = quoted(job.queue)
         var reasons: [WaitReason] = []
         if facts.queuePaused {
@@ -142,6 +153,10 @@ extension WaitReason {
         let line = text.prefix(while: { $0 != "\n" })
         return line.count > 200 ? line.prefix(200) + "…" : String(line)
     }
+}
+
+extension Array {
+    fileprivate subscript(safe index: Int) -> Element? { indices.contains(index) ? self[index] : nil }
 }
 
 extension JobRecord {

@@ -33,6 +33,7 @@ struct Executor: Sendable {
     let registry: TaskRegistry
     let workerID: String
     let progress: ProgressWriter
+    let signals: SignalTokens
     let logger: Logger
 
     enum Result: Sendable {
@@ -42,9 +43,25 @@ struct Executor: Sendable {
 
     func run(_ job: ClaimedJob, control: RunControl) async -> Result {
         let spec = job.spec
-        guard case .task(let stage) = spec.body else {
+        let stage: TaskStage
+        switch spec.body {
+        case .task(let task):
+            stage = task
+        case .group:
             // A group stage: first its members start; once they are all done, their outputs are its output.
             return .ended(job.groupOutput.map { .succeeded(output: $0) } ?? .fanOut)
+        case .await(let awaited):
+            // The signal's payload is the stage's output; until it comes, the job waits without us.
+            do {
+                let payload = try await signals.store.signalPayload(job: job.id, name: awaited.signal)
+                return .ended(payload.map { .succeeded(output: $0) } ?? .awaiting)
+            } catch {
+                // Not a failed attempt (an await stage has one by default): the stage is put back.
+                logger.warning(
+                    "cannot look for a signal; putting the stage back",
+                    metadata: ["job": "\(job.id)", "error": "\(error.logDescription)"])
+                return .stopped(.released)
+            }
         }
         guard let runner = registry.runners[stage.task] else {
             return .ended(.failed(error: "no task named \"\(stage.task)\" on worker \(workerID)", retry: .byPolicy))
@@ -57,7 +74,8 @@ struct Executor: Sendable {
             jobID: job.id, stageIndex: job.stage, stageName: spec.name, attempt: job.attempt, queue: job.queue,
             lane: stage.lane, metadata: job.metadata, logger: logger,
             earlier: zip(job.chain.prefix(job.stage), job.earlierOutputs).map { ($0.name, $1) },
-            progress: progress.reporter(for: job))
+            progress: progress.reporter(for: job),
+            signalTokens: { [signals, id = job.id] in try await signals.token(job: id, signal: $0) })
         // A span per attempt (swift-distributed-tracing: a no-op until the process bootstraps a
         // tracer, e.g. swift-otel). The task runs inside it, so its own spans are children.
         return await withSpan("baton.stage \(stage.task)", ofKind: .consumer) { span in

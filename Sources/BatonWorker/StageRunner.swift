@@ -104,7 +104,7 @@ final class StageRunner: Service, Sendable {
             }
             let duration = ContinuousClock.now - started
             metrics.stageEnded(
-                queue: job.queue, task: job.spec.task?.task ?? "group", transition: transition, duration: duration)
+                queue: job.queue, task: job.spec.kind, transition: transition, duration: duration)
             report(transition, of: job, after: duration)
             let outcome = Outcome(
                 jobID: job.id, stage: job.stage, attempt: job.attempt, transition: transition, queue: job.queue,
@@ -133,7 +133,7 @@ final class StageRunner: Service, Sendable {
     private func report(_ transition: Transition, of job: ClaimedJob, after duration: Duration) {
         var metadata: Logger.Metadata = [
             "job": "\(job.id)", "stage": "\(job.stage)", "attempt": "\(job.attempt)",
-            "task": "\(job.spec.task?.task ?? "group")", "ms": "\(duration.milliseconds)",
+            "task": "\(job.spec.kind)", "ms": "\(duration.milliseconds)",
         ]
         switch transition {
         case .retry(let error, let delay):
@@ -147,6 +147,9 @@ final class StageRunner: Service, Sendable {
             logger.debug("stage done", metadata: metadata)
         case .release:
             logger.info("stage put back: the worker is stopping", metadata: metadata)
+        case .await(let timeout):
+            metadata["until"] = "\(DurationFormat.format(timeout)) from now"
+            logger.debug("awaiting a signal", metadata: metadata)
         }
     }
 }

@@ -70,7 +70,9 @@ public final class Worker: Service, Sendable {
         self.completer = completer
         self.runner = StageRunner(
             intake: intake,
-            executor: Executor(registry: tasks, workerID: configuration.id, progress: progress, logger: logger),
+            executor: Executor(
+                registry: tasks, workerID: configuration.id, progress: progress, signals: SignalTokens(store: store),
+                logger: logger),
             completer: completer, metrics: metrics, drainGrace: configuration.drainGrace, logger: logger)
         self.fetchers = configuration.queues.keys.sorted().map {
             Fetcher(
@@ -92,10 +94,12 @@ public final class Worker: Service, Sendable {
                 store: store, workerID: configuration.id, interval: configuration.schedulerInterval, logger: logger)
             self.maintenance = [
                 leadership,
-                Scheduler(store: store, leadership: leadership, interval: configuration.schedulerInterval) { queues in
-                    for queue in queues { intake.wake(queue) }
-                    waker.wake(queues)
-                },
+                Scheduler(
+                    store: store, leadership: leadership, interval: configuration.schedulerInterval,
+                    wake: { queues in
+                        for queue in queues { intake.wake(queue) }
+                        waker.wake(queues)
+                    }, finished: { waker.announceFinished($0) }),
                 Rescuer(store: store, leadership: leadership, lease: configuration.lease, waker: waker, logger: logger),
                 Pruner(store: store, leadership: leadership, retention: configuration.retention),
                 ScheduleRunner(store: store, leadership: leadership, logger: logger),

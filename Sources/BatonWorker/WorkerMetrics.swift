@@ -29,6 +29,7 @@ struct WorkerMetrics: Sendable {
         case .hop, .advance, .complete, .spawn: outcome = "succeeded"
         case .retry, .discard: outcome = "failed"
         case .release: outcome = "released"
+        case .await: outcome = "awaiting"
         }
         Timer(label: "baton_stage_duration_seconds", dimensions: dimensions + [("outcome", outcome)])
             .record(duration: duration)
@@ -44,7 +45,7 @@ struct WorkerMetrics: Sendable {
         case .discard:
             Counter(label: "baton_jobs_discarded_total", dimensions: dimensions).increment()
             history.discarded(queue: queue)
-        case .spawn, .release:
+        case .spawn, .release, .await:
             break
         }
     }

@@ -71,7 +71,7 @@ struct OpenAPIDocumentTests {
                 }
             }
         }
-        #expect(ids.count == 24)
+        #expect(ids.count == 25)
     }
 
     @Test func everyReferenceResolves() {

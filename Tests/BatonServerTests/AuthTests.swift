@@ -21,6 +21,7 @@ struct AuthTests {
         (.GET, "/v1/jobs/{id}", .roles(["admin", "read", "enqueue"])),
         (.POST, "/v1/jobs/{id}/cancel", .roles(["admin"])),
         (.POST, "/v1/jobs/{id}/retry", .roles(["admin"])),
+        (.POST, "/v1/jobs/{id}/signals/{name}", .roles(["admin"])),
         (.DELETE, "/v1/jobs/{id}", .roles(["admin"])),
         (.GET, "/v1/queues", .roles(["admin", "read"])),
         (.POST, "/v1/queues/{name}/pause", .roles(["admin"])),
@@ -77,6 +78,7 @@ struct AuthTests {
                         // A dry run: counting changes nothing for the next rows.
                         case (.POST, "/v1/jobs/bulk"): ["action": "cancel", "dry_run": true, "filter": [:]]
                         case (.PUT, "/v1/schedules/{name}"): Self.schedule
+                        case (.POST, "/v1/jobs/{id}/signals/{name}"): ["approved": true]
                         default: nil
                         }
                     let reply = try await server.call(method, path, token: token, body: body)

@@ -8,6 +8,8 @@
 --   discard  failed for good
 --   spawn    the current (group) stage fans out into member jobs; the job waits for them
 --   release  put back untouched (a draining worker); the attempt does not count
+--   await    the stage awaits a signal not yet delivered: the job waits for it, holding no worker,
+--            until `delay_ms` from now (then expire_awaits fails the attempt)
 -- Returns what the caller must act on after commit: ('applied', id), ('wake', queue) for queues
 -- with newly available jobs, ('finished', id) for finished jobs someone awaits.
 --   p_batch: [{"id", "stage", "attempt", "kind", "output"?, "error"?, "delay_ms"?, "lane"?}, …]
@@ -57,7 +59,8 @@ BEGIN
                 WHEN 'retry' THEN 'retryable'
                 WHEN 'discard' THEN 'discarded'
                 WHEN 'spawn' THEN 'waiting'
-                WHEN 'release' THEN 'available' END)::job_state,
+                WHEN 'release' THEN 'available'
+                WHEN 'await' THEN 'waiting' END)::job_state,
             stage = CASE WHEN b.kind IN ('hop', 'advance') THEN j.stage + 1 ELSE j.stage END,
             attempt = CASE b.kind WHEN 'hop' THEN 1 WHEN 'advance' THEN 0 WHEN 'spawn' THEN 0
                                   WHEN 'release' THEN j.attempt - 1 ELSE j.attempt END,
@@ -70,7 +73,7 @@ BEGIN
                 THEN j.errors || jsonb_build_array(jsonb_build_object(
                     'stage', j.stage, 'attempt', j.attempt, 'at', now(), 'worker', p_worker, 'error', b.error))
                 ELSE j.errors END,
-            run_at = CASE WHEN b.kind = 'retry' THEN now() + b.delay_ms * interval '1 millisecond'
+            run_at = CASE WHEN b.kind IN ('retry', 'await') THEN now() + b.delay_ms * interval '1 millisecond'
                           WHEN b.kind IN ('advance', 'release') THEN now() ELSE j.run_at END,
             lane = CASE WHEN b.kind IN ('hop', 'advance') THEN b.lane ELSE j.lane END,
             -- After the lane lock: entry times follow the order the lock serialises entries in.
@@ -87,6 +90,19 @@ BEGIN
         RETURNING j.id, b.kind, j.state, j.queue, j.watched, j.parent_id
     )
     SELECT array_agg(ROW(upd.*)::applied_outcome) INTO v_applied FROM upd;
+
+    -- A signal delivered while its stage ran was kept (deliver_signal found the job running): the
+    -- wait ends at once, and the claim that follows counts the attempt again. A statement of its
+    -- own, whose snapshot sees signals committed while the update above waited for the row.
+    IF EXISTS (SELECT 1 FROM unnest(v_applied) a WHERE a.kind = 'await') THEN
+        RETURN QUERY
+        UPDATE jobs j SET state = 'available', run_at = now(), attempt = j.attempt - 1
+        FROM unnest(v_applied) a
+        WHERE a.kind = 'await' AND j.id = a.id AND j.state = 'waiting'
+          AND EXISTS (SELECT 1 FROM job_signals s WHERE s.job_id = j.id AND s.name = j.chain -> j.stage ->> 'await')
+        RETURNING 'wake', NULL::bigint, j.queue, NULL::int, NULL::int, NULL::text, NULL::text, NULL::text,
+                  NULL::text, NULL::text;
+    END IF;
 
     -- Fan out: one member job per group entry, each fed the group stage's input.
     IF v_spawn IS NOT NULL THEN

@@ -11,6 +11,9 @@ struct APIDocument: Sendable {
         var path: String
         /// Roles admitted; empty: open to anyone.
         var roles: Set<Role>
+        /// Also open, without a bearer token, to a request with a signal's one-time token in
+        /// `?token=`, which the handler checks (`x-baton-signal-token`).
+        var signalToken: Bool
         /// Each query parameter's JSON Schema type (`integer`, `boolean`, `string`).
         var queryParameters: [String: String]
         /// The JSON body's schema, if the operation takes one.
@@ -39,6 +42,7 @@ struct APIDocument: Sendable {
                     method: HTTPRequest.Method(method.uppercased())!, path: path,
                     roles: Set(
                         (operation["x-baton-roles"]?.arrayValue ?? []).compactMap(\.stringValue).compactMap(Role.init)),
+                    signalToken: operation["x-baton-signal-token"] == .bool(true),
                     queryParameters: Dictionary(
                         parameters.filter { $0["in"] == "query" }.compactMap { parameter in
                             parameter["name"]?.stringValue.map {

@@ -149,7 +149,7 @@ extension API {
                     paths[task.task] = "\(path)[\(index)].task"
                     names.append(task.task)
                 case .group(let members): collect(members, at: "\(path)[\(index)].group")
-                case .task: break
+                case .task, .await: break
                 }
             }
         }
@@ -273,7 +273,7 @@ extension API {
         guard let (job, members) = try await store.jobWithMembers(id) else {
             throw Problem.notFound("no job has id \(id)")
         }
-        let task = job.chain.indices.contains(job.stage) ? job.chain[job.stage].task?.task ?? "group" : "none"
+        let task = job.chain.indices.contains(job.stage) ? job.chain[job.stage].kind : "none"
         Counter(
             label: "baton_jobs_cancelled_total",
             dimensions: [("queue", queueLabels.label(job.queue)), ("task", taskLabels.label(task))]

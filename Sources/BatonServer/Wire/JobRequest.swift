@@ -74,6 +74,16 @@ struct JobReader {
                 return .group(try stages(group.group, at: "\(here).group"), name: group.name)
             case .TaskStageRequest(let task):
                 return try self.task(task, at: here)
+            case .AwaitStageRequest(let stage):
+                let attempts = stage.maxAttempts ?? 1
+                guard (1...10_000).contains(attempts) else {
+                    throw invalid("\(here).max_attempts", "\(here).max_attempts must be an integer within 1...10000")
+                }
+                return .awaitSignal(
+                    stage._await, name: stage.name,
+                    timeout: try stage.timeout.map { try duration($0, at: "\(here).timeout") }
+                        ?? AwaitStage.defaultTimeout,
+                    maxAttempts: Int(attempts))
             }
         }
     }

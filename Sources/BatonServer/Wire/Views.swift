@@ -56,9 +56,10 @@ extension Components.Schemas.Stage {
         }
         var isGroup: Bool { if case .group = spec.body { true } else { false } }
         self.init(
-            index: index, name: spec.name, task: spec.task?.task, args: spec.task?.args, lane: spec.lane, state: state,
+            index: index, name: spec.name, task: spec.task?.task, args: spec.task?.args, _await: spec.awaited?.signal,
+            lane: spec.lane, state: state,
             attempts: attempts,
-            maxAttempts: spec.task?.retry.maxAttempts, startedAt: startedAt,
+            maxAttempts: spec.task?.retry.maxAttempts ?? spec.awaited?.maxAttempts, startedAt: startedAt,
             finishedAt: result?.finishedAt.flatMap(RFC3339.parse), output: result?.output ?? .null,
             errors: job.errors.filter { $0.stage == index }.map(Components.Schemas.AttemptError.init),
             members: isGroup ? members.map(Components.Schemas.Member.init) : nil,

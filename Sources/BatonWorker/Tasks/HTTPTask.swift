@@ -11,7 +11,8 @@ import NIOHTTP1
 /// `{"status", "headers", "body"}`, the body parsed when it is JSON, else text, else base64.
 ///
 /// Templates read `input` (the previous stage's output), `stages.<name>.output`, `job.id`,
-/// `job.metadata`, `job.queue`, `job.stage`, `job.attempt` and `secrets.<NAME>`. Every request
+/// `job.metadata`, `job.queue`, `job.stage`, `job.attempt`, `secrets.<NAME>` and
+/// `signals.<NAME>.token` (the one-time token of a signal a later stage awaits). Every request
 /// carries `Idempotency-Key: <job id>-<stage index>` (unless a header sets one), a `User-Agent`
 /// naming Baton and asks for gzip; redirects are followed up to 5 times, each hop checked
 /// against the outbound policy.
@@ -45,6 +46,13 @@ public struct HTTPTask: Sendable {
             }
             secrets[path[1]] = .string(value)
         }
+        // `{{signals.NAME.token}}`: the one-time token of a signal a later stage awaits, for a
+        // callback URL (`…/v1/jobs/{{job.id}}/signals/NAME?token={{signals.NAME.token}}`).
+        var signals: [String: JSONValue] = [:]
+        for path in request.templates.flatMap(\.tags)
+        where path.count == 3 && path[0] == "signals" && path[2] == "token" {
+            signals[path[1]] = ["token": .string(try await context.signalToken(for: path[1]))]
+        }
         let redact = Redactor(secrets.values.compactMap { if case .string(let text) = $0 { text } else { nil } })
         var stages: [String: JSONValue] = [:]
         for (name, output) in context.earlier { if let name { stages[name] = ["output": output] } }
@@ -54,7 +62,7 @@ public struct HTTPTask: Sendable {
                 "id": .number(context.jobID), "metadata": context.metadata, "queue": .string(context.queue),
                 "stage": .number(context.stageIndex), "attempt": .number(context.attempt),
             ],
-            "secrets": .object(secrets),
+            "secrets": .object(secrets), "signals": .object(signals),
         ]
         do {
             return redact(try await perform(request, scope: scope, context: context, redact: redact)).jsonText

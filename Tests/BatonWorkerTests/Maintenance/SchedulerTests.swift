@@ -26,8 +26,7 @@ struct SchedulerTests {
             let scheduler = Scheduler(
                 store: db.store,
                 leadership: Leadership(store: db.store, workerID: "s", interval: .milliseconds(20), logger: db.logger),
-                interval: .milliseconds(20)
-            ) { queues in woken.withLock { $0 += queues } }
+                interval: .milliseconds(20), wake: { queues in woken.withLock { $0 += queues } }, finished: { _ in })
             try await scheduler.promoteDue()
             #expect(try await db.store.job(jobs[0].id)?.state == .available)
             #expect(try await db.store.job(jobs[1].id)?.state == .scheduled)

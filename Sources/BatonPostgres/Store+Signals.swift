@@ -1,0 +1,91 @@
+import Baton
+import Foundation
+import PostgresNIO
+
+/// What became of a signal delivered to a job (`deliver_signal` in the schema).
+public enum SignalDelivery: String, Sendable, Hashable {
+    /// The job was waiting for it: it goes on now.
+    case resumed
+    /// The chain has not reached the stage that awaits it: kept for it.
+    case kept
+    /// It was delivered before: nothing changed, the first payload stands.
+    case duplicate
+}
+
+/// Why a signal was refused.
+public enum SignalRefusal: Error, Sendable, Hashable, CustomStringConvertible {
+    /// No job has this id.
+    case noJob(Int64)
+    /// No stage of the job awaits a signal of this name.
+    case notAwaited(job: Int64, signal: String)
+    /// The job has finished, or passed the stage that awaited it.
+    case late(job: Int64, signal: String, state: JobState)
+
+    public var description: String {
+        switch self {
+        case .noJob(let id): "job \(id) not found"
+        case .notAwaited(let job, let signal): "no stage of job \(job) awaits a signal \"\(signal)\""
+        case .late(let job, let signal, let state):
+            state.isFinished
+                ? "job \(job) is \(state.rawValue): signal \"\(signal)\" comes too late"
+                : "job \(job) has passed the stage that awaited signal \"\(signal)\""
+        }
+    }
+}
+
+extension Store {
+    /// Delivers signal `name` with `payload` to job `job`, once; returns what became of it and the
+    /// queue to wake when the job resumed.
+    package func deliverSignal(job: Int64, name: String, payload: JSONValue) async throws -> (
+        delivery: SignalDelivery, queue: String
+    ) {
+        let rows = try await pool.rows(
+            """
+            SELECT outcome, state::text, queue
+            FROM \(unescaped: schema).deliver_signal(\(job), \(name), \(payload.jsonText)::jsonb)
+            """, logger: logger)
+        guard let row = rows.first else { throw SignalRefusal.noJob(job) }
+        let (outcome, state, queue) = try row.decode((String, String, String).self)
+        switch outcome {
+        case "unknown": throw SignalRefusal.notAwaited(job: job, signal: name)
+        case "late": throw SignalRefusal.late(job: job, signal: name, state: JobState(rawValue: state) ?? .completed)
+        default:
+            return (SignalDelivery(rawValue: outcome) ?? .kept, queue)
+        }
+    }
+
+    /// The payload of signal `name` delivered to job `job`, as JSON text; nil if none was.
+    package func signalPayload(job: Int64, name: String) async throws -> String? {
+        let rows = try await pool.read(
+            """
+            SELECT payload::text FROM \(unescaped: schema).job_signals WHERE job_id = \(job) AND name = \(name)
+            """, logger: logger)
+        return try rows.first?.decode(String.self)
+    }
+
+    /// Ends the waits for signals that ran out, up to `limit`: failed attempts, the stage waiting
+    /// again or its job discarded (`expire_awaits`; `jobs_awaiting`). Returns how many waits ended
+    /// and the jobs discarded that someone awaits.
+    package func expireAwaits(limit: Int) async throws -> (ended: Int, watchedDiscarded: [Int64]) {
+        let rows = try await pool.rows(
+            "SELECT id, discarded, watched FROM \(unescaped: schema).expire_awaits(\(limit)::int)", logger: logger)
+        var watched: [Int64] = []
+        for row in rows {
+            let (id, discarded, isWatched) = try row.decode((Int64, Bool, Bool).self)
+            if discarded, isWatched { watched.append(id) }
+        }
+        return (rows.count, watched)
+    }
+
+    /// The key of signal tokens (``SignalTokens``), made by the migration.
+    package func signalTokenKey() async throws -> [UInt8] {
+        let rows = try await pool.read(
+            "SELECT value FROM \(unescaped: schema).keys WHERE name = 'signal-token'", logger: logger)
+        guard let row = rows.first else {
+            throw BatonError.invalidChain(
+                path: "keys", reason: "the schema has no signal-token key: run `baton migrate`")
+        }
+        var buffer = try row.decode(ByteBuffer.self)
+        return buffer.readBytes(length: buffer.readableBytes) ?? []
+    }
+}

@@ -1,0 +1,42 @@
+import Baton
+import BatonAPI
+import BatonPostgres
+
+extension API {
+    /// `POST /v1/jobs/{id}/signals/{name}`: the payload becomes the output of the job's stage that
+    /// awaits `name`. With an admin token (checked before), or with the signal's one-time token.
+    func deliverSignal(_ input: Operations.DeliverSignal.Input) async throws -> Operations.DeliverSignal.Output {
+        let id = try Self.jobID(input.path.id)
+        let name = input.path.name
+        do {
+            try ChainDefinition.checkSignalName(name, path: "name")
+        } catch {
+            throw Problem.invalid(error)
+        }
+        if Caller.current == nil {
+            // No bearer token got here: the access middleware let a `?token=` through.
+            guard let token = input.query.token, try await client.signalTokens.verify(token, job: id, signal: name)
+            else {
+                throw Problem(
+                    .forbidden, type: "forbidden", title: "The signal token does not allow this",
+                    detail: "this token does not deliver signal \"\(name)\" to job \(id)")
+            }
+        }
+        guard case .json(let payload) = input.body else { throw Problem.invalid("", "the body must be JSON") }
+        do {
+            let delivery = try await client.signal(id, name, payload: payload)
+            let state = try await store.job(id)?.state ?? .available
+            return .ok(
+                .init(
+                    body: .json(
+                        .init(job: id, signal: name, outcome: .init(rawValue: delivery.rawValue)!, state: .init(state)))
+                ))
+        } catch let error as BatonError {
+            throw Problem.invalid(error)
+        } catch SignalRefusal.noJob {
+            throw Problem.notFound("no job has id \(id)")
+        } catch let refusal as SignalRefusal {
+            throw Problem.conflict(refusal.description)
+        }
+    }
+}

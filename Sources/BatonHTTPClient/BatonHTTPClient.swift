@@ -26,6 +26,7 @@ public struct BatonHTTPClient: Sendable {
     public typealias LanePage = Components.Schemas.LanePage
     public typealias Worker = Components.Schemas.Worker
     public typealias BulkFilter = Components.Schemas.BulkFilter
+    public typealias SignalReceipt = Components.Schemas.SignalReceipt
     public typealias BulkAction = Components.Schemas.BulkRequest.ActionPayload
     public typealias BulkResponse = Components.Schemas.BulkResponse
     public typealias Schedule = Components.Schemas.Schedule
@@ -166,6 +167,21 @@ public struct BatonHTTPClient: Sendable {
     /// Starts a discarded or cancelled job again at its failed stage.
     public func retry(_ id: Int64) async throws -> Job {
         let output = try await call { try await client.retryJob(path: .init(id: id)) }
+        guard case .ok(let ok) = output else { throw Self.unexpected(output) }
+        return try Self.json(ok.body.json)
+    }
+
+    /// Delivers signal `signal` to job `id`: `payload` becomes the output of the stage that awaits
+    /// it. The receipt says whether the job goes on (`resumed`), keeps it for a stage it has not
+    /// reached (`kept`) or had it already (`duplicate`: nothing changed). With `token`, the
+    /// signal's one-time token is sent instead of the client's API token.
+    public func signal(_ id: Int64, _ signal: String, payload: JSONValue, token: String? = nil) async throws
+        -> SignalReceipt
+    {
+        let output = try await call {
+            try await client.deliverSignal(
+                path: .init(id: id, name: signal), query: .init(token: token), body: .json(payload))
+        }
         guard case .ok(let ok) = output else { throw Self.unexpected(output) }
         return try Self.json(ok.body.json)
     }

@@ -120,6 +120,36 @@ struct AdminCLITests {
         }
     }
 
+    /// A job waiting for a signal says so, and `baton jobs signal` delivers it: once, then as a
+    /// duplicate; a signal no stage awaits is refused (exit 1), a payload that is not JSON too (2).
+    @Test func aSignalIsDeliveredFromTheShell() async throws {
+        try await withServer { server async throws in
+            let id = try await server.enqueue([
+                "input": 1, "stages": [["await": "approved", "name": "approval"], ["task": "echo"]],
+            ])
+            _ = try await server.job(id) { $0["state"] == "waiting" }
+            let shown = try await Self.baton(["jobs", "show", "\(id)"], server)
+            #expect(shown.out.contains("approval (await signal approved)"), "\(shown.out)")
+            #expect(shown.out.contains("not running: awaits signal \"approved\" until"), "\(shown.out)")
+
+            let notJSON = try await Self.baton(["jobs", "signal", "\(id)", "approved", "{yes}"], server)
+            #expect(notJSON.status == 2 && notJSON.err.contains("not JSON"), "\(notJSON.err)")
+            let unknown = try await Self.baton(["jobs", "signal", "\(id)", "approve", "true"], server)
+            #expect(unknown.status == 1 && unknown.err.contains("awaits a signal \"approve\""), "\(unknown.err)")
+
+            let delivered = try await Self.baton(
+                ["jobs", "signal", "\(id)", "approved", "-"], server,
+                input: #"{"by": "ops", "limit": 9007199254740993}"#)
+            #expect(delivered.status == 0, "\(delivered.err)")
+            #expect(delivered.out.contains("received signal approved and goes on"), "\(delivered.out)")
+            let done = try await server.job(id) { $0["state"] == "completed" }
+            #expect(done["output"]?["input"]?["limit"] == .number(JSONNumber("9007199254740993")!))
+            let again = try await Self.baton(["jobs", "signal", "\(id)", "approved", "--json"], server)
+            #expect(again.status == 0)
+            #expect(try again.json(JSONValue.self)["outcome"] == "duplicate")
+        }
+    }
+
     /// `baton dev` leaves its address and token in `.baton/dev.json`; the token goes to that
     /// address only, never to a server named by `--url` or `BATON_URL` (a `baton dev` killed outright
     /// leaves its file behind).

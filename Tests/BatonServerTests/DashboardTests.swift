@@ -337,6 +337,36 @@ struct DashboardTests {
         }
     }
 
+    /// A job waiting for a signal shows which; an admin delivers it from the job page (a reader
+    /// sees no form), and the chain goes on with the payload.
+    @Test func aSignalIsDeliveredFromTheJobPage() async throws {
+        try await withServer { server async throws in
+            let id = try await server.enqueue(["stages": [["await": "approved"], ["task": "echo"]]])
+            _ = try await server.job(id) { $0["state"] == "waiting" }
+            var admin = Visitor(base: server.base)
+            try await admin.signIn(Token.admin)
+            let page = try await admin.get("/ui/jobs/\(id)").html
+            #expect(page.contains("<dt>Awaits signal</dt><dd><code>approved</code></dd>"))
+            #expect(page.contains("awaits signal &quot;approved&quot; until"))
+            #expect(page.contains("action=\"/ui/jobs/\(id)/signal\""))
+            let csrf = try await admin.csrf(on: "/ui/jobs/\(id)")
+            let notJSON = try await admin.post(
+                "/ui/jobs/\(id)/signal", [("csrf", csrf), ("name", "approved"), ("payload", "{yes")])
+            #expect(notJSON.status == 400)
+            let sent = try await admin.post(
+                "/ui/jobs/\(id)/signal", [("csrf", csrf), ("name", "approved"), ("payload", #"{"by": "ops"}"#)])
+            #expect(sent.status == 303)
+            #expect(sent.location == "/ui/jobs/\(id)?done=signal-resumed&what=\(id)")
+            let done = try await server.job(id) { $0["state"] == "completed" }
+            #expect(done["output"]?["input"] == ["by": "ops"])
+            var reader = Visitor(base: server.base)
+            try await reader.signIn(Token.read)
+            let waiting = try await server.enqueue(["stages": [["await": "approved"]]])
+            _ = try await server.job(waiting) { $0["state"] == "waiting" }
+            #expect(!(try await reader.get("/ui/jobs/\(waiting)").html.contains("/signal\"")))
+        }
+    }
+
     /// Everything a job carries is shown as text: markup in its input, metadata, lane, error and
     /// output reaches the page escaped.
     @Test func whatAJobCarriesIsEscaped() async throws {

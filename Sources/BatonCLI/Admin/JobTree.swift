@@ -106,7 +106,10 @@ struct JobTree {
     }
 
     private func label(_ stage: StageView) -> String {
-        switch (stage.name, stage.task) {
+        if let signal = stage._await {
+            return Text.printable((stage.name.map { "\($0) " } ?? "") + "(await signal \(signal))")
+        }
+        return switch (stage.name, stage.task) {
         case (let name?, let task?) where name != task: Text.printable("\(name) (\(task))")
         case (_, let task?): Text.printable(task)
         case (let name, nil): Text.printable(name ?? "group") + " [\(Text.count(stage.members?.count ?? 0, "member"))]"

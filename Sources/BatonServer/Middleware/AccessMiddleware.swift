@@ -20,9 +20,9 @@ struct AccessMiddleware: ServerMiddleware {
         guard !roles.isEmpty, !(metricsOpen && operationID == "metrics") else {
             return try await next(request, body, metadata)
         }
-        // A signal's one-time token instead of a bearer token: the handler checks it, and there
-        // is no caller.
-        if operation?.signalToken == true, request.headerFields[.authorization] == nil,
+        // A signal's one-time token instead of a bearer token: the request is judged by it alone,
+        // in the handler, and has no caller.
+        if operation?.signalToken == true,
             request.path?.split(separator: "?", maxSplits: 1).dropFirst().first?.split(separator: "&")
                 .contains(where: { $0.hasPrefix("token=") }) == true
         {

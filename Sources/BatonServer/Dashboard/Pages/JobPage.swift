@@ -45,6 +45,10 @@ extension Dashboard {
             var number: Int
             var label: String
             var task: String?
+            /// The signal an await stage waits for.
+            var signal: String?
+            /// An admin may deliver it here.
+            var canSignal: Bool
             var lane: String?
             var laneLink: String?
             var state: String
@@ -109,11 +113,33 @@ extension Dashboard {
     /// list).
     func act(_ request: Request, id text: String, action: String) async throws -> Response {
         let session = try session(request, roles: [.admin])
-        _ = try await postedForm(request, session: session)
+        let form = try await postedForm(request, session: session)
         guard let id = Int64(text), id > 0 else { throw DashboardError.refused(.notFound, "There is no job \(text).") }
+        if action == "signal" { return try await signal(form, to: id, session: session) }
         try await asCaller(session) { try await perform(action, on: id) }
         return Self.redirect(
             action == "delete" ? "/ui/jobs?done=delete&what=\(id)" : "/ui/jobs/\(id)?done=\(action)&what=\(id)")
+    }
+
+    /// `POST /ui/jobs/ID/signal` (`name`, `payload` as JSON, empty for null): delivers the signal
+    /// an await stage waits for, as `POST /v1/jobs/{id}/signals/{name}` does.
+    private func signal(_ form: DashboardForm, to id: Int64, session: DashboardSessions.Session) async throws
+        -> Response
+    {
+        let name = form["name"] ?? ""
+        let text = form["payload"].map { $0.trimmingCharacters(in: .whitespacesAndNewlines) } ?? ""
+        let payload: JSONValue
+        do {
+            payload = text.isEmpty ? .null : try JSONValue(parsing: text)
+        } catch {
+            throw DashboardError.refused(.badRequest, "The payload is not JSON: \(error)")
+        }
+        let receipt = try await asCaller(session) {
+            try await api.deliverSignal(
+                .init(path: .init(id: id, name: name), query: .init(), body: .json(payload))
+            ).ok.body.json
+        }
+        return Self.redirect("/ui/jobs/\(id)?done=signal-\(receipt.outcome.rawValue)&what=\(id)")
     }
 
     /// Each failed attempt of `stage`, then the one running or that completed it.
@@ -141,7 +167,9 @@ extension Dashboard {
 
     static func view(_ job: Components.Schemas.Job, now: Date) -> JobView {
         let finished = ["completed", "discarded", "cancelled"].contains(job.state.rawValue)
-        func label(_ stage: Components.Schemas.Stage) -> String { stage.name ?? stage.task ?? "group" }
+        func label(_ stage: Components.Schemas.Stage) -> String {
+            stage.name ?? stage.task ?? stage._await.map { "await \($0)" } ?? "group"
+        }
         func members(_ stage: Components.Schemas.Stage) -> [JobView.Node.Member] {
             (stage.members ?? []).map {
                 JobView.Node.Member(
@@ -156,7 +184,8 @@ extension Dashboard {
         }
         let stages = job.stages.map { stage in
             JobView.Stage(
-                number: stage.index + 1, label: label(stage), task: stage.task, lane: stage.lane,
+                number: stage.index + 1, label: label(stage), task: stage.task, signal: stage._await,
+                canSignal: stage._await != nil && stage.state != .completed && !finished, lane: stage.lane,
                 laneLink: stage.lane.map { "/ui/jobs?lane=" + query($0) }, state: stage.state.rawValue,
                 attempts: stage.maxAttempts.map { "\(stage.attempts) of \($0)" } ?? "\(stage.attempts)",
                 started: stage.startedAt.map { DashboardText.time($0) },

@@ -148,6 +148,9 @@ extension Dashboard {
         case "cancel": return "Job \(what) cancelled."
         case "retry": return "Job \(what) retried: it starts again at the stage it stopped on."
         case "delete": return "Job \(what) deleted."
+        case "signal-resumed": return "Job \(what) received the signal and goes on."
+        case "signal-kept": return "Job \(what) keeps the signal for when its chain reaches the stage."
+        case "signal-duplicate": return "Job \(what) had this signal already: nothing changed."
         case "schedule-pause": return "Schedule \(what) paused."
         case "schedule-resume": return "Schedule \(what) resumed from its next run."
         case let done? where done.hasPrefix("schedule-run-"):

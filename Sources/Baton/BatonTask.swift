@@ -41,3 +41,22 @@ public struct TaskFailure: Error, Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { message }
 }
+
+/// What a task throws to run again later without spending an attempt: the resource it waits for
+/// is not ready (an export still being built, a rate limit of its own). Not a failure: nothing is
+/// recorded in the job's errors, the attempt is given back, and a laned stage keeps its lane. Unlike
+/// ``TaskFailure/retry(after:_:)``, which records a failed attempt and counts toward
+/// `max_attempts`, a task may snooze without end: bound it yourself (``StageContext/attempt`` does
+/// not grow; count in a checkpoint if you must).
+///
+/// ```swift
+/// guard export.isReady else { throw Snooze(for: .seconds(30)) }
+/// ```
+public struct Snooze: Error, Sendable, Hashable {
+    /// How long until the stage runs again (at most a year).
+    public var delay: Duration
+
+    public init(for delay: Duration) {
+        self.delay = max(.zero, min(delay, .seconds(365 * 86_400)))
+    }
+}

@@ -8,6 +8,8 @@ public enum StageOutcome: Sendable, Hashable {
     case fanOut
     /// The stage awaits a signal that has not come: the job is to wait for it.
     case awaiting
+    /// The task asked to run again after this delay, its attempt not counted (``Snooze``).
+    case snoozed(Duration)
 
     public enum RetryRequest: Sendable, Hashable {
         /// Retry by the stage's policy.
@@ -38,6 +40,8 @@ public enum Transition: Sendable, Hashable {
     case release
     /// Wait, holding no worker, for the signal the stage awaits, up to `timeout`.
     case await(timeout: Duration)
+    /// Run the stage again after `delay`, the attempt given back; a laned stage keeps its lane.
+    case snooze(delay: Duration)
 
     /// Decides what follows `outcome` of attempt number `attempt` (1-based) at `stage`.
     ///
@@ -53,6 +57,8 @@ public enum Transition: Sendable, Hashable {
             return .spawn
         case .awaiting:
             return .await(timeout: stage.awaited?.timeout ?? AwaitStage.defaultTimeout)
+        case .snoozed(let delay):
+            return .snooze(delay: delay)
         case .succeeded(let output):
             guard let next else { return .complete(output: output) }
             if let lane = next.lane { return .advance(output: output, lane: lane) }

@@ -73,7 +73,7 @@ extension Store {
                 'paused', EXISTS (SELECT 1 FROM \(schema).paused_queues p WHERE p.queue = j.queue),
                 'queue_workers', count(*),
                 'task_workers', count(*) FILTER (WHERE j.chain -> j.stage ->> 'task' = ANY (w.tasks)),
-                'pending', j.pending,
+                'pending', j.pending, 'snoozed', j.snoozed,
                 'head', (SELECT json_build_array(h.id, h.state, h.run_at) FROM \(schema).jobs h
                          WHERE j.state = 'waiting' AND h.lane = j.lane
                            AND h.state IN ('available', 'running', 'retryable')),
@@ -134,7 +134,8 @@ extension Store {
             queueWorkers: try json["queue_workers"]?.decode(as: Int.self) ?? 0,
             taskWorkers: try json["task_workers"]?.decode(as: Int.self) ?? 0, laneHead: head,
             laneAhead: try json["ahead"]?.decode(as: Int.self) ?? 0,
-            pendingMembers: json["pending"] == .null ? nil : try json["pending"]?.decode(as: Int.self))
+            pendingMembers: json["pending"] == .null ? nil : try json["pending"]?.decode(as: Int.self),
+            snoozed: json["snoozed"] == .bool(true))
     }
 
     /// Ids of the group members of `parent` at `stage`, in member order.

@@ -234,6 +234,8 @@ extension Store {
                 json += "\"kind\":\"spawn\""
             case .release:
                 json += "\"kind\":\"release\""
+            case .snooze(let delay):
+                json += "\"kind\":\"snooze\",\"delay_ms\":\(delay.milliseconds)"
             case .await(let timeout):
                 json += "\"kind\":\"await\",\"delay_ms\":\(timeout.milliseconds)"
             }

@@ -22,6 +22,8 @@ public struct WaitReason: Sendable, Hashable {
         case members
         /// Its await stage waits for a signal from outside, until ``until``.
         case signal
+        /// Its task snoozed: it runs again at ``until``, no attempt spent.
+        case snoozed
     }
 
     public var kind: Kind
@@ -62,10 +64,12 @@ package struct WaitFacts: Sendable, Hashable {
     package var laneAhead = 0
     /// Group members of the current stage that have not finished.
     package var pendingMembers: Int? = nil
+    /// Its task snoozed (the job is `retryable` without a failure).
+    package var snoozed = false
 
     package init(
         queuePaused: Bool, queueWorkers: Int, taskWorkers: Int, laneHead: LaneHead? = nil, laneAhead: Int = 0,
-        pendingMembers: Int? = nil
+        pendingMembers: Int? = nil, snoozed: Bool = false
     ) {
         self.queuePaused = queuePaused
         self.queueWorkers = queueWorkers
@@ -73,6 +77,7 @@ package struct WaitFacts: Sendable, Hashable {
         self.laneHead = laneHead
         self.laneAhead = laneAhead
         self.pendingMembers = pendingMembers
+        self.snoozed = snoozed
     }
 }
 
@@ -113,6 +118,12 @@ extension WaitReason {
         case .scheduled:
             reasons.append(
                 WaitReason(kind: .scheduled, message: "scheduled for \(RFC3339.format(job.runAt))", until: job.runAt))
+        case .retryable where facts.snoozed:
+            reasons.append(
+                WaitReason(
+                    kind: .snoozed,
+                    message: "its task snoozed; it runs again at \(RFC3339.format(job.runAt)) (no attempt spent)",
+                    until: job.runAt))
         case .retryable:
             let error = job.lastError.map { ": \(firstLine($0))" } ?? ""
             reasons.append(

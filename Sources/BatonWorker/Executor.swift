@@ -133,6 +133,8 @@ struct Executor: Sendable {
             return .ended(.failed(error: "timed out after \(timeout)", retry: .byPolicy))
         case .finished(.success(let output)):
             return .ended(.succeeded(output: output))
+        case .finished(.failure(let snooze as Snooze)):
+            return .ended(.snoozed(snooze.delay))
         case .finished(.failure(let failure as TaskFailure)):
             return .ended(.failed(error: failure.message, retry: failure.retry))
         case .finished(.failure(let error)):

@@ -147,6 +147,9 @@ final class StageRunner: Service, Sendable {
             logger.debug("stage done", metadata: metadata)
         case .release:
             logger.info("stage put back: the worker is stopping", metadata: metadata)
+        case .snooze(let delay):
+            metadata["until"] = "\(DurationFormat.format(delay)) from now"
+            logger.debug("stage snoozed", metadata: metadata)
         case .await(let timeout):
             metadata["until"] = "\(DurationFormat.format(timeout)) from now"
             logger.debug("awaiting a signal", metadata: metadata)

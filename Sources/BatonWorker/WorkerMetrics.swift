@@ -30,6 +30,7 @@ struct WorkerMetrics: Sendable {
         case .retry, .discard: outcome = "failed"
         case .release: outcome = "released"
         case .await: outcome = "awaiting"
+        case .snooze: outcome = "snoozed"
         }
         Timer(label: "baton_stage_duration_seconds", dimensions: dimensions + [("outcome", outcome)])
             .record(duration: duration)
@@ -45,7 +46,7 @@ struct WorkerMetrics: Sendable {
         case .discard:
             Counter(label: "baton_jobs_discarded_total", dimensions: dimensions).increment()
             history.discarded(queue: queue)
-        case .spawn, .release, .await:
+        case .spawn, .release, .await, .snooze:
             break
         }
     }

@@ -8,6 +8,8 @@
 --   discard  failed for good
 --   spawn    the current (group) stage fans out into member jobs; the job waits for them
 --   release  put back untouched (a draining worker); the attempt does not count
+--   snooze   the task asked to run again after `delay_ms`, its attempt not counted (retryable,
+--            keeping its lane, `snoozed`)
 --   await    the stage awaits a signal not yet delivered: the job waits for it, holding no worker,
 --            until `delay_ms` from now (then expire_awaits fails the attempt)
 -- Returns what the caller must act on after commit: ('applied', id), ('wake', queue) for queues
@@ -57,13 +59,15 @@ BEGIN
                 WHEN 'advance' THEN CASE WHEN b.lane IS NULL THEN 'available' ELSE 'waiting' END
                 WHEN 'complete' THEN 'completed'
                 WHEN 'retry' THEN 'retryable'
+                WHEN 'snooze' THEN 'retryable'
                 WHEN 'discard' THEN 'discarded'
                 WHEN 'spawn' THEN 'waiting'
                 WHEN 'release' THEN 'available'
                 WHEN 'await' THEN 'waiting' END)::job_state,
             stage = CASE WHEN b.kind IN ('hop', 'advance') THEN j.stage + 1 ELSE j.stage END,
             attempt = CASE b.kind WHEN 'hop' THEN 1 WHEN 'advance' THEN 0 WHEN 'spawn' THEN 0
-                                  WHEN 'release' THEN j.attempt - 1 ELSE j.attempt END,
+                                  WHEN 'release' THEN j.attempt - 1 WHEN 'snooze' THEN j.attempt - 1
+                                  ELSE j.attempt END,
             results = CASE WHEN b.kind IN ('hop', 'advance', 'complete')
                 THEN j.results || jsonb_build_array(jsonb_build_object(
                     'output', coalesce(b.output, 'null'), 'attempts', j.attempt,
@@ -73,7 +77,7 @@ BEGIN
                 THEN j.errors || jsonb_build_array(jsonb_build_object(
                     'stage', j.stage, 'attempt', j.attempt, 'at', now(), 'worker', p_worker, 'error', b.error))
                 ELSE j.errors END,
-            run_at = CASE WHEN b.kind IN ('retry', 'await') THEN now() + b.delay_ms * interval '1 millisecond'
+            run_at = CASE WHEN b.kind IN ('retry', 'snooze', 'await') THEN now() + b.delay_ms * interval '1 millisecond'
                           WHEN b.kind IN ('advance', 'release') THEN now() ELSE j.run_at END,
             lane = CASE WHEN b.kind IN ('hop', 'advance') THEN b.lane ELSE j.lane END,
             -- After the lane lock: entry times follow the order the lock serialises entries in.
@@ -83,7 +87,8 @@ BEGIN
             finished_at = CASE WHEN b.kind IN ('complete', 'discard') THEN now() END,
             pending = CASE WHEN b.kind = 'spawn' THEN jsonb_array_length(j.chain -> j.stage -> 'group')
                            ELSE j.pending END,
-            group_output = CASE WHEN b.kind IN ('retry', 'release') THEN j.group_output END
+            group_output = CASE WHEN b.kind IN ('retry', 'release', 'snooze') THEN j.group_output END,
+            snoozed = b.kind = 'snooze'
         FROM b
         WHERE j.id = b.id AND j.state = 'running' AND j.worker_id = p_worker
           AND j.stage = b.stage AND j.attempt = b.attempt

@@ -3,6 +3,7 @@ import Baton
 import BatonPostgres
 import BatonWorker
 import Configuration
+import Foundation
 import Logging
 import PostgresNIO
 import ServiceLifecycle
@@ -38,6 +39,9 @@ struct WorkerOptions: ParsableArguments, SettingFlags {
     )
     var retentionCancelled: Duration?
 
+    @Option(help: "POST each job this worker discards here, as JSON (BATON_WORKER_DISCARD_WEBHOOK; off by default).")
+    var discardWebhook: String?
+
     var flags: [Setting: ConfigContent] {
         var flags: [Setting: ConfigContent] = [:]
         if !queues.isEmpty { flags[.workerQueues] = .stringArray(queues) }
@@ -47,6 +51,7 @@ struct WorkerOptions: ParsableArguments, SettingFlags {
         flags.add(.workerRetention, retention.map { .string(DurationFormat.format($0)) })
         flags.add(.workerRetentionDiscarded, retentionDiscarded.map { .string(DurationFormat.format($0)) })
         flags.add(.workerRetentionCancelled, retentionCancelled.map { .string(DurationFormat.format($0)) })
+        flags.add(.workerDiscardWebhook, discardWebhook.map(ConfigContent.string))
         return flags
     }
 }
@@ -85,12 +90,20 @@ extension Settings {
         }
         let lease = try duration(.workerLease) ?? .seconds(15)
         guard lease >= .milliseconds(300) else { throw ValidationError("worker.lease must be at least 300ms") }
+        var webhook: URL?
+        if let text = try string(.workerDiscardWebhook) {
+            guard let url = URL(string: text), ["http", "https"].contains(url.scheme), url.host != nil else {
+                throw ValidationError("worker.discard-webhook must be an http:// or https:// URL, not \(text)")
+            }
+            webhook = url
+        }
         return WorkerConfiguration(
             queues: queues, lease: lease, drainGrace: try duration(.workerGrace) ?? .seconds(30),
             retention: Retention(
                 completed: try duration(.workerRetention) ?? .seconds(24 * 3600),
                 discarded: try duration(.workerRetentionDiscarded) ?? .seconds(14 * 86400),
-                cancelled: try duration(.workerRetentionCancelled) ?? .seconds(14 * 86400)))
+                cancelled: try duration(.workerRetentionCancelled) ?? .seconds(14 * 86400)),
+            failures: FailureReporting(discardWebhook: webhook))
     }
 
     /// The worker's metrics listener, if `worker.metrics-port` is set.

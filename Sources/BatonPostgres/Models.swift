@@ -188,6 +188,8 @@ package struct AppliedOutcomes: Sendable {
 package struct LostStage: Sendable {
     package var jobID: Int64
     package var workerID: String
+    package var queue: String
+    package var metadata: JSONValue
     package var stage: Int
     package var attempt: Int
     package var chain: [StageSpec]

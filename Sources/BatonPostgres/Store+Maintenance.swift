@@ -21,7 +21,8 @@ extension Store {
     package func lostStages(lease: Duration, limit: Int) async throws -> [LostStage] {
         let rows = try await pool.read(
             """
-            SELECT j.id, j.worker_id, j.stage, j.attempt, j.chain::text FROM \(unescaped: schema).jobs j
+            SELECT j.id, j.worker_id, j.stage, j.attempt, j.chain::text, j.queue, j.metadata::text
+            FROM \(unescaped: schema).jobs j
             WHERE j.state = 'running' AND NOT EXISTS (
                 SELECT 1 FROM \(unescaped: schema).workers w
                 WHERE w.id = j.worker_id AND w.heartbeat_at > now() - \(lease.milliseconds) * interval '1 millisecond')
@@ -29,10 +30,12 @@ extension Store {
             """, logger: logger)
         var lost: [LostStage] = []
         for row in rows {
-            let (id, worker, stage, attempt, chain) = try row.decode((Int64, String?, Int, Int, String).self)
+            let (id, worker, stage, attempt, chain, queue, metadata) = try row.decode(
+                (Int64, String?, Int, Int, String, String, String).self)
             lost.append(
                 LostStage(
-                    jobID: id, workerID: worker ?? "", stage: stage, attempt: attempt,
+                    jobID: id, workerID: worker ?? "", queue: queue,
+                    metadata: (try? JSONValue(parsing: metadata)) ?? [:], stage: stage, attempt: attempt,
                     chain: StoredChain.decode(chain, stage: stage).chain))
         }
         return lost
@@ -44,7 +47,7 @@ extension Store {
     package func orphanedStages(lease: Duration, limit: Int) async throws -> [LostStage] {
         let rows = try await pool.read(
             """
-            SELECT j.id, j.worker_id, j.stage, j.attempt, j.chain::text
+            SELECT j.id, j.worker_id, j.stage, j.attempt, j.chain::text, j.queue, j.metadata::text
             FROM \(unescaped: schema).workers w JOIN \(unescaped: schema).jobs j ON j.worker_id = w.id
             WHERE j.state = 'running' AND w.heartbeat_at > now() - \(lease.milliseconds) * interval '1 millisecond'
               AND j.attempted_at < w.heartbeat_at - \(lease.milliseconds) * interval '1 millisecond'
@@ -53,10 +56,12 @@ extension Store {
             """, logger: logger)
         var orphans: [LostStage] = []
         for row in rows {
-            let (id, worker, stage, attempt, chain) = try row.decode((Int64, String, Int, Int, String).self)
+            let (id, worker, stage, attempt, chain, queue, metadata) = try row.decode(
+                (Int64, String, Int, Int, String, String, String).self)
             orphans.append(
                 LostStage(
-                    jobID: id, workerID: worker, stage: stage, attempt: attempt,
+                    jobID: id, workerID: worker, queue: queue, metadata: (try? JSONValue(parsing: metadata)) ?? [:],
+                    stage: stage, attempt: attempt,
                     chain: StoredChain.decode(chain, stage: stage).chain))
         }
         return orphans

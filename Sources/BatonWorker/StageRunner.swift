@@ -14,18 +14,20 @@ final class StageRunner: Service, Sendable {
     let executor: Executor
     let completer: Completer
     let metrics: WorkerMetrics
+    let failures: FailureReporter
     let drainGrace: Duration
     let logger: Logger
     private let drainStarted = Signal()
 
     init(
-        intake: Intake, executor: Executor, completer: Completer, metrics: WorkerMetrics, drainGrace: Duration,
-        logger: Logger
+        intake: Intake, executor: Executor, completer: Completer, metrics: WorkerMetrics, failures: FailureReporter,
+        drainGrace: Duration, logger: Logger
     ) {
         self.intake = intake
         self.executor = executor
         self.completer = completer
         self.metrics = metrics
+        self.failures = failures
         self.drainGrace = drainGrace
         self.logger = logger
     }
@@ -106,6 +108,7 @@ final class StageRunner: Service, Sendable {
             metrics.stageEnded(
                 queue: job.queue, task: job.spec.kind, transition: transition, duration: duration)
             report(transition, of: job, after: duration)
+            failures.report(transition, of: job)
             let outcome = Outcome(
                 jobID: job.id, stage: job.stage, attempt: job.attempt, transition: transition, queue: job.queue,
                 heldLane: job.spec.lane)

@@ -24,6 +24,7 @@ public final class Worker: Service, Sendable {
     let metrics: WorkerMetrics
     let history: QueueHistory
     let progress: ProgressWriter
+    let failures: FailureReporter
     let store: Store
     let listener: Listener
     let waker: Waker
@@ -46,6 +47,8 @@ public final class Worker: Service, Sendable {
         let history = QueueHistory(store: store, logger: logger)
         let metrics = WorkerMetrics(history: history)
         let progress = ProgressWriter(store: store, workerID: configuration.id, logger: logger)
+        let failures = FailureReporter(reporting: configuration.failures, logger: logger)
+        self.failures = failures
         self.history = history
         self.progress = progress
         self.metrics = metrics
@@ -73,7 +76,8 @@ public final class Worker: Service, Sendable {
             executor: Executor(
                 registry: tasks, workerID: configuration.id, progress: progress, signals: SignalTokens(store: store),
                 logger: logger),
-            completer: completer, metrics: metrics, drainGrace: configuration.drainGrace, logger: logger)
+            completer: completer, metrics: metrics, failures: failures, drainGrace: configuration.drainGrace,
+            logger: logger)
         self.fetchers = configuration.queues.keys.sorted().map {
             Fetcher(
                 queue: $0, store: store, workerID: configuration.id, intake: intake, metrics: metrics,
@@ -100,7 +104,9 @@ public final class Worker: Service, Sendable {
                         for queue in queues { intake.wake(queue) }
                         waker.wake(queues)
                     }, finished: { waker.announceFinished($0) }),
-                Rescuer(store: store, leadership: leadership, lease: configuration.lease, waker: waker, logger: logger),
+                Rescuer(
+                    store: store, leadership: leadership, lease: configuration.lease, waker: waker, failures: failures,
+                    logger: logger),
                 Pruner(store: store, leadership: leadership, retention: configuration.retention),
                 ScheduleRunner(store: store, leadership: leadership, logger: logger),
             ]
@@ -148,8 +154,9 @@ public final class Worker: Service, Sendable {
                 "tasks": "\(heartbeat.registration.tasks.joined(separator: ","))",
             ])
         // The history stops after the completer: its last write holds the last outcomes; progress
-        // after the runner, which settles each stage's as it ends.
-        var services: [any Service] = [listener, waker, heartbeat, history, progress]
+        // after the runner, which settles each stage's as it ends; failure reports after the
+        // runner and the rescuer, reporting what they queued.
+        var services: [any Service] = [listener, waker, heartbeat, history, progress, failures]
         services += maintenance
         services += [completer, runner]
         services += fetchers

@@ -19,11 +19,14 @@ public struct WorkerConfiguration: Sendable {
     public var maintenance: Bool
     /// Unique per process: `host-pid-random`.
     public var id: String
+    /// Who hears of failed attempts and discards: a Swift handler, a webhook.
+    public var failures: FailureReporting
 
     public init(
         queues: [String: Int] = ["default": 10], lease: Duration = .seconds(15), pollInterval: Duration = .seconds(1),
         drainGrace: Duration = .seconds(30), retention: Retention = Retention(),
-        schedulerInterval: Duration = .milliseconds(200), maintenance: Bool = true, id: String? = nil
+        schedulerInterval: Duration = .milliseconds(200), maintenance: Bool = true, id: String? = nil,
+        failures: FailureReporting = FailureReporting()
     ) {
         self.queues = queues
         self.lease = lease
@@ -32,6 +35,7 @@ public struct WorkerConfiguration: Sendable {
         self.retention = retention
         self.schedulerInterval = schedulerInterval
         self.maintenance = maintenance
+        self.failures = failures
         self.id =
             id ?? "\(Self.hostName)-\(ProcessInfo.processInfo.processIdentifier)-\(UInt32.random(in: 0...UInt32.max))"
     }

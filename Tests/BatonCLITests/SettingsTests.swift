@@ -108,6 +108,10 @@ struct SettingsTests {
             (["settings"], ["BATON_WORKER_CONCURRENCY": "ten"], "BATON_WORKER_CONCURRENCY: expected a whole number"),
             (["settings"], ["BATON_WORKER_LEASE": "soon"], #"BATON_WORKER_LEASE: "soon" is not a duration"#),
             (["settings"], ["BATON_WORKER_LEASE": "1ms"], "worker.lease must be at least 300ms"),
+            (
+                ["settings"], ["BATON_WORKER_DISCARD_WEBHOOK": "ops.example/hook"],
+                "worker.discard-webhook must be an http"
+            ),
             (["settings"], ["BATON_API_TOKENS": "root:0123456789abcdef"], "roles are admin, enqueue, read"),
             (["settings"], ["BATON_HTTP_DENY": "10.0.0.0/99"], "http.allow/http.deny"),
             (["worker", "--log-level", "loud"], [:], #"log.level "loud""#),

@@ -83,6 +83,9 @@ extension Setting {
     static let workerRetentionCancelled = Setting(
         key: "worker.retention-cancelled", flag: "--retention-cancelled", defaultValue: "14d",
         help: "Cancelled jobs are deleted this long after they were cancelled.")
+    static let workerDiscardWebhook = Setting(
+        key: "worker.discard-webhook", flag: "--discard-webhook",
+        help: "POST each job this worker discards here, as JSON (`{\"event\": \"job.discarded\", …}`).")
     static let workerMetricsPort = Setting(
         key: "worker.metrics-port", flag: "--metrics-port",
         help: "Serve `/metrics` and `/healthz` on this port (off by default).")
@@ -129,7 +132,7 @@ extension Setting {
         databaseSSLCert,
         databaseSSLKey,
         workerQueues, workerConcurrency, workerLease, workerGrace, workerRetention,
-        workerRetentionDiscarded, workerRetentionCancelled, workerMetricsPort,
+        workerRetentionDiscarded, workerRetentionCancelled, workerDiscardWebhook, workerMetricsPort,
         workerMetricsHost,
         apiHost, apiPort, apiMaxBody, apiMaxWait, apiMetricsOpen, apiTokens, apiToken,
         httpAllow, httpDeny, logLevel, logFormat,

@@ -11,6 +11,7 @@ struct Rescuer: Service {
     let leadership: Leadership
     let lease: Duration
     let waker: Waker
+    let failures: FailureReporter
     let logger: Logger
 
     func run() async {
@@ -37,6 +38,9 @@ struct Rescuer: Service {
                         canHop: false, random: Double.random(in: 0..<1)))
             }
             let result = try await store.apply(outcomes, worker: workerID)
+            for (stage, outcome) in zip(stages, outcomes) where result.applied.contains(stage.jobID) {
+                failures.report(outcome.transition, of: stage)
+            }
             logger.warning(
                 "rescued stages of a lost worker",
                 metadata: ["lost_worker": "\(workerID)", "jobs": "\(result.applied.sorted().prefix(50))"])

@@ -25,7 +25,7 @@ struct RescuerTests {
             let rescuer = Rescuer(
                 store: db.store, leadership: leadership, lease: .seconds(10),
                 waker: Waker(store: db.store, logger: db.logger),
-                logger: db.logger)
+                failures: FailureReporter(reporting: FailureReporting(), logger: db.logger), logger: db.logger)
             try await rescuer.rescueLost()
             let lost = try #require(try await db.store.job(jobs[0].id))
             #expect([.retryable, .available].contains(lost.state))

@@ -39,14 +39,16 @@ public final class BatonClient: Service, Sendable {
 
     // MARK: enqueue
 
-    /// Enqueues a typed chain. A repeated `idempotencyKey` returns the existing job.
+    /// Enqueues a typed chain. A repeated `idempotencyKey` returns the existing job, and so does a
+    /// job that `unique` says is the same as one that holds its key (the handle's `inserted` is
+    /// false then).
     public func enqueue<Output>(
         _ chain: Chain<Output>, queue: String = "default", priority: Int = 0, runAt: Date? = nil,
-        idempotencyKey: String? = nil, metadata: JSONValue = [:]
+        idempotencyKey: String? = nil, metadata: JSONValue = [:], unique: Uniqueness? = nil
     ) async throws -> JobHandle<Output> {
         let job = NewJob(
             chain: try chain.definition(), queue: queue, priority: priority, runAt: runAt,
-            idempotencyKey: idempotencyKey, metadata: metadata)
+            idempotencyKey: idempotencyKey, metadata: metadata, unique: unique)
         let enqueued = try await enqueue([job])[0]
         return JobHandle(id: enqueued.id, inserted: enqueued.inserted, client: self)
     }

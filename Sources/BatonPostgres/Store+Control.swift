@@ -90,8 +90,9 @@ extension Store {
 
     /// Starts a discarded or cancelled job again at the stage it stopped on, with fresh attempts
     /// (`retry_job` in the schema). Returns the job's new state, or nil when it cannot be retried:
-    /// it has not finished, it completed, it is a group member (retry its parent), or members of its
-    /// failed group are still running. Throws `BatonError.jobNotFound` for an unknown id.
+    /// it has not finished, it completed, it is a group member (retry its parent), members of its
+    /// failed group are still running, or another job holds its unique key
+    /// (``uniqueKeyHolder(of:)``). Throws `BatonError.jobNotFound` for an unknown id.
     package func retry(_ id: Int64) async throws -> JobState? {
         do {
             let rows = try await pool.rows(
@@ -106,6 +107,17 @@ extension Store {
         } catch let error as PSQLError where error.serverInfo?[.sqlState] == "P0002" {
             throw BatonError.jobNotFound(id)
         }
+    }
+
+    /// The job that holds the unique key of job `id` now, if another does (`jobs_unique`).
+    package func uniqueKeyHolder(of id: Int64) async throws -> Int64? {
+        let rows = try await pool.read(
+            """
+            SELECT o.id FROM \(unescaped: schema).jobs j JOIN \(unescaped: schema).jobs o
+                ON o.unique_key = j.unique_key AND o.state = ANY (o.unique_states) AND o.id <> j.id
+            WHERE j.id = \(id)
+            """, logger: logger)
+        return try rows.first?.decode(Int64.self)
     }
 
     /// Deletes a finished job with its group members. Returns false when the job has not finished,

@@ -69,6 +69,7 @@ extension Store {
         var batch: [UInt8] = []
         batch.reserveCapacity(jobs.count * 300)
         batch.append(UInt8(ascii: "["))
+        let now = Date()
         for (index, job) in jobs.enumerated() {
             try job.validate()
             // Written field by field (no dictionary per job): this runs for every job of a batch.
@@ -93,6 +94,12 @@ extension Store {
                 JSONValue.string(owner).write(into: &batch)
             }
             if job.ownKeysOnly { batch.append(contentsOf: ",\"own_keys\":true".utf8) }
+            if let unique = job.unique {
+                batch.append(contentsOf: ",\"unique_key\":".utf8)
+                JSONValue.string(unique.storedKey(for: job, at: now)).write(into: &batch)
+                batch.append(contentsOf: ",\"unique_states\":".utf8)
+                JSONValue.string("{" + unique.states.map(\.rawValue).joined(separator: ",") + "}").write(into: &batch)
+            }
             batch.append(UInt8(ascii: "}"))
         }
         batch.append(UInt8(ascii: "]"))
@@ -268,6 +275,7 @@ extension NewJob {
         guard case .object = metadata else {
             throw BatonError.invalidChain(path: "metadata", reason: "metadata must be a JSON object")
         }
+        try unique?.check(path: "unique")
         try metadata.checkStorable(at: "metadata")
     }
 }

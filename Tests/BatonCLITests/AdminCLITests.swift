@@ -104,6 +104,15 @@ struct AdminCLITests {
             #expect(both.status == 2 && both.err.contains("not both"))
             let stray = try await Self.baton(["enqueue", "-", "--priority", "1"], server, input: "{}")
             #expect(stray.status == 2 && stray.err.contains("--priority goes with --task"))
+            let unique = [
+                "enqueue", "--task", "noop", "--queue", "idle", "--unique-key", "sync-7", "--unique-window", "1h",
+            ]
+            let first = try await Self.baton(unique, server)
+            let again = try await Self.baton(unique, server)
+            #expect(first.status == 0 && again.status == 0 && again.out == first.out, "\(first.out) \(again.out)")
+            #expect(again.err.contains("already existed"), "\(again.err)")
+            let windowAlone = try await Self.baton(["enqueue", "--task", "noop", "--unique-window", "1h"], server)
+            #expect(windowAlone.status == 2 && windowAlone.err.contains("--unique-window goes with --unique-key"))
         }
     }
 

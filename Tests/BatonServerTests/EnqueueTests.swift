@@ -143,6 +143,42 @@ struct EnqueueTests {
         }
     }
 
+    /// A unique job: while one holds the rule's key, another enqueue answers 200 with it; a
+    /// malformed rule is refused at its path; a retry waits while another job holds the key.
+    @Test func aUniqueJobAnswersWithTheJobThatHoldsItsKey() async throws {
+        try await withServer { server async throws in
+            let body: JSONValue = [
+                "stages": [["task": "noop", "args": ["customer": 7]]], "queue": "idle",
+                "unique": ["window": "1h", "finished": ["discarded"]],
+            ]
+            let first = try await server.call(.POST, "/v1/jobs", body: body)
+            #expect(first.status == 201, "\(first.text)")
+            let second = try await server.call(.POST, "/v1/jobs", body: body)
+            #expect(second.status == 200)
+            #expect(second["id"] == first["id"])
+            let byKey: JSONValue = ["stages": [Self.noop], "queue": "idle", "unique": ["key": "sync-7"]]
+            let keyed = try await server.call(.POST, "/v1/jobs", body: byKey)
+            #expect(keyed.status == 201)
+            #expect(try await server.call(.POST, "/v1/jobs", body: byKey)["id"] == keyed["id"])
+            for (unique, path) in [
+                (["window": "0s"], "unique.window"), (["key": ""], "unique.key"), (["finished": ["running"]], "unique"),
+            ] as [(JSONValue, String)] {
+                let refused = try await server.call(.POST, "/v1/jobs", body: ["stages": [Self.noop], "unique": unique])
+                #expect(refused.status == 400, "\(unique): \(refused.text)")
+                #expect(refused["path"]?.stringValue?.hasPrefix(path) == true, "\(unique): \(refused.text)")
+            }
+            // Cancelled frees the key (the rule names no final state); a retry of the cancelled
+            // job then waits for the new holder.
+            let id = try #require(keyed["id"]?.int64)
+            #expect(try await server.call(.POST, "/v1/jobs/\(id)/cancel").status == 200)
+            let holder = try await server.call(.POST, "/v1/jobs", body: byKey)
+            #expect(holder.status == 201)
+            let retry = try await server.call(.POST, "/v1/jobs/\(id)/retry")
+            #expect(retry.status == 409)
+            #expect(retry["detail"]?.stringValue?.contains("holds job \(id)'s unique key") == true, "\(retry.text)")
+        }
+    }
+
     /// `?wait=` answers when the job finishes (woken by NOTIFY), or with the job as it is when
     /// the time runs out.
     @Test func waitReturnsAsTheJobFinishes() async throws {

@@ -1,9 +1,10 @@
 -- Enqueue a batch of jobs in one call. A job whose first stage names a lane enters it (holder or
 -- waiting); a repeated idempotency key (from an earlier call or earlier in this batch) yields the
--- job that holds it. Returns (id, queue, state, inserted, run_at, created_at) in input order, so
+-- job that holds it, and so does a unique key held by a job in one of its `unique_states`. Returns (id, queue, state, inserted, run_at, created_at) in input order, so
 -- that the control plane answers without reading the jobs back; new jobs outside lanes are
 -- answered from the insert's RETURNING.
---   p_jobs: [{"queue", "priority", "run_at"?, "chain", "input", "metadata", "key"?, "owner"?}, …]
+--   p_jobs: [{"queue", "priority", "run_at"?, "chain", "input", "metadata", "key"?, "owner"?,
+--             "unique_key"?, "unique_states"?}, …]
 -- `owner` is a fingerprint of the API token that enqueued the job. With "own_keys": true, a key
 -- that names a job of another owner refuses the whole batch (SQLSTATE BT409, DETAIL the job's
 -- index in the batch): a caller that may see only its own jobs learns nothing of another's, and
@@ -37,11 +38,12 @@ BEGIN
         SELECT nextval('jobs_id_seq') AS new_id, i.*
         FROM ROWS FROM (jsonb_to_recordset(p_jobs)
                 AS (queue text, priority smallint, run_at timestamptz, chain jsonb, input jsonb, metadata jsonb,
-                    key text, owner text))
-            WITH ORDINALITY AS i(queue, priority, run_at, chain, input, metadata, key, owner, ord)
+                    key text, owner text, unique_key text, unique_states job_state[]))
+            WITH ORDINALITY AS i(queue, priority, run_at, chain, input, metadata, key, owner, unique_key,
+                                 unique_states, ord)
     ), ins AS (
         INSERT INTO jobs (id, queue, priority, state, run_at, chain, stage_count, input, metadata,
-                          idempotency_key, lane, lane_ready_at, enqueued_by)
+                          idempotency_key, lane, lane_ready_at, enqueued_by, unique_key, unique_states)
         OVERRIDING SYSTEM VALUE
         SELECT i.new_id, coalesce(i.queue, 'default'), coalesce(i.priority, 0),
                CASE WHEN i.run_at > now() THEN 'scheduled'
@@ -49,9 +51,10 @@ BEGIN
                     ELSE 'available' END::job_state,
                coalesce(i.run_at, now()), i.chain, jsonb_array_length(i.chain), coalesce(i.input, 'null'),
                coalesce(i.metadata, '{}'),
-               i.key, i.chain -> 0 ->> 'lane', clock_timestamp(), i.owner
+               i.key, i.chain -> 0 ->> 'lane', clock_timestamp(), i.owner, i.unique_key, i.unique_states
         FROM input i ORDER BY i.ord
-        ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+        -- Every arbiter: the idempotency key's index and the unique key's (ids are new).
+        ON CONFLICT DO NOTHING
         RETURNING jobs.id, jobs.queue, jobs.state, jobs.run_at, jobs.created_at
     )
     SELECT array_agg(ins.id ORDER BY i.ord), array_agg(ins.id IS NOT NULL ORDER BY i.ord),
@@ -68,18 +71,21 @@ BEGIN
 
     IF array_position(v_new, false) IS NOT NULL THEN
         -- A new statement, a new snapshot: it sees the job that won the key, even if another
-        -- transaction committed it while this one waited.
-        SELECT array_agg(coalesce(v.id, j.id) ORDER BY v.ord) INTO v_ids
-        FROM unnest(v_ids, ARRAY(SELECT k ->> 'key' FROM jsonb_array_elements(p_jobs) k))
-            WITH ORDINALITY AS v(id, key, ord)
-        LEFT JOIN jobs j ON v.id IS NULL AND j.idempotency_key = v.key;
+        -- transaction committed it while this one waited. Each look-up is its index's.
+        SELECT array_agg(coalesce(v.id,
+                   (SELECT j.id FROM jobs j WHERE j.idempotency_key = v.key),
+                   (SELECT j.id FROM jobs j WHERE j.unique_key = v.unique_key AND j.state = ANY (j.unique_states)))
+               ORDER BY v.ord) INTO v_ids
+        FROM unnest(v_ids, ARRAY(SELECT k ->> 'key' FROM jsonb_array_elements(p_jobs) k),
+                    ARRAY(SELECT k ->> 'unique_key' FROM jsonb_array_elements(p_jobs) k))
+            WITH ORDINALITY AS v(id, key, unique_key, ord);
         SELECT min(v.ord) INTO v_taken
         FROM unnest(v_ids, v_new) WITH ORDINALITY AS v(id, new, ord)
         JOIN jobs j ON j.id = v.id
         WHERE NOT v.new AND (p_jobs -> (v.ord::int - 1) ->> 'own_keys')::boolean
           AND j.enqueued_by IS DISTINCT FROM p_jobs -> (v.ord::int - 1) ->> 'owner';
         IF v_taken IS NOT NULL THEN
-            RAISE EXCEPTION 'the idempotency key of job % names another owner''s job', v_taken - 1
+            RAISE EXCEPTION 'the idempotency or unique key of job % names another owner''s job', v_taken - 1
                 USING ERRCODE = 'BT409', DETAIL = (v_taken - 1)::text;
         END IF;
     END IF;

@@ -1,7 +1,8 @@
 -- Start a discarded or cancelled job again at the stage it stopped on, with fresh attempts; its
 -- history (results, errors) stays. A laned stage rejoins the back of its lane. A group stage fans
 -- out anew: members left from the failed run are deleted, so the job must not have members still
--- running (cancel or wait for them first). Group members are retried through their parent.
+-- running (cancel or wait for them first). Group members are retried through their parent. A job
+-- whose unique key another job holds now (the rule left it out in its final state) stays as it is.
 -- Returns (id, queue, state) of the job, or nothing when it is not retryable; raises
 -- `no_data_found` for an unknown id.
 CREATE OR REPLACE FUNCTION retry_job(p_id bigint) RETURNS TABLE (id bigint, queue text, state job_state)
@@ -16,6 +17,12 @@ BEGIN
     END IF;
     IF v_job.state NOT IN ('discarded', 'cancelled') OR v_job.parent_id IS NOT NULL
        OR unfinished_members(p_id) THEN
+        RETURN;
+    END IF;
+    IF v_job.unique_key IS NOT NULL AND EXISTS (
+        SELECT 1 FROM jobs o WHERE o.unique_key = v_job.unique_key AND o.state = ANY (o.unique_states)
+          AND o.id <> p_id)
+    THEN
         RETURN;
     END IF;
     DELETE FROM jobs m WHERE m.parent_id = p_id AND m.parent_stage = v_job.stage;

@@ -51,6 +51,12 @@ struct Enqueue: AdminCommand {
     @Option(help: "With --task: the job's metadata, a JSON object.")
     var metadata: String?
 
+    @Option(help: "With --task: while a job with this unique key has not finished, answer it instead of a new one.")
+    var uniqueKey: String?
+
+    @Option(help: "With --task: with --unique-key, jobs in the same window of this length (e.g. 1h) are the same.")
+    var uniqueWindow: String?
+
     @Flag(help: "Enqueue even if no live worker serves the task yet.")
     var unchecked = false
 
@@ -64,6 +70,7 @@ struct Enqueue: AdminCommand {
         let quick: [(String, Any?)] = [
             ("--args", args), ("--input", input), ("--lane", lane), ("--queue", queue), ("--priority", priority),
             ("--delay", delay), ("--run-at", runAt), ("--idempotency-key", idempotencyKey), ("--metadata", metadata),
+            ("--unique-key", uniqueKey), ("--unique-window", uniqueWindow),
         ]
         switch (file, task) {
         case (nil, nil): throw ValidationError("give a job file (or - for standard input), or --task")
@@ -77,6 +84,7 @@ struct Enqueue: AdminCommand {
             }
         default:
             if delay != nil, runAt != nil { throw ValidationError("give --delay or --run-at, not both") }
+            if uniqueWindow != nil, uniqueKey == nil { throw ValidationError("--unique-window goes with --unique-key") }
         }
     }
 
@@ -102,7 +110,9 @@ struct Enqueue: AdminCommand {
 
     private func report(_ id: Int64, inserted: Bool, on console: Console) {
         console.out("\(id)")
-        if !inserted { console.err("job \(id) already existed: its idempotency key was used before") }
+        if !inserted {
+            console.err("job \(id) already existed: it holds the idempotency or unique key given, so no job was added")
+        }
     }
 
     private enum Request {
@@ -160,8 +170,12 @@ struct Enqueue: AdminCommand {
         if let delay, DurationFormat.parse(delay) == nil {
             throw AdminFailure(.usage, "--delay must be a duration, such as 30s or 10m")
         }
+        if let uniqueWindow, DurationFormat.parse(uniqueWindow) == nil {
+            throw AdminFailure(.usage, "--unique-window must be a duration, such as 1h or 10m")
+        }
         return Components.Schemas.JobRequest(
             queue: queue, priority: priority, runAt: runAtTime, delay: delay, idempotencyKey: idempotencyKey,
+            unique: uniqueKey.map { .init(key: $0, window: uniqueWindow) },
             metadata: metadata, input: try input.map { try json($0, option: "--input") },
             stages: [.TaskStageRequest(.init(task: task ?? "", args: args, lane: lane))])
     }

@@ -286,12 +286,15 @@ extension API {
         let id = try Self.jobID(input.path.id)
         guard try await store.retry(id) != nil else {
             guard let job = try await store.job(id) else { throw Problem.notFound("no job has id \(id)") }
+            let holder = try await store.uniqueKeyHolder(of: id)
             let reason =
                 job.parentID != nil
                 ? "job \(id) is a group member: retry its parent \(job.parentID!)"
-                : job.state.isFinished && job.state != .completed
-                    ? "members of job \(id)'s failed group are still running: cancel them or wait"
-                    : "job \(id) is \(job.state.rawValue): only a discarded or cancelled job can be retried"
+                : holder != nil && job.state.isFinished && job.state != .completed
+                    ? "job \(holder!) holds job \(id)'s unique key: it cannot run beside it"
+                    : job.state.isFinished && job.state != .completed
+                        ? "members of job \(id)'s failed group are still running: cancel them or wait"
+                        : "job \(id) is \(job.state.rawValue): only a discarded or cancelled job can be retried"
             throw Problem.conflict(reason)
         }
         guard let (job, members) = try await store.jobWithMembers(id) else {

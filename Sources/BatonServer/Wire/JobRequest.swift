@@ -39,6 +39,12 @@ struct JobReader {
         if let key = request.idempotencyKey {
             job.idempotencyKey = try Self.idempotencyKey(key, path: path("idempotency_key"))
         }
+        if let unique = request.unique {
+            var rule = Uniqueness(
+                key: unique.key, finished: Set((unique.finished ?? []).compactMap { JobState(rawValue: $0.rawValue) }))
+            rule.window = try unique.window.map { try duration($0, at: "unique.window") }
+            job.unique = rule
+        }
         if let metadata = request.metadata {
             guard case .object = metadata else { throw invalid("metadata", "metadata must be an object") }
             job.metadata = metadata
@@ -48,6 +54,7 @@ struct JobReader {
             try ChainDefinition.checkName(job.queue, path: "queue", what: "queue name")
             try job.chain.validate(checkingArgs: HTTPRequestArgs.check)
             try job.metadata.checkStorable(at: "metadata")
+            try job.unique?.check(path: "unique")
         } catch {
             throw Problem.invalid(error, prefix: prefix)
         }

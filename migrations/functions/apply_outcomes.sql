@@ -28,13 +28,14 @@ DECLARE
     v_ids bigint[];
     v_lanes text[];
     v_spawn bigint[];
+    v_awaits boolean;
     v_applied applied_outcome[];
     v_promoted_ids bigint[];
     v_promoted_queues text[];
 BEGIN
     SELECT array_agg(b.id), array_agg(b.id) FILTER (WHERE b.kind = 'spawn'),
-           array_agg(b.lane) FILTER (WHERE b.lane IS NOT NULL)
-    INTO v_ids, v_spawn, v_lanes
+           array_agg(b.lane) FILTER (WHERE b.lane IS NOT NULL), bool_or(b.kind = 'await')
+    INTO v_ids, v_spawn, v_lanes, v_awaits
     FROM jsonb_to_recordset(p_batch) AS b(id bigint, kind text, lane text);
 
     -- Every lane whose holder may change: the lanes left, entered, and entered by new members.
@@ -99,7 +100,7 @@ BEGIN
     -- A signal delivered while its stage ran was kept (deliver_signal found the job running): the
     -- wait ends at once, and the claim that follows counts the attempt again. A statement of its
     -- own, whose snapshot sees signals committed while the update above waited for the row.
-    IF EXISTS (SELECT 1 FROM unnest(v_applied) a WHERE a.kind = 'await') THEN
+    IF v_awaits THEN
         RETURN QUERY
         UPDATE jobs j SET state = 'available', run_at = now(), attempt = j.attempt - 1
         FROM unnest(v_applied) a

@@ -34,14 +34,31 @@ BEGIN
 
     -- Ids are drawn before the insert so that each input row knows its job without relying on
     -- the order of RETURNING.
+    -- Entry times are taken here too, in batch order, for both inserts below.
     WITH input AS MATERIALIZED (
-        SELECT nextval('jobs_id_seq') AS new_id, i.*
+        SELECT nextval('jobs_id_seq') AS new_id, clock_timestamp() AS ready_at, i.*
         FROM ROWS FROM (jsonb_to_recordset(p_jobs)
                 AS (queue text, priority smallint, run_at timestamptz, chain jsonb, input jsonb, metadata jsonb,
                     key text, owner text, unique_key text, unique_states job_state[]))
             WITH ORDINALITY AS i(queue, priority, run_at, chain, input, metadata, key, owner, unique_key,
                                  unique_states, ord)
-    ), ins AS (
+    ), plain AS (
+        -- Jobs without a uniqueness rule: the idempotency key's index is the only arbiter (naming
+        -- none would make every unique index one, checked for every row).
+        INSERT INTO jobs (id, queue, priority, state, run_at, chain, stage_count, input, metadata,
+                          idempotency_key, lane, lane_ready_at, enqueued_by)
+        OVERRIDING SYSTEM VALUE
+        SELECT i.new_id, coalesce(i.queue, 'default'), coalesce(i.priority, 0),
+               CASE WHEN i.run_at > now() THEN 'scheduled'
+                    WHEN i.chain -> 0 ->> 'lane' IS NOT NULL THEN 'waiting'
+                    ELSE 'available' END::job_state,
+               coalesce(i.run_at, now()), i.chain, jsonb_array_length(i.chain), coalesce(i.input, 'null'),
+               coalesce(i.metadata, '{}'), i.key, i.chain -> 0 ->> 'lane', i.ready_at, i.owner
+        FROM input i WHERE i.unique_key IS NULL ORDER BY i.ord
+        ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+        RETURNING jobs.id, jobs.queue, jobs.state, jobs.run_at, jobs.created_at
+    ), uniq AS (
+        -- Jobs with one: its index and the idempotency key's are both arbiters.
         INSERT INTO jobs (id, queue, priority, state, run_at, chain, stage_count, input, metadata,
                           idempotency_key, lane, lane_ready_at, enqueued_by, unique_key, unique_states)
         OVERRIDING SYSTEM VALUE
@@ -50,12 +67,13 @@ BEGIN
                     WHEN i.chain -> 0 ->> 'lane' IS NOT NULL THEN 'waiting'
                     ELSE 'available' END::job_state,
                coalesce(i.run_at, now()), i.chain, jsonb_array_length(i.chain), coalesce(i.input, 'null'),
-               coalesce(i.metadata, '{}'),
-               i.key, i.chain -> 0 ->> 'lane', clock_timestamp(), i.owner, i.unique_key, i.unique_states
-        FROM input i ORDER BY i.ord
-        -- Every arbiter: the idempotency key's index and the unique key's (ids are new).
+               coalesce(i.metadata, '{}'), i.key, i.chain -> 0 ->> 'lane', i.ready_at, i.owner, i.unique_key,
+               i.unique_states
+        FROM input i WHERE i.unique_key IS NOT NULL ORDER BY i.ord
         ON CONFLICT DO NOTHING
         RETURNING jobs.id, jobs.queue, jobs.state, jobs.run_at, jobs.created_at
+    ), ins AS (
+        SELECT * FROM plain UNION ALL SELECT * FROM uniq
     )
     SELECT array_agg(ins.id ORDER BY i.ord), array_agg(ins.id IS NOT NULL ORDER BY i.ord),
            array_agg(ins.queue ORDER BY i.ord), array_agg(ins.state ORDER BY i.ord),

@@ -1,5 +1,6 @@
 import BatonPostgres
 import ServiceLifecycle
+import Synchronization
 
 /// Makes scheduled and retryable jobs available once their time has come, and ends the waits for
 /// signals that ran out, while this worker holds the maintenance lead; wakes the workers of their
@@ -13,10 +14,17 @@ struct Scheduler: Service {
     /// Tells those who await these jobs that they have finished.
     let finished: @Sendable ([Int64]) -> Void
 
+    /// Waits for signals end to the second: looked for once a second, not at every promotion.
+    static let expiryPeriod = Duration.seconds(1)
+
     func run() async {
+        let lastExpiry = Mutex(ContinuousClock.now - Self.expiryPeriod)
         await leadership.repeatWhileLeading(every: interval, "scheduling due jobs") {
             try await promoteDue()
+            let now = ContinuousClock.now
+            guard lastExpiry.withLock({ now - $0 >= Self.expiryPeriod }) else { return }
             try await expireAwaits()
+            lastExpiry.withLock { $0 = now }
         }
     }
 

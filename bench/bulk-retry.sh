@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # How long a bulk retry of N discarded jobs takes (POST /v1/jobs/bulk through `baton jobs retry`),
 # on a fresh cluster holding them (a tenth of them laned, over 1,000 lanes) among 10 × N completed
-# jobs. Prints the dry run's and the retry's wall-clock times.
+# jobs, and then a bulk cancel of the same N, now unfinished (`baton jobs cancel`). Prints the dry
+# run's, the retry's and the cancel's wall-clock times.
 # usage: bench/bulk-retry.sh BATON_BINARY [N]   (as root, like bench/dashboard.sh)
 # e.g.   bench/bulk-retry.sh .build/release/baton 100000
 set -euo pipefail
@@ -33,4 +34,7 @@ export BATON_URL=http://127.0.0.1:$api BATON_TOKEN=$token
 start=$(date +%s.%N); $B jobs retry --state discarded --queue billing --dry-run >$work/dry.txt; dry=$(date +%s.%N); head -1 $work/dry.txt
 $B jobs retry --state discarded --queue billing; done=$(date +%s.%N)
 echo "dry run $(echo "$dry - $start" | bc) s; retry $(echo "$done - $dry" | bc) s"
+psql -q -X -t -A "$url" -c "SELECT state, count(*) FROM baton.jobs WHERE queue = 'billing' GROUP BY state ORDER BY 1"
+$B jobs cancel --state available,waiting --queue billing >/dev/null; cancelled=$(date +%s.%N)
+echo "cancel $(echo "$cancelled - $done" | bc) s"
 psql -q -X -t -A "$url" -c "SELECT state, count(*) FROM baton.jobs WHERE queue = 'billing' GROUP BY state ORDER BY 1"

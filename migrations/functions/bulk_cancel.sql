@@ -1,20 +1,54 @@
--- Cancels each unfinished job of `p_ids` with its unfinished members; returns every job cancelled
--- (members too) as `cancel_job` does.
+-- Cancels each unfinished job of `p_ids` with its unfinished members, in one pass over the set;
+-- lanes they held move on, and a cancelled member fails its group (as a discarded one does).
+-- Returns (id, worker_id, watched) of every job cancelled, members too, so that the workers
+-- running them can stop, and (id, NULL, true) of each group failed by it. `cancel_job` is this for
+-- one job.
 -- One batch (at most a thousand jobs, picked by the caller's filter) per call and per transaction.
--- Every lane the batch touches is locked first, in one sorted step, then the rows: the workers'
--- order (`apply_outcomes`), so a batch of laned jobs cannot deadlock with them. (`cancel_job` sorts the
--- lanes of one job; a thousand calls in a row would not be sorted across jobs.)
+-- Every lane the batch touches is locked first, in one sorted step, then the rows in id order: the
+-- workers' order (`apply_outcomes`), so a batch of laned jobs cannot deadlock with them. The
+-- cancels are counted in the queues' history once per queue, not once per job (a thousand upserts
+-- of one row in one transaction walk an ever longer chain of its versions).
 CREATE OR REPLACE FUNCTION bulk_cancel(p_ids bigint[]) RETURNS TABLE (id bigint, worker_id text, watched boolean)
 LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
+DECLARE
+    v_ids bigint[];
+    v_lanes text[];
+    v_cancelled bigint[];
+    v_workers text[];
+    v_watched boolean[];
+    v_members bigint[];
 BEGIN
-    PERFORM lock_lanes(ARRAY(
-        WITH RECURSIVE tree AS (
-            SELECT j.id, j.lane FROM jobs j WHERE j.id = ANY(p_ids)
-            UNION ALL
-            SELECT c.id, c.lane FROM jobs c JOIN tree t ON c.parent_id = t.id
-        ) SELECT t.lane FROM tree t WHERE t.lane IS NOT NULL));
-    RETURN QUERY
-    SELECT c.id, c.worker_id, c.watched
-    FROM (SELECT j.id FROM jobs j WHERE j.id = ANY(p_ids) ORDER BY j.id FOR UPDATE) t, LATERAL cancel_job(t.id) c;
+    WITH RECURSIVE tree AS (
+        SELECT j.id, j.lane FROM jobs j WHERE j.id = ANY(p_ids)
+        UNION ALL
+        SELECT c.id, c.lane FROM jobs c JOIN tree t ON c.parent_id = t.id
+    )
+    SELECT array_agg(t.id), array_agg(DISTINCT t.lane) FILTER (WHERE t.lane IS NOT NULL) INTO v_ids, v_lanes
+    FROM tree t;
+    IF v_lanes IS NOT NULL THEN
+        PERFORM lock_lanes(v_lanes);
+    END IF;
+    PERFORM 1 FROM jobs j WHERE j.id = ANY(v_ids) ORDER BY j.id FOR UPDATE;
+    WITH c AS (
+        UPDATE jobs j SET state = 'cancelled', finished_at = now(), worker_id = NULL, pending = NULL
+        FROM jobs old
+        WHERE j.id = ANY(v_ids) AND old.id = j.id
+          AND j.state NOT IN ('completed', 'discarded', 'cancelled')
+        RETURNING j.id, j.queue, old.worker_id, j.watched, j.parent_id
+    ), counted AS (
+        INSERT INTO queue_minutes AS q (minute, queue, cancelled)
+        SELECT date_trunc('minute', now()), c.queue, count(*) FROM c GROUP BY c.queue ORDER BY c.queue
+        ON CONFLICT (minute, queue) DO UPDATE SET cancelled = q.cancelled + excluded.cancelled
+    )
+    SELECT array_agg(c.id), array_agg(c.worker_id), array_agg(c.watched),
+           array_agg(c.id) FILTER (WHERE c.parent_id IS NOT NULL AND NOT c.parent_id = ANY(v_ids))
+    INTO v_cancelled, v_workers, v_watched, v_members FROM c;
+    RETURN QUERY SELECT * FROM unnest(v_cancelled, v_workers, v_watched);
+    IF v_members IS NOT NULL THEN
+        RETURN QUERY SELECT f, NULL::text, true FROM fail_parents(v_members, NULL) AS f;
+    END IF;
+    IF v_lanes IS NOT NULL THEN
+        PERFORM promote_lanes(v_lanes);
+    END IF;
 END $$;

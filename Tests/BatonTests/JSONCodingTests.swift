@@ -68,6 +68,23 @@ struct JSONCodingTests {
         }
     }
 
+    /// RFC 3339 allows offsets up to ±23:59; Foundation's parser stops at ±18:00.
+    @Test func anyOffsetRFC3339AllowsIsRead() {
+        let utc = RFC3339.parse("9308-06-24T01:17:24Z")
+        #expect(utc != nil)
+        #expect(RFC3339.parse("9308-06-24T20:29:24+19:12") == utc)
+        #expect(RFC3339.parse("9308-06-23T05:17:24.000-20:00") == utc)
+        #expect(RFC3339.parse("2026-01-31T09:30:00+24:00") == nil)
+        #expect(RFC3339.parse("2026-01-31T09:30:00+05:60") == nil)
+        #expect(RFC3339.parse("+19:12") == nil)
+        // Foundation's parser alone would take these.
+        #expect(RFC3339.parse("2024-01-01T12:99:00Z") == nil)
+        #expect(RFC3339.parse("2024-13-01T12:00:00Z") == nil)
+        #expect(RFC3339.parse("2024-01-01T12:00:00") == nil)
+        #expect(RFC3339.parse("2024-01-01T12:00:00.Z") == nil)
+        #expect(RFC3339.parse("2024-01-01t12:00:00.5z") == RFC3339.parse("2024-01-01T12:00:00.500Z"))
+    }
+
     @Test func datesFromPostgreSQLAndFromBatonBothDecode() throws {
         let time = Date(timeIntervalSince1970: 1_790_000_000.125)
         #expect(try JSONValue.string("2026-09-21T14:13:20.125Z").decode(as: Date.self) == time)

@@ -342,8 +342,59 @@ public enum RFC3339 {
     }
 
     /// With or without fractional seconds, in UTC (`Z`) or with an offset (PostgreSQL's JSON
-    /// form of `timestamptz`, `2026-01-31T09:30:00.123456+00:00`).
+    /// form of `timestamptz`, `2026-01-31T09:30:00.123456+00:00`). Any offset RFC 3339 allows, up
+    /// to ±23:59: Foundation's parser refuses those beyond ±18:00, the most a `TimeZone` holds. The
+    /// shape and each field's range are checked first: Foundation's parser takes a minute of 99.
     public static func parse(_ text: String) -> Date? {
+        guard isWellFormed(Array(text.utf8)) else { return nil }
+        // Foundation's parser takes `T` and `Z` in capitals only.
+        let text = text.uppercased()
+        if let date = parseFoundation(text) { return date }
+        let offset = text.suffix(6)
+        guard offset.count == 6, let sign = offset.first, sign == "+" || sign == "-",
+            offset.dropFirst(3).first == ":", let hours = Int(offset.dropFirst().prefix(2)),
+            let minutes = Int(offset.suffix(2)), (0..<24).contains(hours), (0..<60).contains(minutes),
+            let utc = parseFoundation(text.dropLast(6) + "Z")
+        else { return nil }
+        let seconds = Double(hours * 3600 + minutes * 60)
+        return utc.addingTimeInterval(sign == "+" ? -seconds : seconds)
+    }
+
+    /// `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)` (`T` and `Z` in either case), each field in
+    /// its range (a second of 60: a leap second).
+    static func isWellFormed(_ bytes: [UInt8]) -> Bool {
+        func number(_ at: Int, _ count: Int) -> Int? {
+            guard at + count <= bytes.count else { return nil }
+            var value = 0
+            for byte in bytes[at..<at + count] {
+                guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) else { return nil }
+                value = value * 10 + Int(byte - UInt8(ascii: "0"))
+            }
+            return value
+        }
+        func byte(_ at: Int, _ allowed: String) -> Bool {
+            at < bytes.count && allowed.utf8.contains(bytes[at])
+        }
+        guard number(0, 4) != nil, byte(4, "-"), let month = number(5, 2), (1...12).contains(month), byte(7, "-"),
+            let day = number(8, 2), (1...31).contains(day), byte(10, "Tt"), let hour = number(11, 2), hour < 24,
+            byte(13, ":"), let minute = number(14, 2), minute < 60, byte(16, ":"), let second = number(17, 2),
+            second <= 60
+        else { return false }
+        var at = 19
+        if byte(at, ".") {
+            at += 1
+            let digits = bytes[at...].prefix { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }.count
+            guard digits > 0 else { return false }
+            at += digits
+        }
+        if byte(at, "Zz") { return at + 1 == bytes.count }
+        guard byte(at, "+-"), let offsetHours = number(at + 1, 2), offsetHours < 24, byte(at + 3, ":"),
+            let offsetMinutes = number(at + 4, 2), offsetMinutes < 60
+        else { return false }
+        return at + 6 == bytes.count
+    }
+
+    private static func parseFoundation(_ text: String) -> Date? {
         (try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text))
             ?? (try? Date.ISO8601FormatStyle().parse(text))
     }

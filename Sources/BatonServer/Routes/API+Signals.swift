@@ -19,7 +19,7 @@ extension API {
         if let token = input.query.token {
             guard try await client.signalTokens.verify(token, job: id, signal: name) else {
                 throw Problem(
-                    .forbidden, type: "forbidden", title: "The signal token does not allow this",
+                    .unauthorized, type: "unauthorized", title: "The signal token is not valid here",
                     detail: "this token does not deliver signal \"\(name)\" to job \(id)")
             }
         }

@@ -431,6 +431,13 @@ struct AdminCLITests {
             #expect(wait.out.contains("1/2 sleep  \u{1B}[36mrunning"))
             #expect(wait.out.contains("\u{1B}[3F\u{1B}[J"), "the progress is redrawn in place")
             #expect(wait.out.contains("2/2 noop  \u{1B}[32mcompleted"))
+            // A stage's progress as a bar under it, while it runs.
+            let reporting = try await server.enqueue([
+                "stages": [["task": "report", "args": ["fraction": 0.5, "message": "half", "hold_ms": 1200]]]
+            ])
+            let bar = try await Self.onTerminal(["jobs", "wait", "\(reporting)"], server)
+            #expect(bar.status == 0, "\(bar.out)")
+            #expect(bar.out.contains("    [█████░░░░░] 50% half"), "\(bar.out)")
             let list = try await Self.onTerminal(["jobs", "list"], server)
             #expect(list.out.contains("\u{1B}[32mcompleted"))
             let plain = try await Self.onTerminal(["jobs", "list", "--no-color"], server)

@@ -15,15 +15,13 @@ public struct StageContext: Sendable {
     public let logger: Logger
     /// Outputs of the stages before this one, in chain order, with the stage names.
     package let earlier: [(name: String?, output: JSONValue)]
-    /// Where ``progress(_:_:)`` reports go.
+    /// What the worker provides, and this attempt's latest report.
     private let attemptProgress: AttemptProgress
-    /// Makes ``signalToken(for:)``'s tokens.
-    private let signalTokens: @Sendable (_ signal: String) async throws -> String
 
     package init(
         jobID: Int64, stageIndex: Int, stageName: String?, attempt: Int, queue: String, lane: String?,
         metadata: JSONValue, logger: Logger, earlier: [(name: String?, output: JSONValue)],
-        progress: any ProgressReporting, signalTokens: @escaping @Sendable (_ signal: String) async throws -> String
+        services: any StageServices
     ) {
         self.jobID = jobID
         self.stageIndex = stageIndex
@@ -34,8 +32,7 @@ public struct StageContext: Sendable {
         self.metadata = metadata
         self.logger = logger
         self.earlier = earlier
-        self.attemptProgress = AttemptProgress(reporter: progress)
-        self.signalTokens = signalTokens
+        self.attemptProgress = AttemptProgress(services: services)
     }
 
     /// A context for running a task outside a worker, to unit-test it without PostgreSQL:
@@ -52,17 +49,18 @@ public struct StageContext: Sendable {
     ///     stage's name (nil for an unnamed stage); this stage's index is their count.
     ///   - checkpoint: what an earlier attempt saved, for ``checkpoint(as:)``. What the task
     ///     reports is in ``reportedProgress``.
+    ///   - jobInput: the job's input, for ``jobInput(as:)``.
     ///
     /// Its ``signalToken(for:)`` is `test-token-` and the signal's name.
     public init(
         testingJob jobID: Int64 = 1, attempt: Int = 1, stageName: String? = nil, queue: String = "default",
         lane: String? = nil, metadata: JSONValue = [:], earlier: [(name: String?, output: JSONValue)] = [],
-        checkpoint: JSONValue? = nil, logger: Logger = Logger(label: "baton.test")
+        checkpoint: JSONValue? = nil, jobInput: JSONValue = .null, logger: Logger = Logger(label: "baton.test")
     ) {
         self.init(
             jobID: jobID, stageIndex: earlier.count, stageName: stageName, attempt: attempt, queue: queue, lane: lane,
-            metadata: metadata, logger: logger, earlier: earlier, progress: MemoryProgress(saved: checkpoint),
-            signalTokens: { "test-token-\($0)" })
+            metadata: metadata, logger: logger, earlier: earlier,
+            services: TestStageServices(saved: checkpoint, input: jobInput))
     }
 
     /// The same for every attempt at this stage: use it to make the task's side effects idempotent.
@@ -130,7 +128,7 @@ public struct StageContext: Sendable {
     /// an earlier one; nil when none was.
     public func checkpoint<T: Decodable>(as type: T.Type = T.self) async throws -> T? {
         if let own = attemptProgress.last?.checkpoint { return try own.decode(as: T.self) }
-        return try await attemptProgress.reporter.savedCheckpoint()?.decode(as: T.self)
+        return try await attemptProgress.services.savedCheckpoint()?.decode(as: T.self)
     }
 
     /// What this attempt reported last (its checkpoint the latest it gave), nil before its first report.
@@ -144,6 +142,19 @@ public struct StageContext: Sendable {
     /// It delivers that signal to this job and nothing else, once; a later stage of the chain
     /// awaits it (`Chain.await`).
     public func signalToken(for signal: String) async throws -> String {
-        try await signalTokens(signal)
+        try await attemptProgress.services.signalToken(for: signal)
+    }
+
+    // MARK: the job
+
+    /// The job's input, what its first stage was given, in any stage (read from the database when
+    /// a later stage asks; group members are jobs of their own, whose input is their group's).
+    public func jobInput() async throws -> JSONValue {
+        try await attemptProgress.services.jobInput()
+    }
+
+    /// The job's input decoded as `T`.
+    public func jobInput<T: Decodable>(as type: T.Type) async throws -> T {
+        try await jobInput().decode(as: T.self)
     }
 }

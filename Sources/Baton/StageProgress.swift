@@ -28,31 +28,13 @@ public struct StageProgress: Sendable, Hashable {
     }
 }
 
-/// Where a running stage's progress goes: the worker that runs it (written to the database at
-/// most once a second) or, in a test, memory.
-package protocol ProgressReporting: Sendable {
-    /// Takes the attempt's latest report (already merged over the one before).
-    func report(_ progress: StageProgress)
-    /// The checkpoint an earlier attempt at this stage saved, if any.
-    func savedCheckpoint() async throws -> JSONValue?
-}
-
-/// Progress kept in memory: what a ``StageContext`` made for a test reports to.
-package struct MemoryProgress: ProgressReporting {
-    let saved: JSONValue?
-
-    package func report(_ progress: StageProgress) {}
-
-    package func savedCheckpoint() async throws -> JSONValue? { saved }
-}
-
 /// The latest report of one attempt, shared by the copies of its ``StageContext``.
-package final class AttemptProgress: Sendable {
-    let reporter: any ProgressReporting
+final class AttemptProgress: Sendable {
+    let services: any StageServices
     private let latest = Mutex<StageProgress?>(nil)
 
-    package init(reporter: any ProgressReporting) {
-        self.reporter = reporter
+    init(services: any StageServices) {
+        self.services = services
     }
 
     var last: StageProgress? { latest.withLock { $0 } }
@@ -62,6 +44,6 @@ package final class AttemptProgress: Sendable {
             latest = progress.merged(over: latest)
             return latest!
         }
-        reporter.report(merged)
+        services.report(merged)
     }
 }

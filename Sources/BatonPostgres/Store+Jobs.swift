@@ -48,6 +48,14 @@ extension Store {
         )
     }
 
+    /// The job's input (its first stage's), as stored. Primary key.
+    package func jobInput(_ id: Int64) async throws -> JSONValue {
+        let rows = try await pool.read(
+            "SELECT input::text FROM \(unescaped: schema).jobs WHERE id = \(id)", logger: logger)
+        guard let text = try rows.first?.decode(String.self) else { throw BatonError.jobNotFound(id) }
+        return try JSONValue(parsing: text)
+    }
+
     /// Marks the job as awaited, so that its end is notified, and returns it as it is now.
     package func watch(_ id: Int64) async throws -> JobRecord? {
         try await fetchJob(

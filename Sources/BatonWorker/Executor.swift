@@ -74,8 +74,7 @@ struct Executor: Sendable {
             jobID: job.id, stageIndex: job.stage, stageName: spec.name, attempt: job.attempt, queue: job.queue,
             lane: stage.lane, metadata: job.metadata, logger: logger,
             earlier: zip(job.chain.prefix(job.stage), job.earlierOutputs).map { ($0.name, $1) },
-            progress: progress.reporter(for: job),
-            signalTokens: { [signals, id = job.id] in try await signals.token(job: id, signal: $0) })
+            services: AttemptServices(writer: progress, tokens: signals, job: job))
         // A span per attempt (swift-distributed-tracing: a no-op until the process bootstraps a
         // tracer, e.g. swift-otel). The task runs inside it, so its own spans are children.
         return await withSpan("baton.stage \(stage.task)", ofKind: .consumer) { span in

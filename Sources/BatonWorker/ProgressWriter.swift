@@ -33,11 +33,6 @@ final class ProgressWriter: Service, Sendable {
         self.logger = logger
     }
 
-    /// Where the stage of `job` reports, for its ``StageContext``.
-    func reporter(for job: ClaimedJob) -> any ProgressReporting {
-        Reporter(writer: self, job: job.id, stage: job.stage, attempt: job.attempt)
-    }
-
     func run() async {
         await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
@@ -89,7 +84,8 @@ final class ProgressWriter: Service, Sendable {
         _ = state.withLock { $0.pending.removeValue(forKey: job) }
     }
 
-    fileprivate func submit(_ report: Store.ProgressReport) {
+    /// Keeps `report` as its job's latest, to write with the next round.
+    func submit(_ report: Store.ProgressReport) {
         state.withLock { $0.pending[report.jobID] = report }
     }
 
@@ -128,21 +124,5 @@ final class ProgressWriter: Service, Sendable {
             return waiters
         }
         for waiter in waiters { waiter.resume() }
-    }
-
-    /// One attempt's reporter: its reports go to the writer, its checkpoint comes from the store.
-    private struct Reporter: ProgressReporting {
-        let writer: ProgressWriter
-        let job: Int64
-        let stage: Int
-        let attempt: Int
-
-        func report(_ progress: StageProgress) {
-            writer.submit(.init(jobID: job, stage: stage, attempt: attempt, progress: progress))
-        }
-
-        func savedCheckpoint() async throws -> JSONValue? {
-            try await writer.store.checkpoint(job: job, stage: stage)
-        }
     }
 }

@@ -61,6 +61,31 @@ struct HTTPTaskTests {
         }
     }
 
+    /// A later stage reads the job's own input (`{{job.input}}`), exact, not only the stage before's
+    /// output.
+    @Test func aLaterStageReadsTheJobsInput() async throws {
+        let big = "12345678901234567890123"
+        try await withTargetServer({ _ in TargetServer.text("ok") }) { target async throws in
+            try await withServer(worker: Self.tasks(HTTPTaskConfiguration())) { server async throws in
+                let created = try await server.call(
+                    .POST, "/v1/jobs",
+                    raw: """
+                        {"input": {"order": \(big), "customer": "c-7"},
+                         "stages": [{"task": "echo"},
+                                    {"task": "http", "args": {"method": "POST",
+                                      "url": "\(target.base)/orders/{{job.input.order}}",
+                                      "json": {"customer": "{{job.input.customer}}", "order": "{{job.input.order}}"}}}]}
+                        """)
+                let id = try #require(created["id"]?.int64, "\(created.text)")
+                let job = try await Self.finished(server, id)
+                #expect(job["state"] == "completed", "\(job)")
+                let received = try #require(target.received.first)
+                #expect(received.path == "/orders/\(big)")
+                #expect(received.body == #"{"customer":"c-7","order":\#(big)}"#)
+            }
+        }
+    }
+
     /// Allocate an upload at an API, upload to the URL it answered with (its `&` intact) with the
     /// form field it gave, confirm with the id from the first answer.
     @Test func aThreeStepUploadChainPassesEachAnswerOn() async throws {

@@ -82,6 +82,28 @@ struct ChainSemanticsTests {
         }
     }
 
+    /// Any stage reads the job's own input, not only the output of the stage before.
+    @Test func aLaterStageReadsTheJobsInput() async throws {
+        try await TestDatabase.with { db async throws in
+            var tasks = testTasks
+            tasks.register(name: "job-input") { _, input, context in
+                ["job": try await context.jobInput(), "stage": input]
+            }
+            try await withWorker(db, tasks: tasks) { baton, _ async throws in
+                let input: JSONValue = ["order": .number(JSONNumber("9007199254740993")!)]
+                let job = try await baton.enqueue([
+                    NewJob(
+                        chain: ChainDefinition(
+                            input: input, stages: [.task("job-input"), .task("job-input"), .task("job-input")]))
+                ])[0]
+                let record = try await baton.waitUntilFinished(job.id)
+                #expect(record.results.map { $0.output["job"] } == [input, input, input])
+                let context = StageContext(testingJob: 1, jobInput: input)
+                #expect(try await context.jobInput() == input)
+            }
+        }
+    }
+
     @Test func exhaustingItsAttemptsDiscardsTheJob() async throws {
         try await TestDatabase.with { db async throws in
             try await withWorker(db, tasks: testTasks) { baton, _ async throws in

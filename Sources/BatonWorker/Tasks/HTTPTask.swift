@@ -11,7 +11,7 @@ import NIOHTTP1
 /// `{"status", "headers", "body"}`, the body parsed when it is JSON, else text, else base64.
 ///
 /// Templates read `input` (the previous stage's output), `stages.<name>.output`, `job.id`,
-/// `job.metadata`, `job.queue`, `job.stage`, `job.attempt`, `secrets.<NAME>` and
+/// `job.input` (the job's own, in any stage), `job.metadata`, `job.queue`, `job.stage`, `job.attempt`, `secrets.<NAME>` and
 /// `signals.<NAME>.token` (the one-time token of a signal a later stage awaits). Every request
 /// carries `Idempotency-Key: <job id>-<stage index>` (unless a header sets one), a `User-Agent`
 /// naming Baton and asks for gzip; redirects are followed up to 5 times, each hop checked
@@ -56,12 +56,16 @@ public struct HTTPTask: Sendable {
         let redact = Redactor(secrets.values.compactMap { if case .string(let text) = $0 { text } else { nil } })
         var stages: [String: JSONValue] = [:]
         for (name, output) in context.earlier { if let name { stages[name] = ["output": output] } }
+        var job: [String: JSONValue] = [
+            "id": .number(context.jobID), "metadata": context.metadata, "queue": .string(context.queue),
+            "stage": .number(context.stageIndex), "attempt": .number(context.attempt),
+        ]
+        // `{{job.input}}`: read (for a later stage, from the database) only when a template names it.
+        if request.templates.flatMap(\.tags).contains(where: { $0.count > 1 && $0[0] == "job" && $0[1] == "input" }) {
+            job["input"] = try await context.jobInput()
+        }
         let scope: JSONValue = [
-            "input": try JSONValue(parsing: input), "stages": .object(stages),
-            "job": [
-                "id": .number(context.jobID), "metadata": context.metadata, "queue": .string(context.queue),
-                "stage": .number(context.stageIndex), "attempt": .number(context.attempt),
-            ],
+            "input": try JSONValue(parsing: input), "stages": .object(stages), "job": .object(job),
             "secrets": .object(secrets), "signals": .object(signals),
         ]
         do {

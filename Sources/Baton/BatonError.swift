@@ -7,7 +7,7 @@ public enum BatonError: Error, Sendable, Hashable, CustomStringConvertible {
     /// No job has this id.
     case jobNotFound(Int64)
     /// The job ended without completing.
-    case jobFailed(id: Int64, state: JobState, error: String?)
+    case jobFailed(id: Int64, state: JobState, error: StageError?)
     /// The job's output could not be decoded as the chain's output type.
     case outputMismatch(id: Int64, reason: String)
     /// A stage's checkpoint is larger than ``StageProgress/checkpointLimit`` bytes of JSON.

@@ -24,20 +24,40 @@ extension BatonTask {
     public static var name: String { String(describing: Self.self) }
 }
 
-/// An error a task throws to steer its retries.
+/// An error a task throws to steer its retries, with a code and details a caller can read
+/// (``StageError``).
 public struct TaskFailure: Error, Sendable, Hashable, CustomStringConvertible {
     public var message: String
     public var retry: StageOutcome.RetryRequest
+    /// Short and stable, for programs: `card_declined`.
+    public var code: String?
+    /// Anything a caller may need, as JSON.
+    public var details: JSONValue?
+
+    public init(
+        _ message: String, code: String? = nil, details: JSONValue? = nil,
+        retry: StageOutcome.RetryRequest = .byPolicy
+    ) {
+        self.message = message
+        self.code = code
+        self.details = details
+        self.retry = retry
+    }
 
     /// Fail the stage for good: no further attempt.
-    public static func permanent(_ message: String) -> TaskFailure {
-        TaskFailure(message: message, retry: .never)
+    public static func permanent(_ message: String, code: String? = nil, details: JSONValue? = nil) -> TaskFailure {
+        TaskFailure(message, code: code, details: details, retry: .never)
     }
 
     /// Try again after `delay` (capped by the stage's maximum backoff), e.g. an HTTP 429's Retry-After.
-    public static func retry(after delay: Duration, _ message: String) -> TaskFailure {
-        TaskFailure(message: message, retry: .after(delay))
+    public static func retry(
+        after delay: Duration, _ message: String, code: String? = nil, details: JSONValue? = nil
+    ) -> TaskFailure {
+        TaskFailure(message, code: code, details: details, retry: .after(delay))
     }
+
+    /// The failure as stored.
+    public var error: StageError { StageError(message, code: code, details: details) }
 
     public var description: String { message }
 }

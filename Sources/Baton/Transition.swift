@@ -3,7 +3,7 @@ public enum StageOutcome: Sendable, Hashable {
     /// The task returned this output (JSON text).
     case succeeded(output: String)
     /// The task failed; `retry` says whether and when another attempt may follow.
-    case failed(error: String, retry: RetryRequest)
+    case failed(error: StageError, retry: RetryRequest)
     /// The stage is a group: its members are to be started.
     case fanOut
     /// The stage awaits a signal that has not come: the job is to wait for it.
@@ -31,9 +31,9 @@ public enum Transition: Sendable, Hashable {
     /// The last stage succeeded: the job is completed with this output.
     case complete(output: String)
     /// The attempt failed; try again after `delay`.
-    case retry(error: String, delay: Duration)
+    case retry(error: StageError, delay: Duration)
     /// The stage failed for good: the job is discarded.
-    case discard(error: String)
+    case discard(error: StageError)
     /// Start the group's members; the job waits for them.
     case spawn
     /// Put the stage back untouched, its attempt not counted: a draining worker ran out of grace.

@@ -18,7 +18,7 @@ extension BatonHTTPClient {
             let job = try await client.waitUntilFinished(id)
             guard job.state == .completed else {
                 let error = job.stages.flatMap { $0.errors + ($0.members ?? []).flatMap(\.errors) }
-                    .max { $0.at < $1.at }?.error
+                    .max { $0.at < $1.at }.map { StageError($0.error, code: $0.code, details: $0.details) }
                 throw BatonError.jobFailed(id: id, state: JobState(rawValue: job.state.rawValue)!, error: error)
             }
             do {

@@ -175,7 +175,7 @@ public struct JobHandle<Output: Codable & Sendable>: Sendable {
     public func result() async throws -> Output {
         let job = try await client.waitUntilFinished(id)
         guard job.state == .completed, let output = job.output else {
-            throw BatonError.jobFailed(id: id, state: job.state, error: job.lastError)
+            throw BatonError.jobFailed(id: id, state: job.state, error: job.lastFailure)
         }
         do {
             return try output.decode(as: Output.self)

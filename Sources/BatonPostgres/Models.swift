@@ -131,6 +131,11 @@ public struct JobRecord: Sendable {
         public var at: String
         public var worker: String?
         public var error: String
+        public var code: String?
+        public var details: JSONValue?
+
+        /// The failure as a value.
+        public var failure: StageError { StageError(error, code: code, details: details) }
     }
 
     public var id: Int64
@@ -179,6 +184,9 @@ public struct JobRecord: Sendable {
 
     /// The last error recorded, if any.
     public var lastError: String? { errors.last?.error }
+
+    /// The last failure recorded, with its code and details, if any.
+    public var lastFailure: StageError? { errors.last?.failure }
 }
 
 /// A stage a worker has claimed and is to run.

@@ -234,9 +234,9 @@ extension Store {
             case .complete(let output):
                 json += "\"kind\":\"complete\",\"output\":\(output)"
             case .retry(let error, let delay):
-                json += "\"kind\":\"retry\",\"error\":\(jsonString(error)),\"delay_ms\":\(delay.milliseconds)"
+                json += "\"kind\":\"retry\",\(failure(error)),\"delay_ms\":\(delay.milliseconds)"
             case .discard(let error):
-                json += "\"kind\":\"discard\",\"error\":\(jsonString(error))"
+                json += "\"kind\":\"discard\",\(failure(error))"
             case .spawn:
                 json += "\"kind\":\"spawn\""
             case .release:
@@ -249,6 +249,16 @@ extension Store {
             json += "}"
         }
         return json + "]"
+    }
+
+    /// A failure's fields of an outcome: `"error"`, and `"code"` and `"details"` when it has them
+    /// (details PostgreSQL cannot hold are dropped, ``StageError/storable``).
+    static func failure(_ error: StageError) -> String {
+        let error = error.storable
+        var json = "\"error\":\(jsonString(error.message))"
+        if let code = error.code { json += ",\"code\":\(jsonString(code))" }
+        if let details = error.details { json += ",\"details\":\(details.jsonText)" }
+        return json
     }
 
     /// `value` as a JSON string literal, a NUL (which `jsonb` cannot hold) as U+FFFD.

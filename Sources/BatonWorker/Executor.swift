@@ -86,7 +86,7 @@ struct Executor: Sendable {
             if let lane = stage.lane { span.attributes["baton.lane"] = lane }
             let result = await attempt(stage, runner: runner, job: job, context: context, control: control)
             if case .ended(.failed(let error, _)) = result {
-                span.setStatus(SpanStatus(code: .error, message: error))
+                span.setStatus(SpanStatus(code: .error, message: error.description))
             }
             return result
         }
@@ -135,9 +135,11 @@ struct Executor: Sendable {
         case .finished(.failure(let snooze as Snooze)):
             return .ended(.snoozed(snooze.delay))
         case .finished(.failure(let failure as TaskFailure)):
-            return .ended(.failed(error: failure.message, retry: failure.retry))
+            return .ended(.failed(error: failure.error, retry: failure.retry))
+        case .finished(.failure(let error as StageError)):
+            return .ended(.failed(error: error, retry: .byPolicy))
         case .finished(.failure(let error)):
-            return .ended(.failed(error: Self.describe(error), retry: .byPolicy))
+            return .ended(.failed(error: StageError(Self.describe(error)), retry: .byPolicy))
         }
     }
 

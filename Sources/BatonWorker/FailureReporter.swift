@@ -24,13 +24,15 @@ public struct StageFailure: Sendable, Hashable {
     /// The stage's task (`group`, `await` for those stages).
     public var task: String
     public var attempt: Int
-    public var error: String
+    /// What went wrong, with its code and details if the task gave them.
+    public var error: StageError
     public var outcome: Outcome
     public var metadata: JSONValue
     public var at: Date
 
     public init(
-        jobID: Int64, queue: String, stage: Int, stageName: String? = nil, task: String, attempt: Int, error: String,
+        jobID: Int64, queue: String, stage: Int, stageName: String? = nil, task: String, attempt: Int,
+        error: StageError,
         outcome: Outcome, metadata: JSONValue = [:], at: Date = Date()
     ) {
         self.jobID = jobID
@@ -50,10 +52,12 @@ public struct StageFailure: Sendable, Hashable {
         var body: JSONValue = [
             "event": "job.discarded", "job": .number(JSONNumber(jobID)), "queue": .string(queue),
             "stage": .number(JSONNumber(stage)), "task": .string(task), "attempt": .number(JSONNumber(attempt)),
-            "error": .string(error), "metadata": metadata, "at": .string(RFC3339.format(at)),
+            "error": .string(error.message), "metadata": metadata, "at": .string(RFC3339.format(at)),
         ]
-        if let stageName, case .object(var fields) = body {
-            fields["stage_name"] = .string(stageName)
+        if case .object(var fields) = body {
+            if let stageName { fields["stage_name"] = .string(stageName) }
+            if let code = error.code { fields["code"] = .string(code) }
+            if let details = error.details { fields["details"] = details }
             body = .object(fields)
         }
         return body
@@ -122,7 +126,7 @@ final class FailureReporter: Service, Sendable {
         metadata: JSONValue
     ) {
         let outcome: StageFailure.Outcome
-        let error: String
+        let error: StageError
         switch transition {
         case .retry(let message, let delay):
             (outcome, error) = (.retrying(at: Date().addingTimeInterval(Double(delay.milliseconds) / 1000)), message)

@@ -78,7 +78,9 @@ final class StageRunner: Service, Sendable {
         if let invalid = job.invalid {
             logger.error("job cannot run", metadata: ["job": "\(job.id)", "reason": "\(invalid)"])
             await completer.submit(
-                Outcome(jobID: job.id, stage: job.stage, attempt: job.attempt, transition: .discard(error: invalid)))
+                Outcome(
+                    jobID: job.id, stage: job.stage, attempt: job.attempt,
+                    transition: .discard(error: StageError(invalid))))
             return
         }
         while true {

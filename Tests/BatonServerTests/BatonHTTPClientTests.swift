@@ -129,7 +129,7 @@ struct BatonHTTPClientTests {
                 _ = try await job.result()
             } throws: { error in
                 guard case BatonError.jobFailed(_, .discarded, let message?) = error else { return false }
-                return message.contains("first run")
+                return message.message.contains("first run")
             }
         }
     }

@@ -61,6 +61,40 @@ struct HTTPTaskTests {
         }
     }
 
+    /// A status the stage does not expect fails it with a typed error: code `http_status`, the
+    /// status and the start of the body (parsed when it is JSON) as details; shown by the API, the
+    /// CLI and the dashboard.
+    @Test func aFailedRequestCarriesItsStatusAndBody() async throws {
+        try await withTargetServer({ _ in
+            TargetServer.text(
+                #"{"error": "out_of_stock", "sku": 9007199254740993}"#, status: .unprocessableContent,
+                headers: [.contentType: "application/json"])
+        }) { target async throws in
+            try await withServer(worker: Self.tasks(HTTPTaskConfiguration())) { server async throws in
+                let id = try await server.enqueue([
+                    "stages": [["task": "http", "args": ["method": "POST", "url": .string(target.base + "/orders")]]]
+                ])
+                let job = try await Self.finished(server, id)
+                #expect(job["state"] == "discarded", "\(job)")
+                let error = try #require(job["stages"]?.items.first?["errors"]?.items.last)
+                #expect(error["code"] == "http_status")
+                #expect(error["details"]?["status"] == 422)
+                #expect(
+                    error["details"]?["body"] == [
+                        "error": "out_of_stock", "sku": .number(JSONNumber("9007199254740993")!),
+                    ])
+                let shown = try await server.baton(["jobs", "show", "\(id)"])
+                #expect(shown.out.contains("[http_status]"), "\(shown.out)")
+                #expect(shown.out.contains("details {"), "\(shown.out)")
+                var visitor = DashboardTests.Visitor(base: server.base)
+                try await visitor.signIn(Token.read)
+                let page = try await visitor.get("/ui/jobs/\(id)").html
+                #expect(page.contains(#"<span class="badge s-discarded">http_status</span>"#))
+                #expect(page.contains("out_of_stock"))
+            }
+        }
+    }
+
     /// A later stage reads the job's own input (`{{job.input}}`), exact, not only the stage before's
     /// output.
     @Test func aLaterStageReadsTheJobsInput() async throws {

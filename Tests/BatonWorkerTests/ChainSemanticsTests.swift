@@ -131,6 +131,39 @@ struct ChainSemanticsTests {
         }
     }
 
+    /// A failure is a value: its code and details (numbers exact) are stored with the attempt and
+    /// come back from `result()` as the error a caller switches on.
+    @Test func aTypedFailureComesBackAsItWasThrown() async throws {
+        try await TestDatabase.with { db async throws in
+            let details = Charge.declined
+            var tasks = TaskRegistry()
+            tasks.register(Charge.self)
+            tasks.register(name: "flaky") { _, _, context in
+                if context.attempt == 1 { throw StageError("busy", code: "busy") }
+                return 1
+            }
+            try await withWorker(db, tasks: tasks) { baton, _ async throws in
+                let job = try await baton.enqueue(Chain(input: 1).then(Charge()))
+                await #expect(
+                    throws: BatonError.jobFailed(
+                        id: job.id, state: .discarded,
+                        error: StageError("card declined", code: "card_declined", details: details))
+                ) { try await job.result() }
+                let record = try await baton.job(job.id)
+                #expect(record.errors.first?.code == "card_declined" && record.errors.first?.details == details)
+
+                let retried = try await baton.enqueue([
+                    NewJob(
+                        chain: ChainDefinition(input: 1, stages: [.task("flaky", retry: .constant(.zero, attempts: 2))])
+                    )
+                ])[0]
+                let done = try await baton.waitUntilFinished(retried.id)
+                #expect(done.state == .completed)
+                #expect(done.errors.map(\.code) == ["busy"] && done.errors.first?.details == nil)
+            }
+        }
+    }
+
     @Test func aTasksFailedStatementIsRecordedAsPostgreSQLSaidIt() async throws {
         try await TestDatabase.with { db async throws in
             var tasks = TaskRegistry()
@@ -248,5 +281,16 @@ struct SQLEnqueueTests {
                 #expect(bad.lastError?.contains("does not decode") == true)
             }
         }
+    }
+}
+
+/// Declines, for good, with a code and details.
+struct Charge: BatonTask {
+    static let declined: JSONValue = [
+        "reason": "insufficient_funds", "amount": .number(JSONNumber("12345678901234567890.01")!),
+    ]
+
+    func run(_ input: Int, context: StageContext) async throws -> Int {
+        throw TaskFailure.permanent("card declined", code: "card_declined", details: Self.declined)
     }
 }

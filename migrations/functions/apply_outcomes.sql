@@ -14,7 +14,8 @@
 --            until `delay_ms` from now (then expire_awaits fails the attempt)
 -- Returns what the caller must act on after commit: ('applied', id), ('wake', queue) for queues
 -- with newly available jobs, ('finished', id) for finished jobs someone awaits.
---   p_batch: [{"id", "stage", "attempt", "kind", "output"?, "error"?, "delay_ms"?, "lane"?}, …]
+--   p_batch: [{"id", "stage", "attempt", "kind", "output"?, "error"?, "code"?, "details"?, "delay_ms"?,
+--             "lane"?}, …]
 -- A lane holder promoted here in a queue of `p_queues` is claimed for the worker at once, up to
 -- `p_slots` (its free slots in that queue; not in a paused queue): the next stage of a lane starts
 -- without a claim round trip, and is returned as a ('claimed', …) row with the columns of
@@ -52,7 +53,8 @@ BEGIN
 
     WITH b AS (
         SELECT * FROM jsonb_to_recordset(p_batch)
-            AS b(id bigint, stage int, attempt int, kind text, output jsonb, error text, delay_ms bigint, lane text)
+            AS b(id bigint, stage int, attempt int, kind text, output jsonb, error text, code text, details jsonb,
+                 delay_ms bigint, lane text)
     ), upd AS (
         UPDATE jobs j SET
             state = (CASE b.kind
@@ -76,7 +78,9 @@ BEGIN
                 ELSE j.results END,
             errors = CASE WHEN b.kind IN ('retry', 'discard')
                 THEN j.errors || jsonb_build_array(jsonb_build_object(
-                    'stage', j.stage, 'attempt', j.attempt, 'at', now(), 'worker', p_worker, 'error', b.error))
+                    'stage', j.stage, 'attempt', j.attempt, 'at', now(), 'worker', p_worker, 'error', b.error)
+                    || CASE WHEN b.code IS NULL THEN '{}' ELSE jsonb_build_object('code', b.code) END
+                    || CASE WHEN b.details IS NULL THEN '{}' ELSE jsonb_build_object('details', b.details) END)
                 ELSE j.errors END,
             run_at = CASE WHEN b.kind IN ('retry', 'snooze', 'await') THEN now() + b.delay_ms * interval '1 millisecond'
                           WHEN b.kind IN ('advance', 'release') THEN now() ELSE j.run_at END,

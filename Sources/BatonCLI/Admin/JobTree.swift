@@ -141,8 +141,10 @@ struct JobTree {
         let head =
             "✗ attempt \(error.attempt)  \(Text.time(error.at))"
             + (error.worker.map { "  " + Text.printable($0) } ?? "")
+            + (error.code.map { "  [" + Text.printable($0) + "]" } ?? "")
         let width = max(20, console.width - 12)
         return [console.paint(head, .red)] + wrap(Text.printable(error.error), width: width).map { "  " + $0 }
+            + (error.details.map { ["  details " + Text.preview($0, limit: width)] } ?? [])
     }
 
     private func wrap(_ text: String, width: Int) -> [String] {

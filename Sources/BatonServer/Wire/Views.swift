@@ -79,7 +79,7 @@ extension Components.Schemas.AttemptError {
     fileprivate init(_ error: JobRecord.AttemptError) {
         self.init(
             attempt: error.attempt, at: RFC3339.parse(error.at) ?? .distantPast, worker: error.worker,
-            error: error.error)
+            error: error.error, code: error.code, details: error.details)
     }
 }
 

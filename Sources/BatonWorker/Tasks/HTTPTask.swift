@@ -71,11 +71,9 @@ public struct HTTPTask: Sendable {
         do {
             return redact(try await perform(request, scope: scope, context: context, redact: redact)).jsonText
         } catch let failure as TaskFailure {
-            switch failure.retry {
-            case .never: throw TaskFailure.permanent(redact(failure.message))
-            case .after(let delay): throw TaskFailure.retry(after: delay, redact(failure.message))
-            case .byPolicy: throw HTTPTaskError(redact(failure.message))
-            }
+            throw TaskFailure(
+                redact(failure.message), code: failure.code, details: failure.details.map { redact($0) },
+                retry: failure.retry)
         } catch let error as HTTPTaskError {
             throw HTTPTaskError(redact(error.description))
         } catch {
@@ -205,13 +203,11 @@ public struct HTTPTask: Sendable {
                         contentType: response.headers.first(name: "Content-Type")),
                 ]
             case .retry:
-                let message = "HTTP \(status) from \(method) \(url)" + (await Self.excerpt(response))
-                if let wait = response.headers.first(name: "Retry-After").flatMap({ HTTPExpectations.retryAfter($0) }) {
-                    throw TaskFailure.retry(after: wait, message)
-                }
-                throw HTTPTaskError(message)
+                let wait = response.headers.first(name: "Retry-After").flatMap { HTTPExpectations.retryAfter($0) }
+                throw await Self.statusFailure(
+                    status, method: method, url: url, response: response, retry: wait.map { .after($0) } ?? .byPolicy)
             case .fail:
-                throw TaskFailure.permanent("HTTP \(status) from \(method) \(url)" + (await Self.excerpt(response)))
+                throw await Self.statusFailure(status, method: method, url: url, response: response, retry: .never)
             }
         }
         throw TaskFailure.permanent("more than \(Self.maxRedirects) redirects")
@@ -244,6 +240,19 @@ public struct HTTPTask: Sendable {
         } catch is NIOTooManyBytesError {
             throw tooLarge
         }
+    }
+
+    /// A status the stage's `expect` does not take as success, as a typed failure: code
+    /// `http_status`, details `{"status", "body"}` (the start of the body, parsed when it is JSON).
+    private static func statusFailure(
+        _ status: Int, method: String, url: String, response: HTTPClientResponse, retry: StageOutcome.RetryRequest
+    ) async -> TaskFailure {
+        let excerpt = await Self.excerpt(response)
+        let text = excerpt.isEmpty ? "" : String(excerpt.dropFirst(2))
+        let body = (try? JSONValue(parsing: text)) ?? .string(text)
+        return TaskFailure(
+            "HTTP \(status) from \(method) \(url)" + excerpt, code: "http_status",
+            details: ["status": .number(JSONNumber(status)), "body": text.isEmpty ? .null : body], retry: retry)
     }
 
     /// The start of an error response's body, for the error message.

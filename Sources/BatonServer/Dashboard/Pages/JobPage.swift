@@ -40,6 +40,9 @@ extension Dashboard {
                 var summary: String
                 var worker: String?
                 var error: String?
+                /// The failure's code and details, when the task gave them.
+                var code: String?
+                var details: String?
             }
 
             var number: Int
@@ -147,7 +150,7 @@ extension Dashboard {
         var points = stage.errors.map {
             JobView.Stage.Attempt(
                 outcome: "failed", summary: "Attempt \($0.attempt) failed at \(DashboardText.time($0.at))",
-                worker: $0.worker, error: $0.error)
+                worker: $0.worker, error: $0.error, code: $0.code, details: $0.details.map { DashboardText.json($0) })
         }
         guard let start = stage.startedAt, stage.members == nil else { return points }
         let started = DashboardText.time(start)

@@ -58,7 +58,10 @@ let package = Package(
             ],
             plugins: ["EmbedMigrations"]
         ),
-        .executableTarget(name: "EmbedTool", dependencies: ["Baton", .product(name: "Yams", package: "Yams")]),
+        // YAML read as JSON, numbers exact: the settings file and the OpenAPI document.
+        .target(name: "BatonYAML", dependencies: ["Baton", .product(name: "Yams", package: "Yams")]),
+        .executableTarget(
+            name: "EmbedTool", dependencies: ["Baton", "BatonYAML", .product(name: "Yams", package: "Yams")]),
         .plugin(name: "EmbedMigrations", capability: .buildTool(), dependencies: ["EmbedTool"]),
         .plugin(name: "EmbedOpenAPI", capability: .buildTool(), dependencies: ["EmbedTool"]),
         .plugin(name: "EmbedDashboard", capability: .buildTool(), dependencies: ["EmbedTool"]),
@@ -123,7 +126,8 @@ let package = Package(
         .executableTarget(
             name: "BatonCLI",
             dependencies: [
-                "Baton", "BatonAPI", "BatonHTTPClient", "BatonPostgres", "BatonWorker", "BatonServer", "LocalPostgres",
+                "Baton", "BatonAPI", "BatonHTTPClient", "BatonPostgres", "BatonWorker", "BatonServer", "BatonYAML",
+                "LocalPostgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Configuration", package: "swift-configuration"),

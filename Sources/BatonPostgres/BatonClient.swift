@@ -96,11 +96,17 @@ public final class BatonClient: Service, Sendable {
     ///   or passed the stage.
     @discardableResult
     public func signal(_ job: Int64, _ signal: String, payload: some Encodable) async throws -> SignalDelivery {
-        let value = try JSONValue(encoding: payload)
-        try value.checkStorable(at: "payload")
-        let (delivery, queue) = try await store.deliverSignal(job: job, name: signal, payload: value)
+        try await deliver(signal, to: job, payload: JSONValue(encoding: payload)).delivery
+    }
+
+    /// ``signal(_:_:payload:)``, with the job's state once it is delivered.
+    package func deliver(_ signal: String, to job: Int64, payload: JSONValue) async throws -> (
+        delivery: SignalDelivery, state: JobState
+    ) {
+        try payload.checkStorable(at: "payload")
+        let (delivery, state, queue) = try await store.deliverSignal(job: job, name: signal, payload: payload)
         if delivery == .resumed { waker.wake([queue]) }
-        return delivery
+        return (delivery, state)
     }
 
     /// The one-time token that delivers signal `signal` to job `job` without an API token

@@ -34,10 +34,10 @@ public enum SignalRefusal: Error, Sendable, Hashable, CustomStringConvertible {
 }
 
 extension Store {
-    /// Delivers signal `name` with `payload` to job `job`, once; returns what became of it and the
-    /// queue to wake when the job resumed.
+    /// Delivers signal `name` with `payload` to job `job`, once; returns what became of it, the
+    /// job's state then, and the queue to wake when the job resumed.
     package func deliverSignal(job: Int64, name: String, payload: JSONValue) async throws -> (
-        delivery: SignalDelivery, queue: String
+        delivery: SignalDelivery, state: JobState, queue: String
     ) {
         let rows = try await pool.rows(
             """
@@ -45,12 +45,13 @@ extension Store {
             FROM \(unescaped: schema).deliver_signal(\(job), \(name), \(payload.jsonText)::jsonb)
             """, logger: logger)
         guard let row = rows.first else { throw SignalRefusal.noJob(job) }
-        let (outcome, state, queue) = try row.decode((String, String, String).self)
+        let (outcome, stateName, queue) = try row.decode((String, String, String).self)
+        let state = JobState(rawValue: stateName) ?? .available
         switch outcome {
         case "unknown": throw SignalRefusal.notAwaited(job: job, signal: name)
-        case "late": throw SignalRefusal.late(job: job, signal: name, state: JobState(rawValue: state) ?? .completed)
+        case "late": throw SignalRefusal.late(job: job, signal: name, state: state)
         default:
-            return (SignalDelivery(rawValue: outcome) ?? .kept, queue)
+            return (SignalDelivery(rawValue: outcome) ?? .kept, state, queue)
         }
     }
 

@@ -1,4 +1,5 @@
 import Baton
+import BatonYAML
 import Foundation
 import Yams
 
@@ -20,34 +21,6 @@ func literal(_ text: String) -> String {
     var hashes = "#"
     while text.contains("\"\"\"" + hashes) || text.contains("\"" + hashes) { hashes += "#" }
     return "\(hashes)\"\"\"\n\(text)\n\"\"\"\(hashes)"
-}
-
-/// A YAML node as JSON: scalars by the tag YAML 1.2's core schema resolves (numbers keep their text).
-func json(_ node: Node) throws -> JSONValue {
-    switch node {
-    case .scalar(let scalar):
-        switch Tag.Name(rawValue: node.tag.rawValue) {
-        case .null: return .null
-        case .bool: return .bool(node.bool ?? false)
-        case .int, .float:
-            guard let number = JSONNumber(scalar.string) else {
-                throw YamlError.representer(problem: "\(scalar.string) is not a JSON number")
-            }
-            return .number(number)
-        default: return .string(scalar.string)
-        }
-    case .mapping(let mapping):
-        var object: [String: JSONValue] = [:]
-        for (key, value) in mapping {
-            guard let name = key.string else { throw YamlError.representer(problem: "a key that is not a string") }
-            object[name] = try json(value)
-        }
-        return .object(object)
-    case .sequence(let sequence):
-        return .array(try sequence.map(json))
-    case .alias:
-        throw YamlError.representer(problem: "YAML aliases are not used in the OpenAPI document")
-    }
 }
 
 var swift: String
@@ -82,6 +55,6 @@ default:
     guard let node = try Yams.compose(yaml: yaml) else { throw YamlError.representer(problem: "an empty document") }
     swift = "// Generated from openapi.yaml by the EmbedOpenAPI plugin. Do not edit.\n"
     swift += "package enum EmbeddedOpenAPI {\n    /// The OpenAPI document, as JSON text.\n"
-    swift += "    package static let json = \(literal(try json(node).jsonText))\n}\n"
+    swift += "    package static let json = \(literal(try JSONValue(yaml: node).jsonText))\n}\n"
 }
 try swift.write(toFile: output, atomically: true, encoding: .utf8)

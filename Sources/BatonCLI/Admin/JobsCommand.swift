@@ -28,23 +28,7 @@ extension Jobs {
         static let configuration = CommandConfiguration(
             abstract: "Jobs, newest first (group members show under their parent: baton jobs show).")
 
-        @Option(help: "Only jobs in these states, comma-separated (e.g. running,retryable).")
-        var state: String?
-
-        @Option(help: "Only jobs of this queue.")
-        var queue: String?
-
-        @Option(help: "Only jobs whose current stage is in this lane.")
-        var lane: String?
-
-        @Option(help: "Only jobs with a stage running this task.")
-        var task: String?
-
-        @Option(help: "Only jobs whose last error contains this text (case-insensitive).")
-        var error: String?
-
-        @Option(help: "Only jobs created this long ago or less (e.g. 30m, 2h).")
-        var since: Duration?
+        @OptionGroup var filter: JobFilterOptions
 
         @Option(help: "At most this many jobs.")
         var limit: Int = 50
@@ -57,28 +41,19 @@ extension Jobs {
 
         func validate() throws {
             guard limit >= 1 else { throw ValidationError("--limit must be at least 1") }
-            for name in state?.split(separator: ",") ?? [] where JobState(rawValue: String(name)) == nil {
-                throw ValidationError(
-                    "unknown state \"\(name)\"; states are \(JobState.allCases.map(\.rawValue).joined(separator: ", "))"
-                )
-            }
         }
 
         func run() async throws {
             let client = try admin.client()
             var jobs: [JobSummaryView] = []
             var cursor: String?
-            let createdAfter = since.map { Date().addingTimeInterval(-Double($0.components.seconds)) }
-            let states = (state?.split(separator: ",") ?? []).compactMap {
-                Components.Schemas.JobState(rawValue: String($0))
-            }
+            let createdAfter = JobFilterOptions.ago(filter.since, from: Date())
             repeat {
                 let size = all ? 1000 : min(1000, limit - jobs.count)
                 let page = try await client.call { [cursor] baton in
                     try await baton.jobs(
-                        states: states, queue: queue, lane: lane, task: task, error: error,
-                        createdAfter: createdAfter,
-                        limit: size, cursor: cursor)
+                        states: filter.states, queue: filter.queue, lane: filter.lane, task: filter.task,
+                        error: filter.error, createdAfter: createdAfter, limit: size, cursor: cursor)
                 }
                 jobs += page.jobs
                 cursor = page.nextCursor

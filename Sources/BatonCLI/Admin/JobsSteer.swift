@@ -113,9 +113,10 @@ private struct Deleted: Encodable {
     var deleted = true
 }
 
-/// The filter of `baton jobs cancel|retry|delete` over many jobs (`POST /v1/jobs/bulk`).
-struct BulkFilterOptions: ParsableArguments {
-    @Option(help: "Only jobs in these states, comma-separated.")
+/// What `baton jobs list` and `baton jobs cancel|retry|delete` filter jobs by, as `GET /v1/jobs`
+/// and `POST /v1/jobs/bulk` take it.
+struct JobFilterOptions: ParsableArguments {
+    @Option(help: "Only jobs in these states, comma-separated (e.g. running,retryable).")
     var state: String?
 
     @Option(help: "Only jobs of this queue.")
@@ -130,8 +131,35 @@ struct BulkFilterOptions: ParsableArguments {
     @Option(help: "Only jobs whose last error contains this text (case-insensitive).")
     var error: String?
 
-    @Option(help: "Only jobs created this long ago or less (e.g. 2h).")
+    @Option(help: "Only jobs created this long ago or less (e.g. 30m, 2h).")
     var since: Duration?
+
+    /// Whether any filter is given.
+    var isGiven: Bool { state != nil || queue != nil || lane != nil || task != nil || error != nil || since != nil }
+
+    /// The states asked for.
+    var states: [Components.Schemas.JobState] {
+        (state?.split(separator: ",") ?? []).compactMap { Components.Schemas.JobState(rawValue: String($0)) }
+    }
+
+    func validate() throws {
+        for name in state?.split(separator: ",") ?? [] where JobState(rawValue: String(name)) == nil {
+            throw ValidationError(
+                "unknown state \"\(name)\"; states are \(JobState.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+    }
+
+    /// `duration` before `now`.
+    static func ago(_ duration: Duration?, from now: Date) -> Date? {
+        duration.map {
+            now.addingTimeInterval(-Double($0.components.seconds) - Double($0.components.attoseconds) / 1e18)
+        }
+    }
+}
+
+/// The filter of `baton jobs cancel|retry|delete` over many jobs (`POST /v1/jobs/bulk`).
+struct BulkFilterOptions: ParsableArguments {
+    @OptionGroup var jobs: JobFilterOptions
 
     @Option(help: "Only jobs that finished this long ago or less (e.g. 30m).")
     var finishedSince: Duration?
@@ -143,10 +171,7 @@ struct BulkFilterOptions: ParsableArguments {
     var dryRun = false
 
     /// Whether the command is to act on what a filter matches rather than on ids alone.
-    var isBulk: Bool {
-        all || dryRun || state != nil || queue != nil || lane != nil || task != nil || error != nil || since != nil
-            || finishedSince != nil
-    }
+    var isBulk: Bool { all || dryRun || jobs.isGiven || finishedSince != nil }
 
     func validate(ids: [JobID]) throws {
         if ids.isEmpty && !isBulk {
@@ -154,32 +179,17 @@ struct BulkFilterOptions: ParsableArguments {
                 "give job ids, or a filter (--state, --queue, --lane, --task, --error, --since, --finished-since) or --all"
             )
         }
-        if all
-            && (ids.count > 0 || state != nil || queue != nil || lane != nil || task != nil || error != nil
-                || since != nil || finishedSince != nil)
-        {
+        if all && (ids.count > 0 || jobs.isGiven || finishedSince != nil) {
             throw ValidationError("--all takes no ids or other filters")
-        }
-        for name in state?.split(separator: ",") ?? [] where JobState(rawValue: String(name)) == nil {
-            throw ValidationError(
-                "unknown state \"\(name)\"; states are \(JobState.allCases.map(\.rawValue).joined(separator: ", "))")
         }
     }
 
     func run(_ action: BatonHTTPClient.BulkAction, ids: [JobID], _ admin: AdminOptions) async throws {
         let now = Date()
-        func ago(_ duration: Duration?) -> Date? {
-            duration.map {
-                now.addingTimeInterval(-Double($0.components.seconds) - Double($0.components.attoseconds) / 1e18)
-            }
-        }
         let filter = BatonHTTPClient.BulkFilter(
-            state: state.map {
-                $0.split(separator: ",").compactMap { Components.Schemas.JobState(rawValue: String($0)) }
-            },
-            queue: queue, lane: lane, task: task, error: error, createdAfter: ago(since),
-            finishedAfter: ago(finishedSince),
-            ids: ids.isEmpty ? nil : ids.map(\.value))
+            state: jobs.state == nil ? nil : jobs.states, queue: jobs.queue, lane: jobs.lane, task: jobs.task,
+            error: jobs.error, createdAfter: JobFilterOptions.ago(jobs.since, from: now),
+            finishedAfter: JobFilterOptions.ago(finishedSince, from: now), ids: ids.isEmpty ? nil : ids.map(\.value))
         let answer = try await admin.client().call { baton in
             try await baton.bulk(action, matching: filter, dryRun: dryRun)
         }

@@ -4,7 +4,6 @@ import BatonAPI
 import BatonPostgres
 import BatonServer
 import Foundation
-import Yams
 
 /// The `schedules:` of a settings file: what it lists is what runs (the file's schedules are
 /// saved, and those it no longer lists deleted, when `baton worker`, `serve` or `dev` starts; a
@@ -35,37 +34,6 @@ struct ScheduleSettings: Sendable {
             } catch let error as ScheduleDefinitionError {
                 throw ValidationError("config file \(file): \(error.path): \(error.reason)")
             }
-        }
-    }
-
-    /// A YAML node as JSON, numbers kept as written: a job's input must come back as it was given.
-    static func json(_ node: Node) throws -> JSONValue { try json(node, path: "") }
-
-    private static func json(_ node: Node, path: String) throws -> JSONValue {
-        switch node {
-        case .scalar(let scalar):
-            switch Tag.Name(rawValue: node.tag.rawValue) {
-            case .null: return .null
-            case .bool: return .bool(node.bool ?? false)
-            case .int, .float:
-                guard let number = JSONNumber(scalar.string) else {
-                    throw ValidationError(
-                        "\(path.isEmpty ? "a value" : path): write \(scalar.string) as a decimal number")
-                }
-                return .number(number)
-            default: return .string(scalar.string)
-            }
-        case .sequence(let sequence):
-            return .array(try sequence.enumerated().map { try json($1, path: "\(path)[\($0)]") })
-        case .mapping(let mapping):
-            var object: [String: JSONValue] = [:]
-            for (key, value) in mapping {
-                guard case .scalar(let name) = key else { throw ValidationError("\(path): keys must be text") }
-                object[name.string] = try json(value, path: path.isEmpty ? name.string : "\(path).\(name.string)")
-            }
-            return .object(object)
-        case .alias:
-            throw ValidationError("\(path): YAML aliases are not read in schedules")
         }
     }
 }

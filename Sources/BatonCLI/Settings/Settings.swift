@@ -1,5 +1,6 @@
 import ArgumentParser
 import Baton
+import BatonYAML
 import Configuration
 import Foundation
 import Yams
@@ -96,10 +97,10 @@ struct Settings: Sendable {
                 document = try JSONValue(parsing: data)
             } else {
                 document =
-                    try Yams.compose(yaml: String(decoding: data, as: UTF8.self)).map(ScheduleSettings.json) ?? .null
+                    try Yams.compose(yaml: String(decoding: data, as: UTF8.self)).map(JSONValue.init(yaml:)) ?? .null
             }
-        } catch let error as ValidationError {
-            throw ValidationError("config file \(path): \(error.message)")
+        } catch let error as YAMLNotJSON {
+            throw ValidationError("config file \(path): \(error)")
         } catch {
             throw ValidationError("config file \(path) is not valid \(isJSON ? "JSON" : "YAML"): \(error)")
         }

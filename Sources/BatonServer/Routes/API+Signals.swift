@@ -25,8 +25,7 @@ extension API {
         }
         guard case .json(let payload) = input.body else { throw Problem.invalid("", "the body must be JSON") }
         do {
-            let delivery = try await client.signal(id, name, payload: payload)
-            let state = try await store.job(id)?.state ?? .available
+            let (delivery, state) = try await client.deliver(name, to: id, payload: payload)
             return .ok(
                 .init(
                     body: .json(

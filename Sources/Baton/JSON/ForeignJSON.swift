@@ -8,15 +8,16 @@ import Synchronization
 ///   at the foreign decoder's coding path from that document instead of what the decoder offers.
 /// - Writing: a number the foreign encoder cannot write exactly (more digits than `Decimal` holds,
 ///   say) is written as a placeholder string, and the middleware puts the number's text back in
-///   the encoded body.
+///   the encoded body. A value that Baton writes faster itself (a batch's answer) goes the same
+///   way: its whole text behind one placeholder.
 package final class ForeignJSON: Sendable {
     /// The bridge of the body being read or written by this task, if any.
     @TaskLocal package static var current: ForeignJSON?
 
     /// The body as Baton's reader read it.
     package let document: Mutex<JSONValue?>
-    /// Numbers written as placeholders, by index.
-    private let placeholders = Mutex<[JSONNumber]>([])
+    /// The JSON texts written as placeholders, by index.
+    private let placeholders = Mutex<[String]>([])
     /// Makes placeholders impossible to forge: a string a caller sent cannot match one.
     private let nonce: String
 
@@ -32,24 +33,27 @@ package final class ForeignJSON: Sendable {
     }
 
     /// The string written in place of `number`.
-    func placeholder(for number: JSONNumber) -> String {
+    func placeholder(for number: JSONNumber) -> String { placeholder(forJSON: number.text) }
+
+    /// The string written in place of `text`, which must be JSON (Baton's writer's).
+    package func placeholder(forJSON text: String) -> String {
         let index = placeholders.withLock { list in
-            list.append(number)
+            list.append(text)
             return list.count - 1
         }
         return "\(prefix)\(index)"
     }
 
-    private var prefix: String { "baton-number-\(nonce)-" }
+    private var prefix: String { "baton-json-\(nonce)-" }
 
-    /// Whether any number was written as a placeholder.
+    /// Whether any text was written as a placeholder.
     package var wrotePlaceholders: Bool { placeholders.withLock { !$0.isEmpty } }
 
     /// `bytes` (JSON text a foreign encoder wrote) with every placeholder string replaced by its
-    /// number.
+    /// text.
     package func restoringNumbers(in bytes: [UInt8]) -> [UInt8] {
-        let numbers = placeholders.withLock { $0 }
-        guard !numbers.isEmpty else { return bytes }
+        let texts = placeholders.withLock { $0 }
+        guard !texts.isEmpty else { return bytes }
         let marker = Array(("\"" + prefix).utf8)
         var output: [UInt8] = []
         output.reserveCapacity(bytes.count)
@@ -62,8 +66,8 @@ package final class ForeignJSON: Sendable {
                     number = number * 10 + Int(bytes[end] - UInt8(ascii: "0"))
                     end += 1
                 }
-                if end < bytes.count, bytes[end] == UInt8(ascii: "\""), numbers.indices.contains(number) {
-                    output.append(contentsOf: numbers[number].text.utf8)
+                if end < bytes.count, bytes[end] == UInt8(ascii: "\""), texts.indices.contains(number) {
+                    output.append(contentsOf: texts[number].utf8)
                     index = end + 1
                     continue
                 }

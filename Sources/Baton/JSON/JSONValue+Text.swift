@@ -107,7 +107,8 @@ extension JSONValue {
 
     private static let hex = Array("0123456789abcdef".utf8)
 
-    private static func write(string: String, into bytes: inout [UInt8]) {
+    /// `string` as a JSON string, quoted and escaped.
+    package static func write(string: String, into bytes: inout [UInt8]) {
         var string = string
         bytes.append(UInt8(ascii: "\""))
         string.withUTF8 { utf8 in

@@ -2,7 +2,7 @@ import Foundation
 
 /// An encoder that knows it writes a `JSONValue`: `JSONValue` and `JSONNumber` hand it their value
 /// whole instead of going through containers (which would round numbers to `Double`).
-protocol JSONValueEncoding: Encoder {
+package protocol JSONValueEncoding: Encoder {
     func encodeValue(_ value: JSONValue)
 }
 

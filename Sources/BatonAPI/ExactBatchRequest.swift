@@ -71,7 +71,8 @@ extension Components.Schemas.JobRequest {
             }
             switch key {
             case "queue": guard let text = field.quickString else { return nil }; queue = text
-            case "priority": guard let number = field.quickInteger(as: Int32.self) else { return nil }; priority = number
+            case "priority":
+                guard let number = field.quickInteger(as: Int32.self) else { return nil }; priority = number
             case "run_at":
                 guard let text = field.quickString, let date = RFC3339.parse(text) else { return nil }
                 runAt = date

@@ -65,7 +65,8 @@ struct ExactBatchTests {
                 id: Int64.max, queue: "q \"quoted\" \\ \n é", state: .scheduled, inserted: false,
                 waitingFor: [
                     .init(reason: .scheduled, message: "due at…", until: until),
-                    .init(reason: .lane, message: "behind", until: until, job: 42), .init(reason: .noWorker, message: ""),
+                    .init(reason: .lane, message: "behind", until: until, job: 42),
+                    .init(reason: .noWorker, message: ""),
                 ]),
             .init(id: 3, queue: "x", state: .waiting, inserted: true, waitingFor: []),
         ]
@@ -81,11 +82,14 @@ struct ExactBatchTests {
 
         // Under the server's bridge, through Foundation, the answer is the same.
         let bridge = ForeignJSON()
-        let body = try ForeignJSON.$current.withValue(bridge) { try JSONEncoder().encode(ExactBatchResponse(jobs: jobs)) }
+        let body = try ForeignJSON.$current.withValue(bridge) {
+            try JSONEncoder().encode(ExactBatchResponse(jobs: jobs))
+        }
         #expect(try JSONValue(parsing: bridge.restoringNumbers(in: Array(body))) == ["jobs": foundation])
 
         // The writer knows every field: a field the document gains fails here until it is written.
-        #expect(Mirror(reflecting: jobs[0]).children.map(\.label) == ["id", "queue", "state", "inserted", "waitingFor"])
+        #expect(
+            Mirror(reflecting: jobs[0]).children.map(\.label) == ["id", "queue", "state", "inserted", "waitingFor"])
         #expect(
             Mirror(reflecting: jobs[1].waitingFor![0]).children.map(\.label) == ["reason", "message", "until", "job"])
     }

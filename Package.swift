@@ -240,7 +240,7 @@ let package = Package(
         .testTarget(
             name: "BatonServerTests",
             dependencies: [
-                "Baton", "BatonAPI", "BatonHTTPClient", "BatonPostgres", "BatonServer", "BatonWorker",
+                "Baton", "BatonAPI", "BatonHTTPClient", "BatonHTTPTask", "BatonPostgres", "BatonServer", "BatonWorker",
                 "BatonTestSupport", "BatonServerTestSupport",
                 "BatonCLI",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

@@ -11,14 +11,41 @@ import Foundation
 /// ```
 ///
 /// `url`, header and query values and the string leaves of `json` (or `body`, a text body) are
-/// `Template`s. Checked when a chain is enqueued, so a malformed `http` stage is refused with the
-/// path of the field at fault rather than failing when it runs.
+/// `Template`s. Instead of `json` or `body`, a stage may send bytes (`body_base64`, a template that
+/// fills in to base64, such as an earlier binary response's body) or a `multipart/form-data` form:
+///
+/// ```json
+/// "multipart": [{"name": "purpose", "text": "invoice"},
+///               {"name": "file", "filename": "{{input.name}}", "content_type": "application/pdf",
+///                "base64": "{{stages.render.output.body}}"},
+///               {"name": "meta", "filename": "meta.json", "json": {"id": "{{job.id}}"}}]
+/// ```
+///
+/// Checked when a chain is enqueued, so a malformed `http` stage is refused with the path of the
+/// field at fault rather than failing when it runs.
 public struct HTTPRequestArgs: Sendable, Hashable {
     public enum Body: Sendable, Hashable {
         case none
         /// JSON whose string leaves are templates; a leaf that is one tag keeps the value's type.
         case json(JSONValue)
         case text(Template)
+        /// Bytes: the template fills in to their base64.
+        case base64(Template)
+        case multipart([Part])
+    }
+
+    /// One part of a `multipart/form-data` body: a field, or a file when it has a file name.
+    public struct Part: Sendable, Hashable {
+        public enum Content: Sendable, Hashable {
+            case text(Template)
+            case base64(Template)
+            case json(JSONValue)
+        }
+
+        public var name: String
+        public var filename: Template?
+        public var contentType: String?
+        public var content: Content
     }
 
     public struct Field: Sendable, Hashable {
@@ -40,8 +67,12 @@ public struct HTTPRequestArgs: Sendable, Hashable {
     public static let defaultMaxResponseBytes = 10 << 20
     public static let maxResponseBytesLimit = 100 << 20
     static let fields: Set<String> = [
-        "method", "url", "headers", "query", "json", "body", "timeout", "expect", "max_response_bytes",
+        "method", "url", "headers", "query", "json", "body", "body_base64", "multipart", "timeout", "expect",
+        "max_response_bytes",
     ]
+    static let partFields: Set<String> = ["name", "filename", "content_type", "text", "base64", "json"]
+    /// The most parts a form may have.
+    public static let maxParts = 100
 
     public var method: String
     public var url: Template
@@ -102,17 +133,59 @@ public struct HTTPRequestArgs: Sendable, Hashable {
             throw invalid("headers.\(header.name)", "is not a valid header name")
         }
         query = try fieldList("query")
-        switch (args["json"], args["body"]) {
-        case (.some, .some): throw invalid("body", "give json or body, not both")
-        case (let json?, nil):
-            try Self.checkTemplates(in: json, path: "\(path).json")
-            body = .json(json)
-        case (nil, let text?): body = .text(try template(text, at: "body"))
-        case (nil, nil): body = .none
+        let bodies = ["json", "body", "body_base64", "multipart"].filter { args[$0] != nil }
+        if bodies.count > 1 { throw invalid(bodies[1], "give one of json, body, body_base64 and multipart") }
+        switch bodies.first {
+        case "json":
+            try Self.checkTemplates(in: args["json"]!, path: "\(path).json")
+            body = .json(args["json"]!)
+        case "body": body = .text(try template(args["body"]!, at: "body"))
+        case "body_base64": body = .base64(try template(args["body_base64"]!, at: "body_base64"))
+        case "multipart":
+            guard case .array(let items) = args["multipart"]!, (1...Self.maxParts).contains(items.count) else {
+                throw invalid("multipart", "must be an array of 1 to \(Self.maxParts) parts")
+            }
+            var parts: [Part] = []
+            for (index, item) in items.enumerated() {
+                let at = "multipart[\(index)]"
+                guard case .object(let fields) = item else { throw invalid(at, "must be an object") }
+                if let unknown = fields.keys.filter({ !Self.partFields.contains($0) }).min() {
+                    throw invalid(
+                        "\(at).\(unknown)",
+                        "unknown field; expected one of \(Self.partFields.sorted().joined(separator: ", "))")
+                }
+                guard case .string(let name)? = fields["name"], !name.isEmpty, Self.isPlainText(name) else {
+                    throw invalid("\(at).name", "must be a non-empty string without line breaks")
+                }
+                var contentType: String?
+                if let value = fields["content_type"] {
+                    guard case .string(let text) = value, Self.isPlainText(text), text.contains("/") else {
+                        throw invalid("\(at).content_type", "must be a media type such as \"application/pdf\"")
+                    }
+                    contentType = text
+                }
+                let sources = ["text", "base64", "json"].filter { fields[$0] != nil }
+                let content: Part.Content
+                switch (sources.count, sources.first) {
+                case (1, "text"): content = .text(try template(fields["text"]!, at: "\(at).text"))
+                case (1, "base64"): content = .base64(try template(fields["base64"]!, at: "\(at).base64"))
+                case (1, _):
+                    try Self.checkTemplates(in: fields["json"]!, path: "\(path).\(at).json")
+                    content = .json(fields["json"]!)
+                default: throw invalid(at, "give one of text, base64 and json")
+                }
+                var filename: Template?
+                if let value = fields["filename"] { filename = try template(value, at: "\(at).filename") }
+                parts.append(Part(name: name, filename: filename, contentType: contentType, content: content))
+            }
+            if headers.contains(where: { $0.name.lowercased() == "content-type" }) {
+                throw invalid("headers.Content-Type", "a multipart body sets its own Content-Type (with its boundary)")
+            }
+            body = .multipart(parts)
+        default: body = .none
         }
-        if case .none = body {
-        } else if self.method == "GET" || self.method == "HEAD" {
-            throw invalid("body", "\(self.method) requests carry no body")
+        if let field = bodies.first, self.method == "GET" || self.method == "HEAD" {
+            throw invalid(field, "\(self.method) requests carry no body")
         }
         if let timeout = args["timeout"] {
             guard case .string(let text) = timeout, let duration = DurationFormat.parse(text), duration > .zero,
@@ -137,13 +210,31 @@ public struct HTTPRequestArgs: Sendable, Hashable {
         var templates = [url] + headers.map(\.value) + query.map(\.value)
         switch body {
         case .none: break
-        case .text(let text): templates.append(text)
-        case .json(let json):
-            Self.forEachString(in: json) { text in
-                if let template = try? Template(parsing: text) { templates.append(template) }
+        case .text(let text), .base64(let text): templates.append(text)
+        case .json(let json): templates += Self.templates(in: json)
+        case .multipart(let parts):
+            for part in parts {
+                if let filename = part.filename { templates.append(filename) }
+                switch part.content {
+                case .text(let text), .base64(let text): templates.append(text)
+                case .json(let json): templates += Self.templates(in: json)
+                }
             }
         }
         return templates
+    }
+
+    private static func templates(in json: JSONValue) -> [Template] {
+        var templates: [Template] = []
+        forEachString(in: json) { text in
+            if let template = try? Template(parsing: text) { templates.append(template) }
+        }
+        return templates
+    }
+
+    /// No line break or NUL: safe in a header line.
+    static func isPlainText(_ text: String) -> Bool {
+        !text.unicodeScalars.contains { $0 == "\r" || $0 == "\n" || $0 == "\0" }
     }
 
     /// `json` with every string leaf filled from `scope`.

@@ -36,6 +36,50 @@ struct HTTPRequestArgsTests {
             (["method": "GET", "url": "https://x", "expect": ["99": "fail"]], "args.expect.99"),
             (["method": "GET", "url": "https://x", "max_response_bytes": 0], "args.max_response_bytes"),
             (["method": "GET", "url": "https://x", "retries": 3], "args.retries"),
+            (["method": "POST", "url": "https://x", "body": "t", "body_base64": "dA=="], "args.body_base64"),
+            (["method": "GET", "url": "https://x", "body_base64": "dA=="], "args.body_base64"),
+            (["method": "POST", "url": "https://x", "body_base64": ["x"]], "args.body_base64"),
+            (["method": "POST", "url": "https://x", "multipart": [:]], "args.multipart"),
+            (["method": "POST", "url": "https://x", "multipart": []], "args.multipart"),
+            (["method": "POST", "url": "https://x", "multipart": ["x"]], "args.multipart[0]"),
+            (["method": "POST", "url": "https://x", "multipart": [["text": "t"]]], "args.multipart[0].name"),
+            (
+                ["method": "POST", "url": "https://x", "multipart": [["name": "a\r\nX: y", "text": "t"]]],
+                "args.multipart[0].name"
+            ),
+            (["method": "POST", "url": "https://x", "multipart": [["name": "a"]]], "args.multipart[0]"),
+            (
+                ["method": "POST", "url": "https://x", "multipart": [["name": "a", "text": "t", "base64": "dA=="]]],
+                "args.multipart[0]"
+            ),
+            (
+                ["method": "POST", "url": "https://x", "multipart": [["name": "a", "text": "t", "size": 1]]],
+                "args.multipart[0].size"
+            ),
+            (
+                ["method": "POST", "url": "https://x", "multipart": [["name": "a", "text": "{{input"]]],
+                "args.multipart[0].text"
+            ),
+            (
+                ["method": "POST", "url": "https://x", "multipart": [["name": "a", "json": ["k": "{{#s}}"]]]],
+                "args.multipart[0].json.k"
+            ),
+            (
+                ["method": "POST", "url": "https://x", "multipart": [["name": "a", "text": "t", "filename": ["x"]]]],
+                "args.multipart[0].filename"
+            ),
+            (
+                [
+                    "method": "POST", "url": "https://x",
+                    "multipart": [["name": "a", "text": "t", "content_type": "pdf"]],
+                ], "args.multipart[0].content_type"
+            ),
+            (
+                [
+                    "method": "POST", "url": "https://x", "headers": ["Content-Type": "text/plain"],
+                    "multipart": [["name": "a", "text": "t"]],
+                ], "args.headers.Content-Type"
+            ),
             ("GET https://x", "args"),
         ]
         for (args, path) in cases {

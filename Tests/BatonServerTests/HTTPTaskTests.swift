@@ -192,6 +192,144 @@ struct HTTPTaskTests {
         }
     }
 
+    /// The seed's upload: allocate, fetch a rendered file (binary, so its body comes back as
+    /// base64), send a multipart form (a field, a file from the job's input, the rendered file, a
+    /// JSON file), put the rendered file again as a raw body, confirm. The server checks every
+    /// part byte for byte.
+    @Test func anUploadSendsMultipartFormsAndRawBytes() async throws {
+        let rendered: [UInt8] = (0...255).map(UInt8.init).reversed() + [0, 13, 10, 45, 45]
+        let chunk: [UInt8] = Array("first part, with \u{0} and é".utf8)
+        try await withTargetServer({ request in
+            let base = "http://\(request.authority)"
+            switch (request.method, request.path) {
+            case ("POST", "/uploads"):
+                return TargetServer.json(
+                    ["id": "up-1", "parts": .string("\(base)/uploads/up-1/parts")], status: .created)
+            case ("GET", "/render"):
+                return Response(
+                    status: .ok, headers: [.contentType: "application/pdf"],
+                    body: .init(byteBuffer: ByteBuffer(bytes: rendered)))
+            case ("POST", "/uploads/up-1/parts"):
+                return TargetServer.json(["etag": .string("e-\(request.bytes.count)")])
+            case ("PUT", "/storage/up-1"):
+                return TargetServer.text("", headers: [.eTag: "raw-\(request.bytes.count)"])
+            case ("POST", "/uploads/up-1/complete"):
+                return TargetServer.json(["done": true])
+            default:
+                return TargetServer.text("no", status: .notFound)
+            }
+        }) { target async throws in
+            try await withServer { server async throws in
+                let id = try await server.enqueue([
+                    "input": ["name": "report", "chunk": .string(Data(chunk).base64EncodedString())],
+                    "stages": [
+                        [
+                            "name": "allocate", "task": "http",
+                            "args": [
+                                "method": "POST", "url": .string("\(target.base)/uploads"),
+                                "json": ["name": "{{input.name}}"],
+                            ],
+                        ],
+                        [
+                            "name": "render", "task": "http",
+                            "args": ["method": "GET", "url": .string("\(target.base)/render")],
+                        ],
+                        [
+                            "name": "parts", "task": "http",
+                            "args": [
+                                "method": "POST", "url": "{{stages.allocate.output.body.parts}}",
+                                "multipart": [
+                                    ["name": "upload", "text": "{{stages.allocate.output.body.id}}"],
+                                    [
+                                        "name": "chunk", "filename": "{{job.input.name}}.part1",
+                                        "base64": "{{job.input.chunk}}",
+                                    ],
+                                    [
+                                        "name": "rendered", "filename": "{{job.input.name}}.pdf",
+                                        "content_type": "application/pdf",
+                                        "base64": "{{stages.render.output.body}}",
+                                    ],
+                                    [
+                                        "name": "meta", "filename": "meta.json",
+                                        "json": ["job": "{{job.id}}", "size": 261],
+                                    ],
+                                ],
+                            ],
+                        ],
+                        [
+                            "name": "raw", "task": "http",
+                            "args": [
+                                "method": "PUT", "url": .string("\(target.base)/storage/up-1"),
+                                "body_base64": "{{stages.render.output.body}}",
+                            ],
+                        ],
+                        [
+                            "task": "http",
+                            "args": [
+                                "method": "POST", "url": .string("\(target.base)/uploads/up-1/complete"),
+                                "json": [
+                                    "parts": "{{stages.parts.output.body.etag}}", "raw": "{{input.headers.etag}}",
+                                ],
+                            ],
+                        ],
+                    ],
+                ])
+                let job = try await Self.finished(server, id)
+                #expect(job["state"] == "completed", "\(job)")
+
+                let form = try #require(target.received(path: "/uploads/up-1/parts").first)
+                let type = try #require(form["Content-Type"])
+                #expect(type.hasPrefix("multipart/form-data; boundary=baton-"))
+                let boundary = String(type.dropFirst("multipart/form-data; boundary=".count))
+                let parts = try #require(MultipartParts.parts(of: form.bytes, boundary: boundary), "\(form.body)")
+                #expect(
+                    parts.map(\.disposition) == [
+                        #"form-data; name="upload""#, #"form-data; name="chunk"; filename="report.part1""#,
+                        #"form-data; name="rendered"; filename="report.pdf""#,
+                        #"form-data; name="meta"; filename="meta.json""#,
+                    ])
+                #expect(
+                    parts.map(\.contentType) == [
+                        nil, "application/octet-stream", "application/pdf", "application/json",
+                    ])
+                #expect(parts[0].bytes == Array("up-1".utf8))
+                #expect(parts[1].bytes == chunk)
+                #expect(parts[2].bytes == rendered)
+                #expect(try JSONValue(parsing: parts[3].bytes) == ["job": .number(id), "size": 261])
+
+                let raw = try #require(target.received(path: "/storage/up-1").first)
+                #expect(raw.bytes == rendered)
+                #expect(raw["Content-Type"] == "application/octet-stream")
+                let complete = try #require(target.received(path: "/uploads/up-1/complete").first)
+                #expect(complete.json == ["parts": .string("e-\(form.bytes.count)"), "raw": "raw-261"])
+            }
+        }
+    }
+
+    /// A `body_base64` that fills in to something else fails the stage for good, saying which.
+    @Test func aBodyThatIsNotBase64FailsTheStage() async throws {
+        try await withTargetServer({ _ in TargetServer.text("ok") }) { target async throws in
+            try await withServer { server async throws in
+                let id = try await server.enqueue([
+                    "input": ["data": "not base64!"],
+                    "stages": [
+                        [
+                            "task": "http", "max_attempts": 3,
+                            "args": [
+                                "method": "PUT", "url": .string("\(target.base)/x"), "body_base64": "{{input.data}}",
+                            ],
+                        ]
+                    ],
+                ])
+                let job = try await Self.finished(server, id)
+                #expect(job["state"] == "discarded")
+                #expect(
+                    Self.lastError(job).contains("body_base64 is not base64 once filled in"), "\(Self.lastError(job))")
+                #expect(target.received.isEmpty)
+            }
+        }
+    }
+
     /// 50 jobs for 5 customers, each `[render → delivery in lane customer-N]`; the server is slow at
     /// random and fails some deliveries with 503. Per customer it sees the deliveries in lane order,
     /// each once as a success, never two at a time.
@@ -547,6 +685,15 @@ struct HTTPTaskTests {
                 ])
             #expect(reply.status == 400)
             #expect(reply["path"] == "stages[1].args.url")
+            let form = try await server.call(
+                .POST, "/v1/jobs",
+                body: [
+                    "stages": [
+                        ["task": "http", "args": ["method": "POST", "url": "https://x", "multipart": [["name": "a"]]]]
+                    ]
+                ])
+            #expect(form.status == 400)
+            #expect(form["path"] == "stages[0].args.multipart[0]")
         }
     }
 }

@@ -132,6 +132,15 @@ public struct HTTPTask: Sendable {
             if !headers.contains(name: "Content-Type") {
                 headers.add(name: "Content-Type", value: "text/plain; charset=utf-8")
             }
+        case .base64(let text):
+            body = try decoded(text, scope, "body_base64")
+            if !headers.contains(name: "Content-Type") {
+                headers.add(name: "Content-Type", value: "application/octet-stream")
+            }
+        case .multipart(let parts):
+            let form = MultipartForm(try filled(parts, scope))
+            body = form.bytes
+            headers.add(name: "Content-Type", value: form.contentType)
         }
 
         var method = args.method
@@ -226,6 +235,44 @@ public struct HTTPTask: Sendable {
             return try template.render(in: scope)
         } catch {
             throw TaskFailure.permanent("\(field): \(error)")
+        }
+    }
+
+    /// The bytes whose base64 `template` fills in to.
+    private func decoded(_ template: Template, _ scope: JSONValue, _ field: String) throws -> [UInt8] {
+        guard let bytes = MultipartForm.bytes(base64: try filled(template, scope, field)) else {
+            throw TaskFailure.permanent("\(field) is not base64 once filled in")
+        }
+        return bytes
+    }
+
+    /// A form's parts filled in. A file's content type is the stage's, else `application/json`
+    /// for JSON, `text/plain; charset=utf-8` for text, `application/octet-stream` for bytes; a
+    /// field has none unless the stage gives one.
+    private func filled(_ parts: [HTTPRequestArgs.Part], _ scope: JSONValue) throws -> [MultipartForm.Part] {
+        try parts.enumerated().map { index, part in
+            let field = "multipart[\(index)]"
+            let bytes: [UInt8]
+            let type: String
+            switch part.content {
+            case .text(let text):
+                bytes = Array(try filled(text, scope, "\(field).text").utf8)
+                type = "text/plain; charset=utf-8"
+            case .base64(let text):
+                bytes = try decoded(text, scope, "\(field).base64")
+                type = "application/octet-stream"
+            case .json(let json):
+                do {
+                    bytes = Array(try HTTPRequestArgs.render(json: json, in: scope).jsonText.utf8)
+                } catch {
+                    throw TaskFailure.permanent("\(field).json: \(error)")
+                }
+                type = "application/json"
+            }
+            let filename = try part.filename.map { try filled($0, scope, "\(field).filename") }
+            return MultipartForm.Part(
+                name: part.name, filename: filename, contentType: part.contentType ?? (filename != nil ? type : nil),
+                bytes: bytes)
         }
     }
 

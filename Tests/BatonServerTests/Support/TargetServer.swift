@@ -17,6 +17,7 @@ struct Received: Sendable {
     var query: String
     var headers: HTTPFields
     var body: String
+    var bytes: [UInt8]
     var at: ContinuousClock.Instant
 
     subscript(header: String) -> String? { headers[HTTPField.Name(header)!] }
@@ -59,7 +60,7 @@ func withTargetServer<T: Sendable>(
         let received = Received(
             method: request.method.rawValue, authority: request.head.authority ?? "", path: request.uri.path,
             query: request.uri.query ?? "",
-            headers: request.headers, body: String(buffer: bytes), at: .now)
+            headers: request.headers, body: String(buffer: bytes), bytes: Array(buffer: bytes), at: .now)
         server.withLock { $0 }?.record(received)
         return try await respond(received)
     }

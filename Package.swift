@@ -70,6 +70,7 @@ let package = Package(
             dependencies: [
                 "Baton", "BatonHTTPTask", "BatonPostgres",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -244,6 +245,7 @@ let package = Package(
                 "BatonTestSupport", "BatonServerTestSupport",
                 "BatonCLI",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Mustache", package: "swift-mustache"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

@@ -21,6 +21,10 @@ import Foundation
 ///               {"name": "meta", "filename": "meta.json", "json": {"id": "{{job.id}}"}}]
 /// ```
 ///
+/// `auth` signs each request (`{"hmac": {"secret": "{{secrets.KEY}}"}}`) or sends an OAuth2 token
+/// got by the client-credentials grant (`{"oauth2": {"token_url", "client_id", "secret", "scope"}}`);
+/// see ``Auth``.
+///
 /// Checked when a chain is enqueued, so a malformed `http` stage is refused with the path of the
 /// field at fault rather than failing when it runs.
 public struct HTTPRequestArgs: Sendable, Hashable {
@@ -53,6 +57,30 @@ public struct HTTPRequestArgs: Sendable, Hashable {
         public var value: Template
     }
 
+    /// How a request proves who sends it.
+    public enum Auth: Sendable, Hashable {
+        /// `header: hex(HMAC(secret, METHOD + "\n" + path?query + "\n" + body))`, computed for every
+        /// request sent (each redirect hop too).
+        case hmac(secret: Template, header: String, algorithm: HMACAlgorithm)
+        /// `Authorization: Bearer <token>`, the token got from `tokenURL` by the client-credentials
+        /// grant (RFC 6749 §4.4), the client authenticated by HTTP Basic or in the form. Kept by
+        /// the worker until it expires, fetched anew once when the service answers 401.
+        case oauth2(OAuth2)
+    }
+
+    public enum HMACAlgorithm: String, Sendable, Hashable, CaseIterable {
+        case sha256, sha512
+    }
+
+    public struct OAuth2: Sendable, Hashable {
+        public var tokenURL: Template
+        public var clientID: Template
+        public var secret: Template
+        public var scope: Template?
+        /// `basic` (the default, RFC 6749 §2.3.1) or `body` (`client_id` and `client_secret` in the form).
+        public var clientAuthentication: String
+    }
+
     /// The name the task is registered under.
     public static let taskName = "http"
 
@@ -67,7 +95,7 @@ public struct HTTPRequestArgs: Sendable, Hashable {
     public static let defaultMaxResponseBytes = 10 << 20
     public static let maxResponseBytesLimit = 100 << 20
     static let fields: Set<String> = [
-        "method", "url", "headers", "query", "json", "body", "body_base64", "multipart", "timeout", "expect",
+        "method", "url", "headers", "query", "json", "body", "body_base64", "multipart", "auth", "timeout", "expect",
         "max_response_bytes",
     ]
     static let partFields: Set<String> = ["name", "filename", "content_type", "text", "base64", "json"]
@@ -79,6 +107,7 @@ public struct HTTPRequestArgs: Sendable, Hashable {
     public var headers: [Field]
     public var query: [Field]
     public var body: Body
+    public var auth: Auth?
     public var timeout: Duration
     public var expect: HTTPExpectations
     public var maxResponseBytes: Int
@@ -187,6 +216,11 @@ public struct HTTPRequestArgs: Sendable, Hashable {
         if let field = bodies.first, self.method == "GET" || self.method == "HEAD" {
             throw invalid(field, "\(self.method) requests carry no body")
         }
+        if let value = args["auth"] {
+            auth = try Self.auth(value, headers: headers, invalid: invalid, template: template)
+        } else {
+            auth = nil
+        }
         if let timeout = args["timeout"] {
             guard case .string(let text) = timeout, let duration = DurationFormat.parse(text), duration > .zero,
                 duration <= Self.maxTimeout
@@ -205,6 +239,70 @@ public struct HTTPRequestArgs: Sendable, Hashable {
         }
     }
 
+    private static func auth(
+        _ value: JSONValue, headers: [Field], invalid: (String, String) -> BatonError,
+        template: (JSONValue, String) throws(BatonError) -> Template
+    ) throws(BatonError) -> Auth {
+        func fields(_ value: JSONValue, at path: String, known: [String]) throws(BatonError) -> [String: JSONValue] {
+            guard case .object(let fields) = value else { throw invalid(path, "must be an object") }
+            if let unknown = fields.keys.filter({ !known.contains($0) }).min() {
+                throw invalid("\(path).\(unknown)", "unknown field; expected one of \(known.joined(separator: ", "))")
+            }
+            return fields
+        }
+        let kinds = try fields(value, at: "auth", known: ["hmac", "oauth2"])
+        guard kinds.count == 1, let (kind, settings) = kinds.first else {
+            throw invalid("auth", "give one of hmac and oauth2")
+        }
+        if kind == "hmac" {
+            let hmac = try fields(settings, at: "auth.hmac", known: ["secret", "header", "algorithm"])
+            guard let secret = hmac["secret"] else { throw invalid("auth.hmac.secret", "is required") }
+            var header = "X-Signature"
+            if let value = hmac["header"] {
+                guard case .string(let name) = value, isToken(name) else {
+                    throw invalid("auth.hmac.header", "must be a header name")
+                }
+                header = name
+            }
+            var algorithm = HMACAlgorithm.sha256
+            if let value = hmac["algorithm"] {
+                guard case .string(let name) = value, let known = HMACAlgorithm(rawValue: name) else {
+                    throw invalid("auth.hmac.algorithm", "must be sha256 or sha512")
+                }
+                algorithm = known
+            }
+            return .hmac(secret: try template(secret, "auth.hmac.secret"), header: header, algorithm: algorithm)
+        }
+        let oauth = try fields(
+            settings, at: "auth.oauth2", known: ["token_url", "client_id", "secret", "scope", "client_auth"])
+        for required in ["token_url", "client_id", "secret"] where oauth[required] == nil {
+            throw invalid("auth.oauth2.\(required)", "is required")
+        }
+        let tokenURL = try template(oauth["token_url"]!, "auth.oauth2.token_url")
+        if case .text(let literal) = tokenURL.parts.first,
+            !["http://", "https://"].contains(where: { literal.lowercased().hasPrefix($0) })
+        {
+            throw invalid("auth.oauth2.token_url", "must be an http:// or https:// URL")
+        }
+        var clientAuthentication = "basic"
+        if let value = oauth["client_auth"] {
+            guard case .string(let name) = value, ["basic", "body"].contains(name) else {
+                throw invalid("auth.oauth2.client_auth", "must be basic or body")
+            }
+            clientAuthentication = name
+        }
+        if headers.contains(where: { $0.name.lowercased() == "authorization" }) {
+            throw invalid("headers.Authorization", "oauth2 sends its own Authorization header")
+        }
+        var scope: Template?
+        if let value = oauth["scope"] { scope = try template(value, "auth.oauth2.scope") }
+        return .oauth2(
+            OAuth2(
+                tokenURL: tokenURL, clientID: try template(oauth["client_id"]!, "auth.oauth2.client_id"),
+                secret: try template(oauth["secret"]!, "auth.oauth2.secret"), scope: scope,
+                clientAuthentication: clientAuthentication))
+    }
+
     /// Every template of the request, the body's string leaves included.
     public var templates: [Template] {
         var templates = [url] + headers.map(\.value) + query.map(\.value)
@@ -220,6 +318,12 @@ public struct HTTPRequestArgs: Sendable, Hashable {
                 case .json(let json): templates += Self.templates(in: json)
                 }
             }
+        }
+        switch auth {
+        case .hmac(let secret, _, _): templates.append(secret)
+        case .oauth2(let oauth):
+            templates += [oauth.tokenURL, oauth.clientID, oauth.secret] + (oauth.scope.map { [$0] } ?? [])
+        case nil: break
         }
         return templates
     }

@@ -36,6 +36,53 @@ struct HTTPRequestArgsTests {
             (["method": "GET", "url": "https://x", "expect": ["99": "fail"]], "args.expect.99"),
             (["method": "GET", "url": "https://x", "max_response_bytes": 0], "args.max_response_bytes"),
             (["method": "GET", "url": "https://x", "retries": 3], "args.retries"),
+            (["method": "GET", "url": "https://x", "auth": "hmac"], "args.auth"),
+            (["method": "GET", "url": "https://x", "auth": [:]], "args.auth"),
+            (["method": "GET", "url": "https://x", "auth": ["basic": [:]]], "args.auth.basic"),
+            (["method": "GET", "url": "https://x", "auth": ["hmac": [:], "oauth2": [:]]], "args.auth"),
+            (["method": "GET", "url": "https://x", "auth": ["hmac": [:]]], "args.auth.hmac.secret"),
+            (
+                ["method": "GET", "url": "https://x", "auth": ["hmac": ["secret": "s", "algorithm": "md5"]]],
+                "args.auth.hmac.algorithm"
+            ),
+            (
+                ["method": "GET", "url": "https://x", "auth": ["hmac": ["secret": "s", "header": "X Sig"]]],
+                "args.auth.hmac.header"
+            ),
+            (
+                ["method": "GET", "url": "https://x", "auth": ["hmac": ["secret": "{{secrets"]]],
+                "args.auth.hmac.secret"
+            ),
+            (
+                ["method": "GET", "url": "https://x", "auth": ["oauth2": ["client_id": "c", "secret": "s"]]],
+                "args.auth.oauth2.token_url"
+            ),
+            (
+                [
+                    "method": "GET", "url": "https://x",
+                    "auth": ["oauth2": ["token_url": "ftp://t", "client_id": "c", "secret": "s"]],
+                ], "args.auth.oauth2.token_url"
+            ),
+            (
+                [
+                    "method": "GET", "url": "https://x",
+                    "auth": [
+                        "oauth2": ["token_url": "https://t", "client_id": "c", "secret": "s", "client_auth": "jwt"]
+                    ],
+                ], "args.auth.oauth2.client_auth"
+            ),
+            (
+                [
+                    "method": "GET", "url": "https://x",
+                    "auth": ["oauth2": ["token_url": "https://t", "client_id": "c", "secret": "s", "audience": "a"]],
+                ], "args.auth.oauth2.audience"
+            ),
+            (
+                [
+                    "method": "GET", "url": "https://x", "headers": ["Authorization": "Bearer x"],
+                    "auth": ["oauth2": ["token_url": "https://t", "client_id": "c", "secret": "s"]],
+                ], "args.headers.Authorization"
+            ),
             (["method": "POST", "url": "https://x", "body": "t", "body_base64": "dA=="], "args.body_base64"),
             (["method": "GET", "url": "https://x", "body_base64": "dA=="], "args.body_base64"),
             (["method": "POST", "url": "https://x", "body_base64": ["x"]], "args.body_base64"),

@@ -1,5 +1,6 @@
 import Baton
 import BatonServerTestSupport
+import Crypto
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -326,6 +327,121 @@ struct HTTPTaskTests {
                 #expect(
                     Self.lastError(job).contains("body_base64 is not base64 once filled in"), "\(Self.lastError(job))")
                 #expect(target.received.isEmpty)
+            }
+        }
+    }
+
+    /// `auth.hmac`: the server recomputes the signature of method, path and body with the shared
+    /// secret and accepts only a match; the secret itself is never sent.
+    @Test func anHMACSignatureIsOneTheServerChecks() async throws {
+        let secret = "whsec-\(UInt64.random(in: 0...UInt64.max))"
+        try await withTargetServer({ request in
+            let target = request.path + (request.query.isEmpty ? "" : "?" + request.query)
+            let message = Array("\(request.method)\n\(target)\n".utf8) + request.bytes
+            let expected = HMAC<SHA512>.authenticationCode(for: message, using: SymmetricKey(data: Array(secret.utf8)))
+                .map { String(format: "%02x", $0) }.joined()
+            return request["X-Baton-Signature"] == expected
+                ? TargetServer.json(["ok": true]) : TargetServer.text("bad signature", status: .unauthorized)
+        }) { target async throws in
+            let tasks = Self.tasks(HTTPTaskConfiguration(secrets: ["SIGNING": secret]))
+            try await withServer(worker: tasks) { server async throws in
+                let id = try await server.enqueue([
+                    "input": ["n": .number(JSONNumber("12345678901234567890")!)],
+                    "stages": [
+                        [
+                            "task": "http",
+                            "args": [
+                                "method": "POST", "url": .string("\(target.base)/hooks/a%2Fb?x=1&y=%C3%A9"),
+                                "json": ["n": "{{input.n}}"],
+                                "auth": [
+                                    "hmac": [
+                                        "secret": "{{secrets.SIGNING}}", "header": "X-Baton-Signature",
+                                        "algorithm": "sha512",
+                                    ]
+                                ],
+                            ],
+                        ]
+                    ],
+                ])
+                let job = try await Self.finished(server, id)
+                #expect(job["state"] == "completed", "\(Self.lastError(job))")
+                #expect(job["output"]?["body"] == ["ok": true])
+                let received = try #require(target.received.first)
+                #expect(received.body == #"{"n":12345678901234567890}"#)
+                #expect(!received.headers.contains { $0.value.contains(secret) })
+            }
+        }
+    }
+
+    /// `auth.oauth2`: ten stages share one token from the token endpoint; when the service stops
+    /// taking it (rotated), the next stage gets a new one and tries once more.
+    @Test func anOAuth2TokenIsFetchedOnceAndAgainAfterA401() async throws {
+        struct Issuer {
+            var issued: [String] = []
+            var valid: Set<String> = []
+            var forms: [String] = []
+            var basic: [String?] = []
+        }
+        let issuer = Mutex(Issuer())
+        try await withTargetServer({ request in
+            switch request.path {
+            case "/oauth/token":
+                let token = issuer.withLock { issuer in
+                    let token = "tok-\(issuer.issued.count + 1)"
+                    issuer.issued.append(token)
+                    issuer.valid.insert(token)
+                    issuer.forms.append(request.body)
+                    issuer.basic.append(request["Authorization"])
+                    return token
+                }
+                return TargetServer.json(["access_token": .string(token), "token_type": "Bearer", "expires_in": 3600])
+            default:
+                let presented = request["Authorization"] ?? ""
+                let ok = issuer.withLock { $0.valid.contains(presented.replacingOccurrences(of: "Bearer ", with: "")) }
+                return ok ? TargetServer.json(["ok": true]) : TargetServer.text("expired", status: .unauthorized)
+            }
+        }) { target async throws in
+            let tasks = Self.tasks(HTTPTaskConfiguration(secrets: ["CLIENT_SECRET": "s3cret:&"]))
+            try await withServer(worker: tasks) { server async throws in
+                let clientID = "client-\(UInt64.random(in: 0...UInt64.max))"
+                func job() -> JSONValue {
+                    [
+                        "stages": [
+                            [
+                                "task": "http",
+                                "args": [
+                                    "method": "GET", "url": .string("\(target.base)/api/orders"),
+                                    "auth": [
+                                        "oauth2": [
+                                            "token_url": .string("\(target.base)/oauth/token"),
+                                            "client_id": .string(clientID),
+                                            "secret": "{{secrets.CLIENT_SECRET}}", "scope": "orders:read",
+                                        ]
+                                    ],
+                                ],
+                            ]
+                        ]
+                    ]
+                }
+                var ids: [Int64] = []
+                for _ in 0..<10 { ids.append(try await server.enqueue(job())) }
+                for id in ids {
+                    let done = try await Self.finished(server, id)
+                    #expect(done["state"] == "completed", "\(Self.lastError(done))")
+                }
+                #expect(issuer.withLock { $0.issued } == ["tok-1"])
+                let form = try #require(issuer.withLock { $0.forms.first })
+                #expect(form == "grant_type=client_credentials&scope=orders%3Aread")
+                let basic = "\(clientID):s3cret%3A%26"
+                #expect(issuer.withLock { $0.basic.first } == "Basic " + Data(basic.utf8).base64EncodedString())
+
+                issuer.withLock { _ = $0.valid.remove("tok-1") }  // rotated on the service's side
+                let again = try await Self.finished(server, try await server.enqueue(job()))
+                #expect(again["state"] == "completed", "\(Self.lastError(again))")
+                #expect(again["stages"]?.items.first?["attempts"] == 1)
+                #expect(issuer.withLock { $0.issued } == ["tok-1", "tok-2"])
+                let calls = target.received(path: "/api/orders").map { $0["Authorization"] }
+                #expect(calls.suffix(2) == ["Bearer tok-1", "Bearer tok-2"])
             }
         }
     }

@@ -150,6 +150,31 @@ public struct HTTPTask: Sendable {
         var clientLogger = context.logger
         clientLogger.logLevel = max(clientLogger.logLevel, .info)
         let started = ContinuousClock.now
+        let origin = URL(string: url).map(Self.origin)
+        var signing: (secret: String, header: String, algorithm: HTTPRequestArgs.HMACAlgorithm)?
+        var oauth:
+            (key: OAuth2Tokens.Key, token: OAuth2Tokens.Token, fetch: @Sendable () async throws -> OAuth2Tokens.Token)?
+        switch args.auth {
+        case .hmac(let secret, let header, let algorithm):
+            signing = (try filled(secret, scope, "auth.hmac.secret"), header, algorithm)
+        case .oauth2(let settings):
+            let grant = OAuth2Grant(
+                tokenURL: try filled(settings.tokenURL, scope, "auth.oauth2.token_url"),
+                clientID: try filled(settings.clientID, scope, "auth.oauth2.client_id"),
+                secret: try filled(settings.secret, scope, "auth.oauth2.secret"),
+                scope: try settings.scope.map { try filled($0, scope, "auth.oauth2.scope") },
+                basic: settings.clientAuthentication == "basic")
+            let key = OAuth2Tokens.Key(
+                tokenURL: grant.tokenURL, clientID: grant.clientID, secret: grant.secret, scope: grant.scope)
+            let fetch: @Sendable () async throws -> OAuth2Tokens.Token = { [self, clientLogger] in
+                try await accessToken(grant, deadline: deadline, logger: clientLogger)
+            }
+            let token = try await OAuth2Tokens.shared.token(for: key, fetch: fetch)
+            headers.replaceOrAdd(name: "Authorization", value: "Bearer \(token.value)")
+            oauth = (key, token, fetch)
+        case nil: break
+        }
+        var refreshed = false
         for hop in 0...Self.maxRedirects {
             guard let target = URL(string: url), let scheme = target.scheme?.lowercased(),
                 scheme == "http" || scheme == "https", let host = target.host, !host.isEmpty
@@ -159,18 +184,43 @@ public struct HTTPTask: Sendable {
                     "\(host) is not allowed (BATON_HTTP_ALLOW / BATON_HTTP_DENY; link-local and cloud metadata "
                         + "addresses are always denied)")
             }
+            let sameOrigin = Self.origin(target) == origin
+            if let signing {
+                // A signature is for the service it was written for.
+                if sameOrigin {
+                    headers.replaceOrAdd(
+                        name: signing.header,
+                        value: RequestSignature.hex(
+                            signing.algorithm, secret: signing.secret, method: method, url: target, body: body))
+                } else {
+                    headers.remove(name: signing.header)
+                }
+            }
             var request = HTTPClientRequest(url: url)
             request.method = HTTPMethod(rawValue: method)
             request.headers = headers
             if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
-            let response: HTTPClientResponse
-            do {
-                response = try await OutboundClients.client(configuration.policy, route)
-                    .execute(request, deadline: deadline, logger: clientLogger)
-            } catch let denied as OutboundDenied {
-                throw TaskFailure.permanent("\(method) \(url): \(denied)")
-            } catch {
-                throw HTTPTaskError("\(method) \(url) failed: \(error)")
+            let client = OutboundClients.client(configuration.policy, route)
+            func send() async throws -> HTTPClientResponse {
+                do {
+                    return try await client.execute(request, deadline: deadline, logger: clientLogger)
+                } catch let denied as OutboundDenied {
+                    throw TaskFailure.permanent("\(method) \(url): \(denied)")
+                } catch {
+                    throw HTTPTaskError("\(method) \(url) failed: \(error)")
+                }
+            }
+            var response = try await send()
+            if response.status == .unauthorized, let current = oauth, sameOrigin, !refreshed {
+                // The token was revoked or rotated before it expired: one new token, one more try.
+                _ = await Self.excerpt(response)
+                refreshed = true
+                OAuth2Tokens.shared.refused(current.token, for: current.key)
+                let token = try await OAuth2Tokens.shared.token(for: current.key, fetch: current.fetch)
+                oauth?.token = token
+                headers.replaceOrAdd(name: "Authorization", value: "Bearer \(token.value)")
+                request.headers = headers
+                response = try await send()
             }
             let status = Int(response.status.code)
             context.logger.debug(
@@ -220,6 +270,77 @@ public struct HTTPTask: Sendable {
             }
         }
         throw TaskFailure.permanent("more than \(Self.maxRedirects) redirects")
+    }
+
+    /// Scheme, host and port: where credentials may go.
+    static func origin(_ url: URL) -> String {
+        "\(url.scheme?.lowercased() ?? "")://\(url.host?.lowercased() ?? ""):\(url.port ?? (url.scheme?.lowercased() == "https" ? 443 : 80))"
+    }
+
+    struct OAuth2Grant: Sendable {
+        var tokenURL: String
+        var clientID: String
+        var secret: String
+        var scope: String?
+        var basic: Bool
+    }
+
+    /// An access token by the client-credentials grant (RFC 6749 §4.4), asked of the token endpoint
+    /// under the same outbound policy as every request. A refusal (4xx) fails the stage for good; a
+    /// network error, 408, 429 or 5xx is retried by the stage's policy.
+    private func accessToken(_ grant: OAuth2Grant, deadline: NIODeadline, logger: Logger) async throws
+        -> OAuth2Tokens.Token
+    {
+        guard let target = URL(string: grant.tokenURL), let scheme = target.scheme?.lowercased(),
+            scheme == "http" || scheme == "https", let host = target.host, !host.isEmpty
+        else {
+            throw TaskFailure.permanent("auth.oauth2.token_url is not an http:// or https:// URL: \(grant.tokenURL)")
+        }
+        guard let route = configuration.policy.route(host: host) else {
+            throw TaskFailure.permanent(
+                "auth.oauth2.token_url: \(host) is not allowed (BATON_HTTP_ALLOW / BATON_HTTP_DENY)")
+        }
+        var form = ["grant_type=client_credentials"]
+        if let scope = grant.scope { form.append("scope=" + Self.queryEncoded(scope)) }
+        var request = HTTPClientRequest(url: grant.tokenURL)
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
+        request.headers.add(name: "Accept", value: "application/json")
+        request.headers.add(name: "User-Agent", value: "Baton/\(BatonVersion.current)")
+        if grant.basic {
+            let credentials = Self.queryEncoded(grant.clientID) + ":" + Self.queryEncoded(grant.secret)
+            request.headers.add(name: "Authorization", value: "Basic " + Data(credentials.utf8).base64EncodedString())
+        } else {
+            form += [
+                "client_id=" + Self.queryEncoded(grant.clientID), "client_secret=" + Self.queryEncoded(grant.secret),
+            ]
+        }
+        request.body = .bytes(ByteBuffer(string: form.joined(separator: "&")))
+        let response: HTTPClientResponse
+        do {
+            response = try await OutboundClients.client(configuration.policy, route)
+                .execute(request, deadline: deadline, logger: logger)
+        } catch let denied as OutboundDenied {
+            throw TaskFailure.permanent("auth.oauth2.token_url \(grant.tokenURL): \(denied)")
+        } catch {
+            throw HTTPTaskError("the OAuth2 token request to \(grant.tokenURL) failed: \(error)")
+        }
+        let status = Int(response.status.code)
+        guard (200..<300).contains(status) else {
+            let message =
+                "the OAuth2 token endpoint \(grant.tokenURL) answered \(status)" + (await Self.excerpt(response))
+            if HTTPExpectations().outcome(for: status) == .retry { throw HTTPTaskError(message) }
+            throw TaskFailure.permanent(message)
+        }
+        let bytes = try await Self.read(response, limit: 64 << 10)
+        guard let answer = try? JSONValue(parsing: bytes), case .string(let value)? = answer["access_token"],
+            !value.isEmpty
+        else { throw TaskFailure.permanent("the OAuth2 token endpoint \(grant.tokenURL) gave no access_token") }
+        // Refreshed 30 seconds (or a tenth of its life, if shorter) before it expires.
+        let expires = answer["expires_in"]?.numberValue?.integer(as: Int.self).map { seconds in
+            ContinuousClock.now + .seconds(seconds) - .seconds(min(30, Double(seconds) / 10))
+        }
+        return OAuth2Tokens.Token(value: value, expires: expires)
     }
 
     /// A query name or value, everything but RFC 3986's unreserved characters percent-encoded.

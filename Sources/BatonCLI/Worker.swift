@@ -118,14 +118,19 @@ extension Settings {
     /// failing every request).
     func builtinTasks() throws -> TaskRegistry {
         var tasks = TaskRegistry()
+        var configuration: HTTPTaskConfiguration
         do {
-            var configuration = try HTTPTaskConfiguration.fromEnvironment()
+            configuration = try HTTPTaskConfiguration.fromEnvironment()
+        } catch {
+            throw ValidationError("\(error)")
+        }
+        do {
             configuration.policy = try OutboundPolicy(
                 allow: try list(.httpAllow)?.joined(separator: ","), deny: try list(.httpDeny)?.joined(separator: ","))
-            tasks.register(HTTPTask(configuration: configuration))
         } catch let error as OutboundPolicyError {
             throw ValidationError("http.allow/http.deny: \(error)")
         }
+        tasks.register(HTTPTask(configuration: configuration))
         return tasks
     }
 }

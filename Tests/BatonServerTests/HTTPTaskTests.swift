@@ -446,6 +446,35 @@ struct HTTPTaskTests {
         }
     }
 
+    /// `HTTP_PROXY` and `NO_PROXY`: a request goes through a real forward proxy (a `CONNECT`
+    /// tunnel, with the proxy's credentials) unless `NO_PROXY` names its host, which is reached
+    /// directly.
+    @Test func requestsGoThroughTheProxyUnlessNoProxyNamesTheHost() async throws {
+        try await withTargetServer({ request in TargetServer.json(["path": .string(request.path)]) }) { service async throws in
+            try await withConnectProxy { proxy async throws in
+                let servicePort = try #require(URL(string: service.base)?.port)
+                let proxies = try OutboundProxies(environment: [
+                    "HTTP_PROXY": "http://baton:p%40ss@127.0.0.1:\(proxy.port)", "NO_PROXY": "localhost,.internal.example",
+                ])
+                try await withServer(worker: Self.tasks(HTTPTaskConfiguration(proxies: proxies))) { server async throws in
+                    func get(_ url: String) async throws -> JSONValue {
+                        try await Self.finished(
+                            server, try await server.enqueue(["stages": [["task": "http", "args": ["method": "GET", "url": .string(url)]]]]))
+                    }
+                    let proxied = try await get("\(service.base)/through")
+                    #expect(proxied["state"] == "completed", "\(Self.lastError(proxied))")
+                    #expect(proxy.tunnels == [
+                        .init(target: "127.0.0.1:\(servicePort)", proxyAuthorization: "Basic " + Data("baton:p@ss".utf8).base64EncodedString())
+                    ])
+                    let direct = try await get("http://localhost:\(servicePort)/direct")
+                    #expect(direct["state"] == "completed", "\(Self.lastError(direct))")
+                    #expect(proxy.tunnels.count == 1, "NO_PROXY names localhost")
+                    #expect(service.received.map(\.path) == ["/through", "/direct"])
+                }
+            }
+        }
+    }
+
     /// 50 jobs for 5 customers, each `[render → delivery in lane customer-N]`; the server is slow at
     /// random and fails some deliveries with 503. Per customer it sees the deliveries in lane order,
     /// each once as a success, never two at a time.

@@ -85,3 +85,34 @@ struct OutboundPolicyTests {
         #expect(HTTPTask.body([], contentType: "text/plain") == .null)
     }
 }
+
+/// Which requests go through a proxy: `HTTP_PROXY`, `HTTPS_PROXY`, `NO_PROXY` as curl reads them.
+struct OutboundProxiesTests {
+    @Test func eachSchemeHasItsProxyAndNoProxyNamesWhatGoesDirect() throws {
+        let proxies = try OutboundProxies(environment: [
+            "HTTP_PROXY": "http://user:p%40ss@proxy.corp:3128", "https_proxy": "secure.corp:8443",
+            "HTTPS_PROXY": "ignored.corp:1", "no_proxy": "localhost, .internal.example,corp.example:8080, 10.0.0.0/8,::1",
+        ])
+        let http = try #require(proxies.proxy(scheme: "http", host: "api.example.com"))
+        #expect(http.host == "proxy.corp" && http.port == 3128)
+        #expect(http.credentials?.user == "user" && http.credentials?.password == "p@ss")
+        #expect(proxies.proxy(scheme: "https", host: "api.example.com")?.host == "secure.corp", "lower case wins")
+        for direct in ["localhost", "a.internal.example", "internal.example", "CORP.example", "x.corp.example", "10.1.2.3", "[::1]"] {
+            #expect(proxies.proxy(scheme: "http", host: direct) == nil, "\(direct)")
+        }
+        for proxied in ["notinternal.example", "example", "11.0.0.1", "localhost.evil.example"] {
+            #expect(proxies.proxy(scheme: "http", host: proxied) != nil, "\(proxied)")
+        }
+        #expect(try OutboundProxies(environment: ["HTTPS_PROXY": "p:1", "NO_PROXY": "*"]).proxy(scheme: "https", host: "a") == nil)
+        #expect(try OutboundProxies(environment: ["HTTPS_PROXY": "p:1"]).proxy(scheme: "http", host: "a") == nil)
+    }
+
+    @Test func aMalformedProxyIsRefusedByName() {
+        for bad in ["socks5://p:1080", "https://p:443", "http://", "http://p:notaport"] {
+            #expect(throws: OutboundPolicyError.self, "\(bad)") {
+                try OutboundProxies(environment: ["HTTPS_PROXY": bad])
+            }
+        }
+        #expect((try? OutboundProxies(environment: ["HTTP_PROXY": "ftp://p"])) == nil)
+    }
+}

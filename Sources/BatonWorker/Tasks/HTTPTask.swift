@@ -200,7 +200,8 @@ public struct HTTPTask: Sendable {
             request.method = HTTPMethod(rawValue: method)
             request.headers = headers
             if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
-            let client = OutboundClients.client(configuration.policy, route)
+            let client = OutboundClients.client(
+                configuration.policy, route, proxy: configuration.proxies.proxy(scheme: scheme, host: host))
             func send() async throws -> HTTPClientResponse {
                 do {
                     return try await client.execute(request, deadline: deadline, logger: clientLogger)
@@ -318,8 +319,9 @@ public struct HTTPTask: Sendable {
         request.body = .bytes(ByteBuffer(string: form.joined(separator: "&")))
         let response: HTTPClientResponse
         do {
-            response = try await OutboundClients.client(configuration.policy, route)
-                .execute(request, deadline: deadline, logger: logger)
+            response = try await OutboundClients.client(
+                configuration.policy, route, proxy: configuration.proxies.proxy(scheme: scheme, host: host)
+            ).execute(request, deadline: deadline, logger: logger)
         } catch let denied as OutboundDenied {
             throw TaskFailure.permanent("auth.oauth2.token_url \(grant.tokenURL): \(denied)")
         } catch {

@@ -6,13 +6,19 @@ public struct HTTPTaskConfiguration: Sendable, Hashable {
     public var policy: OutboundPolicy
     /// `{{secrets.NAME}}` in a template; never written to the job, its outputs or errors, or logs.
     public var secrets: [String: String]
+    /// `HTTP_PROXY`, `HTTPS_PROXY`, `NO_PROXY`.
+    public var proxies: OutboundProxies
 
-    public init(policy: OutboundPolicy = OutboundPolicy(), secrets: [String: String] = [:]) {
+    public init(
+        policy: OutboundPolicy = OutboundPolicy(), secrets: [String: String] = [:],
+        proxies: OutboundProxies = OutboundProxies()
+    ) {
         self.policy = policy
         self.secrets = secrets
+        self.proxies = proxies
     }
 
-    /// `BATON_HTTP_ALLOW`, `BATON_HTTP_DENY` and every `BATON_SECRET_<NAME>`.
+    /// `BATON_HTTP_ALLOW`, `BATON_HTTP_DENY`, every `BATON_SECRET_<NAME>`, and the proxies.
     public static func fromEnvironment(
         _ environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws(OutboundPolicyError) -> HTTPTaskConfiguration {
@@ -22,6 +28,6 @@ public struct HTTPTaskConfiguration: Sendable, Hashable {
         }
         return HTTPTaskConfiguration(
             policy: try OutboundPolicy(allow: environment["BATON_HTTP_ALLOW"], deny: environment["BATON_HTTP_DENY"]),
-            secrets: secrets)
+            secrets: secrets, proxies: try OutboundProxies(environment: environment))
     }
 }

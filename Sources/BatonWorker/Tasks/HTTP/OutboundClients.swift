@@ -14,15 +14,24 @@ enum OutboundClients {
     private struct Key: Hashable {
         var policy: OutboundPolicy
         var route: OutboundPolicy.Route
+        var proxy: OutboundProxies.Proxy?
     }
 
     private static let clients = Mutex<[Key: HTTPClient]>([:])
 
-    static func client(_ policy: OutboundPolicy, _ route: OutboundPolicy.Route) -> HTTPClient {
+    /// The client for requests let through by `route`, through `proxy` if there is one.
+    static func client(
+        _ policy: OutboundPolicy, _ route: OutboundPolicy.Route, proxy: OutboundProxies.Proxy? = nil
+    ) -> HTTPClient {
         clients.withLock { clients in
-            let key = Key(policy: policy, route: route)
+            let key = Key(policy: policy, route: route, proxy: proxy)
             if let client = clients[key] { return client }
             var configuration = HTTPClient.Configuration()
+            if let proxy {
+                configuration.proxy = .server(
+                    host: proxy.host, port: proxy.port,
+                    authorization: proxy.credentials.map { .basic(username: $0.user, password: $0.password) })
+            }
             configuration.redirectConfiguration = .disallow  // followed by the task, each hop checked
             configuration.decompression = .enabled(limit: .size(HTTPRequestArgs.maxResponseBytesLimit))
             configuration.timeout.connect = .seconds(10)
@@ -30,6 +39,8 @@ enum OutboundClients {
             // HTTP/1.1 only: the peer check below is the HTTP/1.1 connection's initializer.
             configuration.httpVersion = .http1Only
             configuration.http1_1ConnectionDebugInitializer = { channel in
+                // The peer is the operator's proxy, which resolves and connects (see OutboundProxies).
+                if proxy != nil { return channel.eventLoop.makeSucceededVoidFuture() }
                 guard let peer = channel.remoteAddress, let address = IPAddress(peer) else {
                     return channel.eventLoop.makeFailedFuture(
                         OutboundDenied(address: "\(channel.remoteAddress as Any)"))

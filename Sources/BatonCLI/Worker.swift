@@ -113,22 +113,24 @@ extension Settings {
         return (try string(.workerMetricsHost) ?? "0.0.0.0", port)
     }
 
-    /// The built-in tasks, the `http` task limited by `http.allow` and `http.deny` and given the
-    /// `BATON_SECRET_*` environment variables (a malformed list refuses to start rather than
-    /// failing every request).
+    /// The built-in tasks, the `http` task limited by `http.allow` and `http.deny`, with `http.tls`'s
+    /// certificates, the proxies of the environment and the `BATON_SECRET_*` variables (a malformed
+    /// list or an unreadable file refuses to start rather than failing every request).
     func builtinTasks() throws -> TaskRegistry {
         var tasks = TaskRegistry()
-        var configuration: HTTPTaskConfiguration
-        do {
-            configuration = try HTTPTaskConfiguration.fromEnvironment()
-        } catch {
-            throw ValidationError("\(error)")
-        }
+        let environment = ProcessInfo.processInfo.environment
+        var configuration = HTTPTaskConfiguration(secrets: HTTPTaskConfiguration.secrets(in: environment))
         do {
             configuration.policy = try OutboundPolicy(
                 allow: try list(.httpAllow)?.joined(separator: ","), deny: try list(.httpDeny)?.joined(separator: ","))
         } catch let error as OutboundPolicyError {
             throw ValidationError("http.allow/http.deny: \(error)")
+        }
+        do {
+            configuration.proxies = try OutboundProxies(environment: environment)
+            configuration.tls = try OutboundTLS(try list(.httpTLS) ?? [])
+        } catch let error as OutboundPolicyError {
+            throw ValidationError("\(error)")
         }
         tasks.register(HTTPTask(configuration: configuration))
         return tasks

@@ -450,28 +450,79 @@ struct HTTPTaskTests {
     /// tunnel, with the proxy's credentials) unless `NO_PROXY` names its host, which is reached
     /// directly.
     @Test func requestsGoThroughTheProxyUnlessNoProxyNamesTheHost() async throws {
-        try await withTargetServer({ request in TargetServer.json(["path": .string(request.path)]) }) { service async throws in
+        try await withTargetServer({ request in TargetServer.json(["path": .string(request.path)]) }) {
+            service async throws in
             try await withConnectProxy { proxy async throws in
                 let servicePort = try #require(URL(string: service.base)?.port)
                 let proxies = try OutboundProxies(environment: [
-                    "HTTP_PROXY": "http://baton:p%40ss@127.0.0.1:\(proxy.port)", "NO_PROXY": "localhost,.internal.example",
+                    "HTTP_PROXY": "http://baton:p%40ss@127.0.0.1:\(proxy.port)",
+                    "NO_PROXY": "localhost,.internal.example",
                 ])
-                try await withServer(worker: Self.tasks(HTTPTaskConfiguration(proxies: proxies))) { server async throws in
+                try await withServer(worker: Self.tasks(HTTPTaskConfiguration(proxies: proxies))) {
+                    server async throws in
                     func get(_ url: String) async throws -> JSONValue {
                         try await Self.finished(
-                            server, try await server.enqueue(["stages": [["task": "http", "args": ["method": "GET", "url": .string(url)]]]]))
+                            server,
+                            try await server.enqueue([
+                                "stages": [["task": "http", "args": ["method": "GET", "url": .string(url)]]]
+                            ]))
                     }
                     let proxied = try await get("\(service.base)/through")
                     #expect(proxied["state"] == "completed", "\(Self.lastError(proxied))")
-                    #expect(proxy.tunnels == [
-                        .init(target: "127.0.0.1:\(servicePort)", proxyAuthorization: "Basic " + Data("baton:p@ss".utf8).base64EncodedString())
-                    ])
+                    #expect(
+                        proxy.tunnels == [
+                            .init(
+                                target: "127.0.0.1:\(servicePort)",
+                                proxyAuthorization: "Basic " + Data("baton:p@ss".utf8).base64EncodedString())
+                        ])
                     let direct = try await get("http://localhost:\(servicePort)/direct")
                     #expect(direct["state"] == "completed", "\(Self.lastError(direct))")
                     #expect(proxy.tunnels.count == 1, "NO_PROXY names localhost")
                     #expect(service.received.map(\.path) == ["/through", "/direct"])
                 }
             }
+        }
+    }
+
+    /// `http.tls`: a service with a private CA that takes only clients with a certificate it
+    /// signed. A worker with the CA and a client certificate gets through, over HTTP/2; one with
+    /// the CA alone is refused by the server; one with neither refuses the server's certificate.
+    @Test func aPrivateCAAndAClientCertificateReachAMutualTLSService() async throws {
+        let certificates = try await PrivateCertificates.make()
+        defer { try? FileManager.default.removeItem(at: certificates.directory) }
+        try await withMutualTLSServer(certificates) { base async throws in
+            func run(_ tls: OutboundTLS, logs: LogCapture = LogCapture()) async throws -> JSONValue {
+                try await withServer(worker: Self.tasks(HTTPTaskConfiguration(tls: tls)), workerLogger: logs.logger()) {
+                    server async throws in
+                    try await Self.finished(
+                        server,
+                        try await server.enqueue([
+                            "stages": [
+                                [
+                                    "task": "http", "max_attempts": 1,
+                                    "args": ["method": "GET", "url": .string("\(base)/secure")],
+                                ]
+                            ]
+                        ]))
+                }
+            }
+            let ca = certificates.path("ca.crt")
+            let logs = LogCapture()
+            let trusted = try await run(
+                try OutboundTLS([
+                    "*.other.example ca=\(certificates.path("server.crt"))",
+                    "localhost ca=\(ca) cert=\(certificates.path("client.crt")) key=\(certificates.path("client.key"))",
+                ]), logs: logs)
+            #expect(trusted["state"] == "completed", "\(Self.lastError(trusted))")
+            #expect(trusted["output"]?["body"] == ["ok": true])
+            #expect(logs.text.contains("http request"), "\(logs.text)")
+            #expect(logs.text.contains("HTTP/2"), "\(logs.text)")
+
+            let withoutCertificate = try await run(try OutboundTLS(["localhost ca=\(ca)"]))
+            #expect(withoutCertificate["state"] == "discarded")
+            let untrusted = try await run(OutboundTLS())
+            #expect(untrusted["state"] == "discarded")
+            #expect(Self.lastError(untrusted).lowercased().contains("certificate"), "\(Self.lastError(untrusted))")
         }
     }
 

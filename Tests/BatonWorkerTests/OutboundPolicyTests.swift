@@ -91,19 +91,25 @@ struct OutboundProxiesTests {
     @Test func eachSchemeHasItsProxyAndNoProxyNamesWhatGoesDirect() throws {
         let proxies = try OutboundProxies(environment: [
             "HTTP_PROXY": "http://user:p%40ss@proxy.corp:3128", "https_proxy": "secure.corp:8443",
-            "HTTPS_PROXY": "ignored.corp:1", "no_proxy": "localhost, .internal.example,corp.example:8080, 10.0.0.0/8,::1",
+            "HTTPS_PROXY": "ignored.corp:1",
+            "no_proxy": "localhost, .internal.example,corp.example:8080, 10.0.0.0/8,::1",
         ])
         let http = try #require(proxies.proxy(scheme: "http", host: "api.example.com"))
         #expect(http.host == "proxy.corp" && http.port == 3128)
         #expect(http.credentials?.user == "user" && http.credentials?.password == "p@ss")
         #expect(proxies.proxy(scheme: "https", host: "api.example.com")?.host == "secure.corp", "lower case wins")
-        for direct in ["localhost", "a.internal.example", "internal.example", "CORP.example", "x.corp.example", "10.1.2.3", "[::1]"] {
+        for direct in [
+            "localhost", "a.internal.example", "internal.example", "CORP.example", "x.corp.example", "10.1.2.3",
+            "[::1]",
+        ] {
             #expect(proxies.proxy(scheme: "http", host: direct) == nil, "\(direct)")
         }
         for proxied in ["notinternal.example", "example", "11.0.0.1", "localhost.evil.example"] {
             #expect(proxies.proxy(scheme: "http", host: proxied) != nil, "\(proxied)")
         }
-        #expect(try OutboundProxies(environment: ["HTTPS_PROXY": "p:1", "NO_PROXY": "*"]).proxy(scheme: "https", host: "a") == nil)
+        #expect(
+            try OutboundProxies(environment: ["HTTPS_PROXY": "p:1", "NO_PROXY": "*"]).proxy(scheme: "https", host: "a")
+                == nil)
         #expect(try OutboundProxies(environment: ["HTTPS_PROXY": "p:1"]).proxy(scheme: "http", host: "a") == nil)
     }
 
@@ -114,5 +120,32 @@ struct OutboundProxiesTests {
             }
         }
         #expect((try? OutboundProxies(environment: ["HTTP_PROXY": "ftp://p"])) == nil)
+    }
+}
+
+/// `http.tls` entries: each mistake refused at start, naming the entry or the file.
+struct OutboundTLSTests {
+    @Test func aMalformedEntryOrAnUnreadableFileIsRefusedByName() throws {
+        let cases: [(String, String)] = [
+            ("ca=/x.pem", "does not start with a host pattern"),
+            ("*.corp.example", "names no file"),
+            ("*.corp.example cert=/c.pem", "cert= and key= together"),
+            ("*.corp.example ca=/a ca=/b", "each once"),
+            ("*.corp.example trust=/a", "is not ca=FILE"),
+            ("*.corp.example ca=/nonexistent/ca.pem", "cannot read the CA bundle /nonexistent/ca.pem"),
+            (
+                "*.corp.example cert=/nonexistent/c.pem key=/nonexistent/k.pem",
+                "cannot read the certificate /nonexistent/c.pem"
+            ),
+        ]
+        for (entry, reason) in cases {
+            #expect(throws: OutboundPolicyError.self, "\(entry)") { try OutboundTLS([entry]) }
+            do {
+                _ = try OutboundTLS([entry])
+            } catch {
+                #expect(error.description.contains(reason), "\(entry): \(error)")
+            }
+        }
+        #expect(try OutboundTLS([]).rule(for: "a.corp.example") == nil)
     }
 }

@@ -118,6 +118,10 @@ extension Setting {
     static let httpDeny = Setting(
         key: "http.deny",
         help: "Hosts it may not (link-local and cloud metadata addresses are always denied).")
+    static let httpTLS = Setting(
+        key: "http.tls",
+        help: "Private CAs and client certificates by host, comma-separated: "
+            + "`*.corp.example ca=FILE cert=FILE key=FILE` (PEM files, read at start).")
 
     static let logLevel = Setting(
         key: "log.level", flag: "--log-level", defaultValue: "info",
@@ -135,7 +139,7 @@ extension Setting {
         workerRetentionDiscarded, workerRetentionCancelled, workerDiscardWebhook, workerMetricsPort,
         workerMetricsHost,
         apiHost, apiPort, apiMaxBody, apiMaxWait, apiMetricsOpen, apiTokens, apiToken,
-        httpAllow, httpDeny, logLevel, logFormat,
+        httpAllow, httpDeny, httpTLS, logLevel, logFormat,
     ]
 
     /// The README's table of settings, in Markdown.

@@ -201,7 +201,8 @@ public struct HTTPTask: Sendable {
             request.headers = headers
             if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
             let client = OutboundClients.client(
-                configuration.policy, route, proxy: configuration.proxies.proxy(scheme: scheme, host: host))
+                configuration.policy, route, proxy: configuration.proxies.proxy(scheme: scheme, host: host),
+                tls: configuration.tls.rule(for: host))
             func send() async throws -> HTTPClientResponse {
                 do {
                     return try await client.execute(request, deadline: deadline, logger: clientLogger)
@@ -228,6 +229,7 @@ public struct HTTPTask: Sendable {
                 "http request",
                 metadata: [
                     "method": "\(method)", "url": "\(redact(url))", "status": "\(status)",
+                    "version": "\(response.version)",
                     "elapsed": "\(ContinuousClock.now - started)",
                 ])
             if args.expect.follows(status), let location = response.headers.first(name: "Location") {
@@ -320,7 +322,8 @@ public struct HTTPTask: Sendable {
         let response: HTTPClientResponse
         do {
             response = try await OutboundClients.client(
-                configuration.policy, route, proxy: configuration.proxies.proxy(scheme: scheme, host: host)
+                configuration.policy, route, proxy: configuration.proxies.proxy(scheme: scheme, host: host),
+                tls: configuration.tls.rule(for: host)
             ).execute(request, deadline: deadline, logger: logger)
         } catch let denied as OutboundDenied {
             throw TaskFailure.permanent("auth.oauth2.token_url \(grant.tokenURL): \(denied)")

@@ -47,7 +47,8 @@ func withConnectProxy<T: Sendable>(_ body: @Sendable (ConnectProxy) async throws
             guard words.count == 3, words[0] == "CONNECT", let colon = words[1].lastIndex(of: ":"),
                 let port = Int(words[1][words[1].index(after: colon)...])
             else {
-                try await outbound.write(ByteBuffer(string: "HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n"))
+                try await outbound.write(
+                    ByteBuffer(string: "HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n"))
                 return
             }
             let authorization = lines.dropFirst().first { $0.lowercased().hasPrefix("proxy-authorization:") }

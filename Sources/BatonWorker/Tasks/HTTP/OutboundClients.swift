@@ -15,18 +15,22 @@ enum OutboundClients {
         var policy: OutboundPolicy
         var route: OutboundPolicy.Route
         var proxy: OutboundProxies.Proxy?
+        var tls: String?
     }
 
     private static let clients = Mutex<[Key: HTTPClient]>([:])
 
-    /// The client for requests let through by `route`, through `proxy` if there is one.
+    /// The client for requests let through by `route`, through `proxy` if there is one, with the
+    /// `tls` rule's CA and client certificate if one applies.
     static func client(
-        _ policy: OutboundPolicy, _ route: OutboundPolicy.Route, proxy: OutboundProxies.Proxy? = nil
+        _ policy: OutboundPolicy, _ route: OutboundPolicy.Route, proxy: OutboundProxies.Proxy? = nil,
+        tls: OutboundTLS.Rule? = nil
     ) -> HTTPClient {
         clients.withLock { clients in
-            let key = Key(policy: policy, route: route, proxy: proxy)
+            let key = Key(policy: policy, route: route, proxy: proxy, tls: tls?.text)
             if let client = clients[key] { return client }
             var configuration = HTTPClient.Configuration()
+            if let tls { configuration.tlsConfiguration = tls.configuration }
             if let proxy {
                 configuration.proxy = .server(
                     host: proxy.host, port: proxy.port,
@@ -36,9 +40,10 @@ enum OutboundClients {
             configuration.decompression = .enabled(limit: .size(HTTPRequestArgs.maxResponseBytesLimit))
             configuration.timeout.connect = .seconds(10)
             configuration.connectionPool.retryConnectionEstablishment = false
-            // HTTP/1.1 only: the peer check below is the HTTP/1.1 connection's initializer.
-            configuration.httpVersion = .http1Only
-            configuration.http1_1ConnectionDebugInitializer = { channel in
+            // HTTP/2 where the server offers it (TLS with ALPN), else HTTP/1.1: either connection is
+            // checked before its first request.
+            configuration.httpVersion = .automatic
+            let check: @Sendable (any Channel) -> EventLoopFuture<Void> = { channel in
                 // The peer is the operator's proxy, which resolves and connects (see OutboundProxies).
                 if proxy != nil { return channel.eventLoop.makeSucceededVoidFuture() }
                 guard let peer = channel.remoteAddress, let address = IPAddress(peer) else {
@@ -50,6 +55,8 @@ enum OutboundClients {
                 }
                 return channel.eventLoop.makeSucceededVoidFuture()
             }
+            configuration.http1_1ConnectionDebugInitializer = check
+            configuration.http2ConnectionDebugInitializer = check
             let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
             clients[key] = client
             return client

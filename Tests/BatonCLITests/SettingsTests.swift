@@ -114,8 +114,14 @@ struct SettingsTests {
             ),
             (["settings"], ["BATON_API_TOKENS": "root:0123456789abcdef"], "roles are admin, enqueue, read"),
             (["settings"], ["BATON_HTTP_DENY": "10.0.0.0/99"], "http.allow/http.deny"),
-            (["settings"], ["BATON_HTTP_TLS": "localhost ca=/nonexistent/ca.pem"], "cannot read the CA bundle /nonexistent/ca.pem"),
-            (["settings"], ["HTTPS_PROXY": "socks5://proxy:1080"], #"HTTPS_PROXY: "socks5://proxy:1080" is not a proxy URL"#),
+            (
+                ["settings"], ["BATON_HTTP_TLS": "localhost ca=/nonexistent/ca.pem"],
+                "cannot read the CA bundle /nonexistent/ca.pem"
+            ),
+            (
+                ["settings"], ["HTTPS_PROXY": "socks5://proxy:1080"],
+                #"HTTPS_PROXY: "socks5://proxy:1080" is not a proxy URL"#
+            ),
             (["worker", "--log-level", "loud"], [:], #"log.level "loud""#),
             (["serve", "--log-format", "xml"], [:], #"log.format "xml""#),
             (["worker"], [:], "no database: pass --database-url or set BATON_DATABASE_URL"),

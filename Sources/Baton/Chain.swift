@@ -92,6 +92,12 @@ public struct Chain<Output: Codable & Sendable>: Sendable {
             encodingFailure: encodingFailure)
     }
 
+    /// This chain with `stage` next, whose output is a `Next`: for stages defined outside this
+    /// module (the `http` task's typed requests).
+    package func appending<Next>(_ stage: StageSpec) -> Chain<Next> {
+        Chain<Next>(input: input, stages: stages + [stage], encodingFailure: encodingFailure)
+    }
+
     /// Sets the retry policy of the stage added last.
     public func retry(_ policy: RetryPolicy) -> Chain {
         modifyingLastTask { $0.retry = policy }

@@ -177,3 +177,45 @@ struct HTTPRequestArgsTests {
         #expect(HTTPExpectations.retryAfter("soon", now: now) == nil)
     }
 }
+
+/// `HTTPCall` is the `http` task's args as values: every field reaches the args the task reads.
+struct HTTPCallTests {
+    @Test func everyFieldBecomesTheArgsTheTaskReads() throws {
+        let call = HTTPCall(
+            .put, "https://api.example/files/{{input.id}}", headers: ["X-Trace": "{{job.id}}"], query: ["v": "2"],
+            body: .multipart([
+                .init(name: "meta", .json(["id": "{{input.id}}"])),
+                .init(name: "file", filename: "a.bin", contentType: "application/pdf", .base64("{{input.data}}")),
+                .init(name: "note", .text("hi")),
+            ]),
+            auth: .oauth2(tokenURL: "https://auth.example/token", clientID: "c", secret: "{{secrets.S}}", scope: "w"),
+            timeout: .seconds(90), expect: ["409": "success"], maxResponseBytes: 2048)
+        let args = try HTTPRequestArgs(call.args)
+        #expect(args.method == "PUT")
+        #expect(args.headers.map(\.name) == ["X-Trace"])
+        #expect(args.query.map(\.name) == ["v"])
+        guard case .multipart(let parts) = args.body else {
+            Issue.record("not a form: \(args.body)")
+            return
+        }
+        #expect(parts.map(\.name) == ["meta", "file", "note"])
+        #expect(parts[1].contentType == "application/pdf")
+        guard case .oauth2(let oauth) = args.auth else {
+            Issue.record("no oauth2")
+            return
+        }
+        #expect(oauth.clientAuthentication == "basic")
+        #expect(args.timeout == .seconds(90))
+        #expect(args.expect.outcome(for: 409) == .success)
+        #expect(args.maxResponseBytes == 2048)
+
+        let signed = try HTTPRequestArgs(
+            HTTPCall(.post, "https://x", json: ["n": 1], auth: .hmac(secret: "{{secrets.K}}", algorithm: .sha512)).args)
+        #expect(
+            signed.auth
+                == .hmac(secret: try Template(parsing: "{{secrets.K}}"), header: "X-Signature", algorithm: .sha512))
+        for body in [HTTPCall.Body.text("t"), .base64("dA==")] {
+            _ = try HTTPRequestArgs(HTTPCall(.post, "https://x", body: body).args)
+        }
+    }
+}

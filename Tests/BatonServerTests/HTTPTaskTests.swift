@@ -1,4 +1,5 @@
 import Baton
+import BatonHTTPTask
 import BatonServerTestSupport
 import Crypto
 import Foundation
@@ -523,6 +524,58 @@ struct HTTPTaskTests {
             let untrusted = try await run(OutboundTLS())
             #expect(untrusted["state"] == "discarded")
             #expect(Self.lastError(untrusted).lowercased().contains("certificate"), "\(Self.lastError(untrusted))")
+        }
+    }
+
+    /// A Swift chain mixes its own tasks with typed requests and still type-checks: an order goes
+    /// out as JSON (exact numbers), the `HTTPReply` feeds a task that takes one, a malformed
+    /// request is refused at enqueue with its path.
+    @Test func aTypedSwiftChainMixesItsTasksWithRequests() async throws {
+        struct Order: Codable, Sendable {
+            var id: Int
+            var amount: JSONNumber
+        }
+        struct Receipt: Codable, Sendable, Hashable {
+            var receipt: String
+            var charged: JSONNumber
+        }
+        struct ReadReceipt: BatonTask {
+            func run(_ response: HTTPReply, context: StageContext) async throws -> Receipt {
+                guard response.status == 201 else { throw TaskFailure.permanent("status \(response.status)") }
+                return try response.body(as: Receipt.self)
+            }
+        }
+        try await withTargetServer({ request in
+            TargetServer.json(
+                [
+                    "receipt": .string("r\(request.path.split(separator: "/").last ?? "")"),
+                    "charged": request.json?["amount"] ?? .null,
+                ],
+                status: .created)
+        }) { target async throws in
+            var tasks = Self.tasks(HTTPTaskConfiguration())
+            tasks.register(ReadReceipt.self)
+            try await withServer(worker: tasks) { server async throws in
+                let chain = Chain(input: Order(id: 7, amount: JSONNumber("12345678901234567890.05")!))
+                    .then(
+                        HTTPCall(.post, "\(target.base)/orders/{{input.id}}", json: ["amount": "{{input.amount}}"]),
+                        name: "charge"
+                    )
+                    .then(ReadReceipt())
+                let handle = try await server.client.enqueue(chain)
+                let receipt = try await handle.result()
+                #expect(receipt == Receipt(receipt: "r7", charged: JSONNumber("12345678901234567890.05")!))
+                #expect(target.received.first?.body == #"{"amount":12345678901234567890.05}"#)
+
+                let malformed = Chain(input: Order(id: 1, amount: 1)).then(HTTPCall(.get, "ftp://x")).then(
+                    ReadReceipt())
+                await #expect(
+                    throws: BatonError.invalidChain(
+                        path: "stages[0].args.url", reason: "must be an http:// or https:// URL")
+                ) {
+                    _ = try await server.client.enqueue(malformed)
+                }
+            }
         }
     }
 

@@ -217,37 +217,16 @@ struct Certificates: Sendable {
     func file(_ name: String) -> URL { directory.appending(path: name) }
 
     static func make() async throws -> Certificates {
-        let directory = FileManager.default.temporaryDirectory.appending(path: "baton-tls-\(UUID().uuidString)")
-        let home = directory.appending(path: "home")
+        let made = try await TestCertificates.make(
+            leaves: [
+                .init("server-localhost", commonName: "localhost", subjectAltName: "DNS:localhost"),
+                .init("server-other", commonName: "db.other.example", subjectAltName: "DNS:db.other.example"),
+                .init("client", commonName: "certuser", subjectAltName: "DNS:certuser"),
+            ],
+            otherCAs: ["wrong-ca"])
+        let home = made.directory.appending(path: "home")
         try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
-        let script = #"""
-            set -e
-            cd "$1"
-            ca() {
-                openssl req -x509 -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
-                    -subj "/CN=$2" -keyout "$1.key" -out "$1.crt" \
-                    -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign
-            }
-            leaf() {
-                openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj "/CN=$2" \
-                    -keyout "$1.key" -out "$1.csr"
-                printf 'basicConstraints=CA:FALSE\nsubjectAltName=%s\n' "$3" > "$1.ext"
-                openssl x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 \
-                    -out "$1.crt" -extfile "$1.ext"
-            }
-            ca ca "Baton test CA"
-            ca wrong-ca "A CA that signed nothing here"
-            leaf server-localhost localhost DNS:localhost
-            leaf server-other db.other.example DNS:db.other.example
-            leaf client certuser DNS:certuser
-            chmod 600 ./*.key
-            """#
-        let run = try await ChildProcess(URL(fileURLWithPath: "/bin/sh"), ["-c", script, "sh", directory.path])
-        let status = try await run.waitForExit(timeout: .seconds(60))
-        guard status == 0 else {
-            throw TestFailure("openssl: \((try? String(contentsOf: run.errors, encoding: .utf8)) ?? "")")
-        }
-        return Certificates(directory: directory, home: home)
+        return Certificates(directory: made.directory, home: home)
     }
 
     /// Runs `sql` through psql with `connection` (a libpq connection string), in the empty home

@@ -1,6 +1,7 @@
 import Baton
 import BatonHTTPTask
 import BatonServerTestSupport
+import BatonTestSupport
 import Crypto
 import Foundation
 import HTTPTypes
@@ -489,7 +490,7 @@ struct HTTPTaskTests {
     /// signed. A worker with the CA and a client certificate gets through, over HTTP/2; one with
     /// the CA alone is refused by the server; one with neither refuses the server's certificate.
     @Test func aPrivateCAAndAClientCertificateReachAMutualTLSService() async throws {
-        let certificates = try await PrivateCertificates.make()
+        let certificates = try await TestCertificates.forMutualTLS()
         defer { try? FileManager.default.removeItem(at: certificates.directory) }
         try await withMutualTLSServer(certificates) { base async throws in
             func run(_ tls: OutboundTLS, logs: LogCapture = LogCapture()) async throws -> JSONValue {

@@ -129,12 +129,21 @@ extension Store {
     // MARK: claim
 
     /// Claims up to `limit` available jobs of `queue` for `worker`, in priority, due time and id
-    /// order, skipping rows other workers hold (`claim_waited` in the schema; `jobs_available`
-    /// index), each with how long it waited to be picked up.
-    package func claim(queue: String, limit: Int, worker: String) async throws -> [ClaimedJob] {
+    /// order, skipping rows other workers hold and task stages of tasks not in `tasks` (nil: any)
+    /// (`claim_waited` in the schema; `jobs_available` index), each with how long it waited to be
+    /// picked up.
+    package func claim(queue: String, limit: Int, worker: String, tasks: [String]? = nil) async throws
+        -> [ClaimedJob]
+    {
         let asked = ContinuousClock.now
-        let rows = try await pool.rows(
-            "SELECT * FROM \(unescaped: schema).claim_waited(\(queue), \(limit)::int, \(worker))", logger: logger)
+        // Without tasks, called as workers before schema version 13 did (the upgrade tests do).
+        let query: PostgresQuery =
+            if let tasks {
+                "SELECT * FROM \(unescaped: schema).claim_waited(\(queue), \(limit)::int, \(worker), \(tasks)::text[])"
+            } else {
+                "SELECT * FROM \(unescaped: schema).claim_waited(\(queue), \(limit)::int, \(worker))"
+            }
+        let rows = try await pool.rows(query, logger: logger)
         var decoder = ClaimDecoder()
         var claimed: [ClaimedJob] = []
         for row in rows {
@@ -183,19 +192,26 @@ extension Store {
     // MARK: outcomes
 
     /// Applies decided transitions in one call of `apply_outcomes`: each only if the job is still
-    /// running that stage and attempt for `worker`.
-    package func apply(_ outcomes: [Outcome], worker: String, slots: [String: Int] = [:]) async throws
-        -> AppliedOutcomes
-    {
+    /// running that stage and attempt for `worker`, who takes lane holders promoted meanwhile into
+    /// its free `slots` if it runs their `tasks` (nil: any).
+    package func apply(
+        _ outcomes: [Outcome], worker: String, slots: [String: Int] = [:], tasks: [String]? = nil
+    ) async throws -> AppliedOutcomes {
         guard !outcomes.isEmpty else { return AppliedOutcomes() }
         let batch = Self.outcomeBatch(outcomes)
         let queues = Array(slots.keys)
         let free = queues.map { slots[$0] ?? 0 }
         let asked = ContinuousClock.now
-        let rows = try await pool.rows(
-            """
-            SELECT * FROM \(unescaped: schema).apply_outcomes(\(worker), \(batch)::jsonb, \(queues)::text[], \(free)::int[])
-            """, logger: logger)
+        let query: PostgresQuery =
+            if let tasks {
+                """
+                SELECT * FROM \(unescaped: schema).apply_outcomes(
+                    \(worker), \(batch)::jsonb, \(queues)::text[], \(free)::int[], \(tasks)::text[])
+                """
+            } else {
+                "SELECT * FROM \(unescaped: schema).apply_outcomes(\(worker), \(batch)::jsonb, \(queues)::text[], \(free)::int[])"
+            }
+        let rows = try await pool.rows(query, logger: logger)
         var result = AppliedOutcomes()
         var decoder = ClaimDecoder()
         for row in rows {

@@ -30,6 +30,8 @@ final class Completer: Service, Sendable {
 
     let store: Store
     let workerID: String
+    /// The tasks this worker runs (nil: any): a promoted lane holder of another task is not taken.
+    let tasks: [String]?
     let logger: Logger
     let limit: Int
     /// Reserves free slots in a queue for lane holders this worker may claim while applying
@@ -42,13 +44,14 @@ final class Completer: Service, Sendable {
     private let signal = Signal()
 
     init(
-        store: Store, workerID: String, logger: Logger, limit: Int = 10_000,
+        store: Store, workerID: String, tasks: [String]? = nil, logger: Logger, limit: Int = 10_000,
         reserve: @escaping @Sendable (_ queue: String, _ count: Int) -> Int = { _, _ in 0 },
         deliver: @escaping @Sendable (_ queue: String, _ jobs: [ClaimedJob], _ reserved: Int) -> Void = { _, _, _ in },
         afterCommit: @escaping @Sendable (AppliedOutcomes) -> Void
     ) {
         self.store = store
         self.workerID = workerID
+        self.tasks = tasks
         self.logger = logger
         self.limit = limit
         self.reserve = reserve
@@ -174,7 +177,7 @@ final class Completer: Service, Sendable {
             let outcomes = batch.map(\.outcome)
             let reserved = reserveSlots(for: outcomes)
             do {
-                let result = try await store.apply(outcomes, worker: workerID, slots: reserved)
+                let result = try await store.apply(outcomes, worker: workerID, slots: reserved, tasks: tasks)
                 handOver(result.claimed, reserved: reserved)
                 afterCommit(result)
                 for pending in batch {

@@ -12,6 +12,8 @@ final class Fetcher: Service, Sendable, CustomStringConvertible {
     let queue: String
     let store: Store
     let workerID: String
+    /// The tasks this worker runs: stages of others are left for workers that run them.
+    let tasks: [String]
     let intake: Intake
     let metrics: WorkerMetrics
     let pollInterval: Duration
@@ -20,10 +22,11 @@ final class Fetcher: Service, Sendable, CustomStringConvertible {
     private let tick = Mutex(ContinuousClock.now)
 
     init(
-        queue: String, store: Store, workerID: String, intake: Intake, metrics: WorkerMetrics,
+        queue: String, store: Store, workerID: String, tasks: [String], intake: Intake, metrics: WorkerMetrics,
         pollInterval: Duration, logger: Logger
     ) {
         self.queue = queue
+        self.tasks = tasks
         self.store = store
         self.workerID = workerID
         self.intake = intake
@@ -68,7 +71,7 @@ final class Fetcher: Service, Sendable, CustomStringConvertible {
                 await intake.waitForWork(in: queue)
             case .claim(let limit):
                 do {
-                    let jobs = try await store.claim(queue: queue, limit: limit, worker: workerID)
+                    let jobs = try await store.claim(queue: queue, limit: limit, worker: workerID, tasks: tasks)
                     backoff = .milliseconds(50)
                     for job in jobs {
                         if let waited = job.waited { metrics.pickedUp(queue: queue, waited: waited) }

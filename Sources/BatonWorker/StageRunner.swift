@@ -103,7 +103,10 @@ final class StageRunner: Service, Sendable {
             case .ended(let outcome):
                 transition = Transition.decide(
                     stage: job.spec, next: job.next, attempt: job.attempt, outcome: outcome,
-                    canHop: !intake.isDraining(job.queue) && control.stopReason == nil,
+                    // Only a worker that runs the next stage's task may run it itself: another
+                    // worker of the queue may serve it when this one does not.
+                    canHop: !intake.isDraining(job.queue) && control.stopReason == nil
+                        && job.next?.task.map { executor.registry.runners[$0.task] != nil } ?? false,
                     random: Double.random(in: 0..<1))
             }
             let duration = ContinuousClock.now - started

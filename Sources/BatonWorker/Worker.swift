@@ -62,7 +62,7 @@ public final class Worker: Service, Sendable {
         // database instead of claiming more.
         let slots = configuration.queues.values.reduce(0) { $0 + max(1, $1) }
         let completer = Completer(
-            store: store, workerID: configuration.id, logger: logger, limit: max(100, 2 * slots),
+            store: store, workerID: configuration.id, tasks: tasks.names, logger: logger, limit: max(100, 2 * slots),
             reserve: { queue, count in intake.reserve(count, in: queue) },
             deliver: { queue, jobs, reserved in intake.receive(jobs, queue: queue, via: .handOver(reserved: reserved)) }
         ) { result in
@@ -80,7 +80,8 @@ public final class Worker: Service, Sendable {
             logger: logger)
         self.fetchers = configuration.queues.keys.sorted().map {
             Fetcher(
-                queue: $0, store: store, workerID: configuration.id, intake: intake, metrics: metrics,
+                queue: $0, store: store, workerID: configuration.id, tasks: tasks.names, intake: intake,
+                metrics: metrics,
                 pollInterval: configuration.pollInterval, logger: logger)
         }
         // The jobs this worker answers for: running (received and not ended), or their outcome not

@@ -3,6 +3,7 @@ import BatonAPI
 import BatonServerTestSupport
 import BatonTestSupport
 import Foundation
+import LocalPostgres
 import Testing
 
 /// The admin commands as an operator runs them: the built `baton` binary, as a subprocess, against
@@ -378,16 +379,15 @@ struct AdminCLITests {
 
     @Test func lanesShowTheirHolderAndWhichAreBlocked() async throws {
         try await withServer { server async throws in
-            // A holder whose task no worker has keeps failing and retrying: its lane is blocked.
-            let stuck = try await server.enqueue(
-                [
-                    "stages": [
-                        [
-                            "task": "missing-task", "lane": "acct-stuck",
-                            "backoff": ["kind": "constant", "initial": "1h"],
-                        ]
+            // A holder whose request keeps being refused fails and retries: its lane is blocked.
+            let stuck = try await server.enqueue([
+                "stages": [
+                    [
+                        "task": "http", "lane": "acct-stuck", "backoff": ["kind": "constant", "initial": "1h"],
+                        "args": ["method": "GET", "url": .string("http://127.0.0.1:\(try LocalPostgres.freePort())/")],
                     ]
-                ], query: "?unchecked=true")
+                ]
+            ])
             try await server.enqueue(["stages": [["task": "noop", "lane": "acct-stuck"]]])
             try await server.enqueue(["queue": "idle", "stages": [["task": "noop", "lane": "acct-idle"]]])
             try await eventually("the lane's holder to fail and wait to retry") {
@@ -399,7 +399,7 @@ struct AdminCLITests {
             Self.expectFits(lanes.out)
             #expect(lanes.lines.map { $0.split(separator: " ").first } == ["LANE", "acct-idle", "acct-stuck"])
             let row = try #require(lanes.lines.first { $0.hasPrefix("acct-stuck") })
-            #expect(row.contains("\(stuck)") && row.contains("retryable") && row.contains("missing-task"))
+            #expect(row.contains("\(stuck)") && row.contains("retryable") && row.contains("http"))
             let blocked = try await Self.baton(["lanes", "--blocked", "--json"], server)
             let page = try blocked.json(LanePage.self)
             #expect(page.lanes.map(\.lane) == ["acct-stuck"])

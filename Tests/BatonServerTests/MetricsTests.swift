@@ -86,11 +86,14 @@ struct MetricsTests {
 
             // Completed; retried once then discarded; cancelled while running; scheduled for
             // later; available in a queue nobody serves; holding a lane while it waits to retry.
+            // The failures are requests to a port nothing listens on (refused, retried by policy).
+            let closed = "http://127.0.0.1:\(try LocalPostgres.freePort())/"
+            let failing = #"{"method": "GET", "url": "\#(closed)"}"#
             let completed = try await Self.post(base + "/v1/jobs?wait=30s", #"{"stages": [{"task": "noop"}]}"#)
             #expect(completed["state"] == "completed")
             let discarded = try await Self.post(
-                base + "/v1/jobs?unchecked=true&wait=30s",
-                #"{"stages": [{"task": "missing", "max_attempts": 2, "backoff": {"kind": "constant", "initial": "10ms"}}]}"#
+                base + "/v1/jobs?wait=30s",
+                #"{"stages": [{"task": "http", "args": \#(failing), "max_attempts": 2, "backoff": {"kind": "constant", "initial": "10ms"}}]}"#
             )
             #expect(discarded["state"] == "discarded")
             let sleeping = try await Self.post(
@@ -104,8 +107,8 @@ struct MetricsTests {
             _ = try await Self.post(base + "/v1/jobs", #"{"delay": "1h", "stages": [{"task": "noop"}]}"#)
             _ = try await Self.post(base + "/v1/jobs", #"{"queue": "idle", "stages": [{"task": "noop"}]}"#)
             let blocking = try await Self.post(
-                base + "/v1/jobs?unchecked=true",
-                #"{"stages": [{"task": "missing", "lane": "l-1", "max_attempts": 5, "backoff": {"kind": "constant", "initial": "1h"}}]}"#
+                base + "/v1/jobs",
+                #"{"stages": [{"task": "http", "args": \#(failing), "lane": "l-1", "max_attempts": 5, "backoff": {"kind": "constant", "initial": "1h"}}]}"#
             )
             guard let blocker = blocking["id"]?.numberValue?.integer(as: Int.self) else {
                 throw TestFailure("no id: \(blocking)")
@@ -114,7 +117,7 @@ struct MetricsTests {
 
             let work = Scrape(try await Self.get(metrics + "/metrics").body)
             let noop = ["queue": "default", "task": "noop"]
-            let missing = ["queue": "default", "task": "missing"]
+            let missing = ["queue": "default", "task": "http"]
             #expect(work.value("baton_jobs_completed_total", noop) == 1)
             #expect(work.value("baton_stages_completed_total", noop) == 1)
             // The discarded job's first try, and the lane holder's.

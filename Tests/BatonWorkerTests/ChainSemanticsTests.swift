@@ -23,6 +23,36 @@ struct ChainSemanticsTests {
         }
     }
 
+    /// A worker never runs a stage of a task it does not have (issue 20's reproduction): on one
+    /// queue, a worker without `Multiply` runs every `Add` and neither hops into nor claims the
+    /// `Multiply` after it, which waits, with one attempt allowed, for a worker that runs it.
+    @Test func aStageWaitsForAWorkerThatRunsItsTask() async throws {
+        try await TestDatabase.with { db async throws in
+            var adding = TaskRegistry()
+            adding.register(Add.self)
+            try await withWorker(db, tasks: adding) { baton, _ async throws in
+                var enqueued: [JobHandle<Int>] = []
+                for n in 0..<10 {
+                    enqueued.append(
+                        try await baton.enqueue(Chain(input: n).then(Add(n: 1)).then(Multiply(by: 2)).retry(.none)))
+                }
+                let handles = enqueued
+                try await eventually("every Add to be done and every Multiply to wait") {
+                    var waiting = 0
+                    for handle in handles {
+                        let record = try await handle.record()
+                        if record.stage == 1, record.state == .available { waiting += 1 }
+                    }
+                    return waiting == handles.count
+                }
+                try await withWorker(db, tasks: testTasks) { _, _ async throws in
+                    for (n, handle) in handles.enumerated() { #expect(try await handle.result() == (n + 1) * 2) }
+                }
+                for handle in handles { #expect(try await handle.record().results.map(\.attempts) == [1, 1]) }
+            }
+        }
+    }
+
     @Test func numbersPassThroughAChainExactly() async throws {
         try await TestDatabase.with { db async throws in
             try await withWorker(db, tasks: testTasks) { baton, _ async throws in

@@ -19,8 +19,9 @@
 -- A lane holder promoted here in a queue of `p_queues` is claimed for the worker at once, up to
 -- `p_slots` (its free slots in that queue; not in a paused queue): the next stage of a lane starts
 -- without a claim round trip, and is returned as a ('claimed', …) row with the columns of
--- `claim_waited` but the wait.
-CREATE OR REPLACE FUNCTION apply_outcomes(p_worker text, p_batch jsonb, p_queues text[], p_slots int[])
+-- `claim_waited` but the wait; only if the worker runs its task (`p_tasks`, as in `claim_waited`).
+CREATE OR REPLACE FUNCTION apply_outcomes(p_worker text, p_batch jsonb, p_queues text[], p_slots int[],
+                                          p_tasks text[] DEFAULT NULL)
 RETURNS TABLE (event text, id bigint, queue text, stage int, attempt int, chain text, input text, results text,
                metadata text, group_output text)
 LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
@@ -161,10 +162,13 @@ BEGIN
         IF v_promoted_ids IS NOT NULL THEN
             RETURN QUERY
             WITH promoted AS (
+                SELECT p.id, p.queue FROM unnest(v_promoted_ids, v_promoted_queues) AS p(id, queue)
+            ), runnable AS (
                 SELECT p.id, p.queue, row_number() OVER (PARTITION BY p.queue ORDER BY p.id) AS n
-                FROM unnest(v_promoted_ids, v_promoted_queues) AS p(id, queue)
+                FROM promoted p JOIN jobs j ON j.id = p.id
+                WHERE p_tasks IS NULL OR NOT (j.chain -> j.stage ? 'task') OR j.chain -> j.stage ->> 'task' = ANY (p_tasks)
             ), taken AS (
-                SELECT p.id FROM promoted p JOIN unnest(p_queues, p_slots) AS s(queue, slots)
+                SELECT p.id FROM runnable p JOIN unnest(p_queues, p_slots) AS s(queue, slots)
                     ON s.queue = p.queue AND p.n <= s.slots
                 -- the next holder of a lane in a paused queue waits for resume, like any job.
                 WHERE NOT EXISTS (SELECT 1 FROM paused_queues q WHERE q.queue = p.queue)

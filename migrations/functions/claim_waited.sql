@@ -4,7 +4,9 @@
 -- is not available). A function so that its plan is cached per connection: planning this
 -- statement costs more than running it on an idle queue. `waited`: seconds since the stage became
 -- claimable (`run_at` is that instant in every path), the worker's pickup latency.
-CREATE OR REPLACE FUNCTION claim_waited(p_queue text, p_limit int, p_worker text)
+-- `p_tasks`: the tasks the worker runs; a task stage of another task is left for a worker that
+-- runs it (group and await stages are every worker's). NULL: any (workers before version 13).
+CREATE OR REPLACE FUNCTION claim_waited(p_queue text, p_limit int, p_worker text, p_tasks text[] DEFAULT NULL)
 RETURNS TABLE (id bigint, stage int, attempt int, chain text, input text, results text, metadata text,
                group_output text, waited float8)
 LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
@@ -17,6 +19,7 @@ BEGIN
     WITH next AS (
         SELECT n.id FROM jobs n
         WHERE n.state = 'available' AND n.queue = p_queue AND n.run_at <= now()
+          AND (p_tasks IS NULL OR NOT (n.chain -> n.stage ? 'task') OR n.chain -> n.stage ->> 'task' = ANY (p_tasks))
         ORDER BY n.priority, n.run_at, n.id
         LIMIT p_limit FOR UPDATE SKIP LOCKED
     )

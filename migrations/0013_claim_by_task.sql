@@ -1,0 +1,6 @@
+-- Baton schema, version 13: `claim_waited` and `apply_outcomes` take the tasks the worker runs
+-- (`p_tasks`, NULL for any), so that a worker never claims a stage of a task it does not run.
+-- The old signatures go: the new ones take the old calls too (the new parameter has a default),
+-- and two functions that both matched a call would make it ambiguous.
+DROP FUNCTION IF EXISTS claim_waited(text, int, text);
+DROP FUNCTION IF EXISTS apply_outcomes(text, jsonb, text[], int[]);

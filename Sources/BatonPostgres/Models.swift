@@ -261,6 +261,19 @@ package struct AppliedOutcomes: Sendable {
 }
 
 /// A running stage whose worker stopped sending heartbeats.
+/// A wait for a signal that ran out (`expire_awaits`): its attempt failed with `error`; the stage
+/// waits again until `nextAt`, or, nil, the job was discarded.
+package struct ExpiredWait: Sendable {
+    package var jobID: Int64
+    package var queue: String
+    package var stage: Int
+    package var attempt: Int
+    package var chain: [StageSpec]
+    package var metadata: JSONValue
+    package var error: String
+    package var nextAt: Date?
+}
+
 package struct LostStage: Sendable {
     package var jobID: Int64
     package var workerID: String

@@ -65,17 +65,28 @@ extension Store {
     }
 
     /// Ends the waits for signals that ran out, up to `limit`: failed attempts, the stage waiting
-    /// again or its job discarded (`expire_awaits`; `jobs_awaiting`). Returns how many waits ended
+    /// again or its job discarded (`expire_awaits`; `jobs_awaiting`). Returns each wait that ended
     /// and the jobs discarded that someone awaits.
-    package func expireAwaits(limit: Int) async throws -> (ended: Int, watchedDiscarded: [Int64]) {
+    package func expireAwaits(limit: Int) async throws -> (ended: [ExpiredWait], watchedDiscarded: [Int64]) {
         let rows = try await pool.rows(
-            "SELECT id, discarded, watched FROM \(unescaped: schema).expire_awaits(\(limit)::int)", logger: logger)
+            """
+            SELECT id, discarded, watched, queue, stage, attempt, chain, metadata, error, next_at
+            FROM \(unescaped: schema).expire_awaits(\(limit)::int)
+            """, logger: logger)
+        var ended: [ExpiredWait] = []
         var watched: [Int64] = []
         for row in rows {
-            let (id, discarded, isWatched) = try row.decode((Int64, Bool, Bool).self)
+            let (id, discarded, isWatched, queue, stage, attempt, chain, metadata, error, nextAt) = try row.decode(
+                (Int64, Bool, Bool, String, Int, Int, String, String, String, Date).self)
             if discarded, isWatched { watched.append(id) }
+            ended.append(
+                ExpiredWait(
+                    jobID: id, queue: queue, stage: stage, attempt: attempt,
+                    chain: StoredChain.decode(chain, stage: stage).chain,
+                    metadata: (try? JSONValue(parsing: metadata)) ?? [:], error: error,
+                    nextAt: discarded ? nil : nextAt))
         }
-        return (rows.count, watched)
+        return (ended, watched)
     }
 
     /// The key of signal tokens (``SignalTokens``), made by the migration.

@@ -68,7 +68,8 @@ public struct StageFailure: Sendable, Hashable {
 /// URL that each discard is POSTed to.
 public struct FailureReporting: Sendable {
     /// Called for each failed attempt and each discard this worker decides (a stage it ran, or, as
-    /// the maintenance leader, a stage of a worker lost), one at a time, off the stages' path.
+    /// the maintenance leader, a stage of a worker lost or a wait for a signal that ran out), one
+    /// at a time, off the stages' path.
     public var handler: (@Sendable (StageFailure) async -> Void)?
     /// Each discard is POSTed here as JSON (`{"event": "job.discarded", "job", "queue", "stage",
     /// "task", "attempt", "error", "metadata", "at"}`), tried three times.
@@ -119,6 +120,16 @@ final class FailureReporter: Service, Sendable {
         report(
             transition, job: stage.jobID, queue: stage.queue, stage: stage.stage, chain: stage.chain,
             attempt: stage.attempt, metadata: stage.metadata)
+    }
+
+    /// Reports a wait for a signal that ran out (decided in SQL by the maintenance leader).
+    func report(_ wait: ExpiredWait) {
+        let spec = wait.chain.indices.contains(wait.stage) ? wait.chain[wait.stage] : nil
+        report(
+            StageFailure(
+                jobID: wait.jobID, queue: wait.queue, stage: wait.stage, stageName: spec?.name,
+                task: spec?.kind ?? "await", attempt: wait.attempt, error: StageError(wait.error),
+                outcome: wait.nextAt.map { .retrying(at: $0) } ?? .discarded, metadata: wait.metadata))
     }
 
     private func report(

@@ -104,7 +104,8 @@ public final class Worker: Service, Sendable {
                     wake: { queues in
                         for queue in queues { intake.wake(queue) }
                         waker.wake(queues)
-                    }, finished: { waker.announceFinished($0) }),
+                    }, finished: { waker.announceFinished($0) },
+                    expired: { waits in for wait in waits { failures.report(wait) } }),
                 Rescuer(
                     store: store, leadership: leadership, lease: configuration.lease, waker: waker, failures: failures,
                     logger: logger),

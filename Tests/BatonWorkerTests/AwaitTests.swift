@@ -96,16 +96,30 @@ struct AwaitTests {
     }
 
     /// Each wait lasts its timeout; then the attempt fails, the stage waits again while attempts
-    /// remain, and the job is discarded after the last. A signal after that is refused.
+    /// remain, and the job is discarded after the last; the failure handler hears both. A signal
+    /// after that is refused.
     @Test func aWaitThatRunsOutFailsItsAttemptAndTheLastDiscardsTheJob() async throws {
         try await TestDatabase.with { db async throws in
-            try await withWorker(db, tasks: Self.tasks) { baton, _ async throws in
+            let heard = Mutex<[StageFailure]>([])
+            var configuration = WorkerConfiguration.test()
+            configuration.failures.handler = { failure in heard.withLock { $0.append(failure) } }
+            try await withWorker(db, tasks: Self.tasks, configuration: configuration) { baton, _ async throws in
                 let job = try await baton.enqueue(
-                    Chain(input: 1).awaitSignal("never", as: Int.self, timeout: .milliseconds(300), attempts: 2))
+                    Chain(input: 1).awaitSignal("never", as: Int.self, timeout: .milliseconds(300), attempts: 2),
+                    metadata: ["order": 7])
                 let record = try await baton.waitUntilFinished(job.id, timeout: .seconds(30))
                 #expect(record.state == .discarded)
                 #expect(record.errors.map(\.attempt) == [1, 2])
                 #expect(record.errors.allSatisfy { $0.error.hasPrefix("no signal \"never\" within") })
+                try await eventually("the handler to hear both waits end") { heard.withLock { $0.count } == 2 }
+                let failures = heard.withLock { $0 }
+                #expect(failures.map(\.jobID) == [job.id, job.id])
+                #expect(failures.map(\.task) == ["await", "await"])
+                #expect(failures.map(\.attempt) == [1, 2])
+                #expect(failures.last?.outcome == .discarded)
+                if case .retrying = failures.first?.outcome {} else { Issue.record("\(failures)") }
+                #expect(failures.allSatisfy { $0.error.message.hasPrefix("no signal \"never\" within") })
+                #expect(failures.first?.metadata == ["order": 7])
                 await #expect(throws: SignalRefusal.late(job: job.id, signal: "never", state: .discarded)) {
                     try await baton.signal(job.id, "never", payload: 1)
                 }

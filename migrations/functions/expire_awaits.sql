@@ -2,9 +2,13 @@
 -- attempt fails ("no signal … within …", recorded like any failed attempt). While attempts remain
 -- (`max_attempts`, default 1) the stage waits another `timeout_ms`; after the last the job is
 -- discarded, counted in its queue's history. Returns each job whose wait ended, whether it was
--- discarded and whether someone awaits its end.
-CREATE OR REPLACE FUNCTION expire_awaits(p_limit int) RETURNS TABLE (id bigint, discarded boolean, watched boolean)
+-- discarded, whether someone awaits its end, and what the failure reporter tells: the queue, stage,
+-- attempt, chain, metadata, error and when the next wait ends.
+CREATE OR REPLACE FUNCTION expire_awaits(p_limit int)
+RETURNS TABLE (id bigint, discarded boolean, watched boolean, queue text, stage int, attempt int, chain text,
+               metadata text, error text, next_at timestamptz)
 LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
 BEGIN
     RETURN QUERY
     WITH due AS (
@@ -27,12 +31,15 @@ BEGIN
             finished_at = CASE WHEN j.attempt >= coalesce((j.chain -> j.stage ->> 'max_attempts')::int, 1)
                                THEN now() END
         FROM due WHERE j.id = due.id
-        RETURNING j.id, j.state, j.queue, j.watched
+        RETURNING j.id, j.state, j.queue, j.watched, j.stage, (j.errors -> -1 ->> 'attempt')::int AS attempt,
+                  j.chain, j.metadata, j.errors -> -1 ->> 'error' AS error, j.run_at
     ), counted AS (
         INSERT INTO queue_minutes AS q (minute, queue, discarded)
         SELECT date_trunc('minute', now()), u.queue, count(*) FROM upd u WHERE u.state = 'discarded'
         GROUP BY u.queue ORDER BY u.queue
         ON CONFLICT (minute, queue) DO UPDATE SET discarded = q.discarded + excluded.discarded
     )
-    SELECT u.id, u.state = 'discarded', u.watched FROM upd u;
+    SELECT u.id, u.state = 'discarded', u.watched, u.queue, u.stage, u.attempt, u.chain::text, u.metadata::text,
+           u.error, u.run_at
+    FROM upd u;
 END $$;

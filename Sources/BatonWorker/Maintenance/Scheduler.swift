@@ -13,6 +13,8 @@ struct Scheduler: Service {
     let wake: @Sendable ([String]) -> Void
     /// Tells those who await these jobs that they have finished.
     let finished: @Sendable ([Int64]) -> Void
+    /// Hears each wait for a signal that ran out (the failure reporter).
+    var expired: @Sendable ([ExpiredWait]) -> Void = { _ in }
 
     /// Waits for signals end to the second: looked for once a second, not at every promotion.
     static let expiryPeriod = Duration.seconds(1)
@@ -33,7 +35,8 @@ struct Scheduler: Service {
         while true {
             let (ended, discarded) = try await store.expireAwaits(limit: 1000)
             finished(discarded)
-            if ended < 1000 { return }
+            expired(ended)
+            if ended.count < 1000 { return }
         }
     }
 

@@ -100,7 +100,7 @@ public struct StageSpec: Sendable, Hashable, Codable {
 
     /// The stored form: `{"task", "name"?, "args"?, "lane"?, "retry"?, "timeout_ms"?}`,
     /// `{"name"?, "group": [...]}` or `{"await", "name"?, "timeout_ms"?, "max_attempts"?}` (the
-    /// schema's `expire_awaits` reads the last two); `Codable` encoding writes exactly this. Fields at their
+    /// schema's `expire_waits` reads the last two); `Codable` encoding writes exactly this. Fields at their
     /// defaults (`{}` args, `RetryPolicy.default`, `TaskStage.defaultTimeout`) are left out, which
     /// keeps job rows small (a third fewer bytes to write per one-stage job); decoding fills them in.
     public var json: JSONValue {

@@ -261,7 +261,7 @@ package struct AppliedOutcomes: Sendable {
 }
 
 /// A running stage whose worker stopped sending heartbeats.
-/// A wait for a signal that ran out (`expire_awaits`): its attempt failed with `error`; the stage
+/// A wait for a signal that ran out (`expire_waits`): its attempt failed with `error`; the stage
 /// waits again until `nextAt`, or, nil, the job was discarded.
 package struct ExpiredWait: Sendable {
     package var jobID: Int64

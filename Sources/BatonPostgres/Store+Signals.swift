@@ -65,13 +65,13 @@ extension Store {
     }
 
     /// Ends the waits for signals that ran out, up to `limit`: failed attempts, the stage waiting
-    /// again or its job discarded (`expire_awaits`; `jobs_awaiting`). Returns each wait that ended
+    /// again or its job discarded (`expire_waits`; `jobs_awaiting`). Returns each wait that ended
     /// and the jobs discarded that someone awaits.
     package func expireAwaits(limit: Int) async throws -> (ended: [ExpiredWait], watchedDiscarded: [Int64]) {
         let rows = try await pool.rows(
             """
             SELECT id, discarded, watched, queue, stage, attempt, chain, metadata, error, next_at
-            FROM \(unescaped: schema).expire_awaits(\(limit)::int)
+            FROM \(unescaped: schema).expire_waits(\(limit)::int)
             """, logger: logger)
         var ended: [ExpiredWait] = []
         var watched: [Int64] = []

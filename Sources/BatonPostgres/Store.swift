@@ -130,16 +130,16 @@ extension Store {
 
     /// Claims up to `limit` available jobs of `queue` for `worker`, in priority, due time and id
     /// order, skipping rows other workers hold and task stages of tasks not in `tasks` (nil: any)
-    /// (`claim_waited` in the schema; `jobs_available` index), each with how long it waited to be
+    /// (`claim_runnable` in the schema; `jobs_available` index), each with how long it waited to be
     /// picked up.
     package func claim(queue: String, limit: Int, worker: String, tasks: [String]? = nil) async throws
         -> [ClaimedJob]
     {
         let asked = ContinuousClock.now
-        // Without tasks, called as workers before schema version 13 did (the upgrade tests do).
+        // Without tasks, the previous release's function (the upgrade tests call it so).
         let query: PostgresQuery =
             if let tasks {
-                "SELECT * FROM \(unescaped: schema).claim_waited(\(queue), \(limit)::int, \(worker), \(tasks)::text[])"
+                "SELECT * FROM \(unescaped: schema).claim_runnable(\(queue), \(limit)::int, \(worker), \(tasks)::text[])"
             } else {
                 "SELECT * FROM \(unescaped: schema).claim_waited(\(queue), \(limit)::int, \(worker))"
             }
@@ -205,7 +205,7 @@ extension Store {
         let query: PostgresQuery =
             if let tasks {
                 """
-                SELECT * FROM \(unescaped: schema).apply_outcomes(
+                SELECT * FROM \(unescaped: schema).apply_outcomes_for(
                     \(worker), \(batch)::jsonb, \(queues)::text[], \(free)::int[], \(tasks)::text[])
                 """
             } else {

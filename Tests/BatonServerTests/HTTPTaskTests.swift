@@ -482,6 +482,27 @@ struct HTTPTaskTests {
                     #expect(proxy.tunnels.count == 1, "NO_PROXY names localhost")
                     #expect(service.received.map(\.path) == ["/through", "/direct"])
                 }
+                // An allow list of networks only: a name cannot be judged by an address through a
+                // proxy (the connection is the proxy's), so it is refused rather than let through.
+                let networksOnly = HTTPTaskConfiguration(
+                    policy: try OutboundPolicy(allow: "127.0.0.0/8", deny: nil),
+                    proxies: try OutboundProxies(environment: ["HTTP_PROXY": "127.0.0.1:\(proxy.port)"]))
+                try await withServer(worker: Self.tasks(networksOnly)) { server async throws in
+                    let refused = try await Self.finished(
+                        server,
+                        try await server.enqueue([
+                            "stages": [
+                                [
+                                    "task": "http", "max_attempts": 1,
+                                    "args": ["method": "GET", "url": .string("http://localhost:\(servicePort)/named")],
+                                ]
+                            ]
+                        ]))
+                    #expect(refused["state"] == "discarded")
+                    #expect(
+                        Self.lastError(refused).contains("through a proxy its address"), "\(Self.lastError(refused))")
+                    #expect(proxy.tunnels.count == 1)
+                }
             }
         }
     }

@@ -19,6 +19,8 @@ import NIOHTTP1
 public struct HTTPTask: Sendable {
     public static let name = HTTPRequestArgs.taskName
     static let maxRedirects = 5
+    /// The longest an OAuth2 token request may take.
+    static let tokenTimeoutSeconds: Int64 = 30
     public var configuration: HTTPTaskConfiguration
 
     public init(configuration: HTTPTaskConfiguration = HTTPTaskConfiguration()) {
@@ -166,8 +168,11 @@ public struct HTTPTask: Sendable {
                 basic: settings.clientAuthentication == "basic")
             let key = OAuth2Tokens.Key(
                 tokenURL: grant.tokenURL, clientID: grant.clientID, secret: grant.secret, scope: grant.scope)
+            // The fetch is shared by every stage that asks meanwhile, so it has its own deadline rather
+            // than the first asker's (a stage cancelled or timed out meanwhile waits for it at most that).
             let fetch: @Sendable () async throws -> OAuth2Tokens.Token = { [self, clientLogger] in
-                try await accessToken(grant, deadline: deadline, logger: clientLogger)
+                try await accessToken(
+                    grant, deadline: .now() + .seconds(Self.tokenTimeoutSeconds), logger: clientLogger)
             }
             let token = try await OAuth2Tokens.shared.token(for: key, fetch: fetch)
             headers.replaceOrAdd(name: "Authorization", value: "Bearer \(token.value)")
@@ -184,6 +189,8 @@ public struct HTTPTask: Sendable {
                     "\(host) is not allowed (BATON_HTTP_ALLOW / BATON_HTTP_DENY; link-local and cloud metadata "
                         + "addresses are always denied)")
             }
+            let proxy = configuration.proxies.proxy(scheme: scheme, host: host)
+            try Self.checkProxied(host, route: route, proxy: proxy)
             let sameOrigin = Self.origin(target) == origin
             if let signing {
                 // A signature is for the service it was written for.
@@ -201,8 +208,7 @@ public struct HTTPTask: Sendable {
             request.headers = headers
             if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
             let client = OutboundClients.client(
-                configuration.policy, route, proxy: configuration.proxies.proxy(scheme: scheme, host: host),
-                tls: configuration.tls.rule(for: host))
+                configuration.policy, route, proxy: proxy, tls: configuration.tls.rule(for: host))
             func send() async throws -> HTTPClientResponse {
                 do {
                     return try await client.execute(request, deadline: deadline, logger: clientLogger)
@@ -275,6 +281,16 @@ public struct HTTPTask: Sendable {
         throw TaskFailure.permanent("more than \(Self.maxRedirects) redirects")
     }
 
+    /// A host let through only by the address it connects to (it matches no allowed name, and
+    /// `http.allow` has networks) cannot go through a proxy: the connection is the proxy's, so its
+    /// address says nothing about the host's.
+    static func checkProxied(_ host: String, route: OutboundPolicy.Route, proxy: OutboundProxies.Proxy?) throws {
+        guard proxy != nil, route == .allowedAddress else { return }
+        throw TaskFailure.permanent(
+            "\(host) is not allowed: it matches no host name in BATON_HTTP_ALLOW, and through a proxy its address "
+                + "cannot be checked against the allowed networks (name it in BATON_HTTP_ALLOW, or in NO_PROXY)")
+    }
+
     /// Scheme, host and port: where credentials may go.
     static func origin(_ url: URL) -> String {
         "\(url.scheme?.lowercased() ?? "")://\(url.host?.lowercased() ?? ""):\(url.port ?? (url.scheme?.lowercased() == "https" ? 443 : 80))"
@@ -303,6 +319,8 @@ public struct HTTPTask: Sendable {
             throw TaskFailure.permanent(
                 "auth.oauth2.token_url: \(host) is not allowed (BATON_HTTP_ALLOW / BATON_HTTP_DENY)")
         }
+        let proxy = configuration.proxies.proxy(scheme: scheme, host: host)
+        try Self.checkProxied(host, route: route, proxy: proxy)
         var form = ["grant_type=client_credentials"]
         if let scope = grant.scope { form.append("scope=" + Self.queryEncoded(scope)) }
         var request = HTTPClientRequest(url: grant.tokenURL)
@@ -322,8 +340,7 @@ public struct HTTPTask: Sendable {
         let response: HTTPClientResponse
         do {
             response = try await OutboundClients.client(
-                configuration.policy, route, proxy: configuration.proxies.proxy(scheme: scheme, host: host),
-                tls: configuration.tls.rule(for: host)
+                configuration.policy, route, proxy: proxy, tls: configuration.tls.rule(for: host)
             ).execute(request, deadline: deadline, logger: logger)
         } catch let denied as OutboundDenied {
             throw TaskFailure.permanent("auth.oauth2.token_url \(grant.tokenURL): \(denied)")

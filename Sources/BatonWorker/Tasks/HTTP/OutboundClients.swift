@@ -46,11 +46,14 @@ enum OutboundClients {
             let check: @Sendable (any Channel) -> EventLoopFuture<Void> = { channel in
                 // The peer is the operator's proxy, which resolves and connects (see OutboundProxies).
                 if proxy != nil { return channel.eventLoop.makeSucceededVoidFuture() }
+                // A refused connection is closed here: the client only fails the request.
                 guard let peer = channel.remoteAddress, let address = IPAddress(peer) else {
+                    channel.close(promise: nil)
                     return channel.eventLoop.makeFailedFuture(
                         OutboundDenied(address: "\(channel.remoteAddress as Any)"))
                 }
                 guard policy.permits(address, route: route) else {
+                    channel.close(promise: nil)
                     return channel.eventLoop.makeFailedFuture(OutboundDenied(address: address.description))
                 }
                 return channel.eventLoop.makeSucceededVoidFuture()

@@ -1,0 +1,205 @@
+-- Apply a batch of stage outcomes decided by a worker (see Baton's `Transition`). Each row is
+-- applied only if the job is still `running` the same stage and attempt for `p_worker`: a late
+-- completion from a worker that lost its lease, or of a cancelled job, changes nothing.
+--   hop      next stage starts now on the same worker (state stays running)
+--   advance  next stage is ready: available, or waiting for its `lane`
+--   complete the chain's last stage succeeded
+--   retry    failed attempt; due again after `delay_ms`
+--   discard  failed for good
+--   spawn    the current (group) stage fans out into member jobs; the job waits for them
+--   release  put back untouched (a draining worker); the attempt does not count
+--   snooze   the task asked to run again after `delay_ms`, its attempt not counted (retryable,
+--            keeping its lane, `snoozed`)
+--   await    the stage awaits a signal not yet delivered: the job waits for it, holding no worker,
+--            until `delay_ms` from now (then expire_awaits fails the attempt)
+-- Returns what the caller must act on after commit: ('applied', id), ('wake', queue) for queues
+-- with newly available jobs, ('finished', id) for finished jobs someone awaits.
+--   p_batch: [{"id", "stage", "attempt", "kind", "output"?, "error"?, "code"?, "details"?, "delay_ms"?,
+--             "lane"?}, …]
+-- A lane holder promoted here in a queue of `p_queues` is claimed for the worker at once, up to
+-- `p_slots` (its free slots in that queue; not in a paused queue): the next stage of a lane starts
+-- without a claim round trip, and is returned as a ('claimed', …) row with the columns of
+-- `claim_runnable` but the wait; only if the worker runs its task (`p_tasks`, as in `claim_runnable`).
+CREATE OR REPLACE FUNCTION apply_outcomes_for(p_worker text, p_batch jsonb, p_queues text[], p_slots int[],
+                                              p_tasks text[])
+RETURNS TABLE (event text, id bigint, queue text, stage int, attempt int, chain text, input text, results text,
+               metadata text, group_output text)
+LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    v_ids bigint[];
+    v_lanes text[];
+    v_spawn bigint[];
+    v_awaits boolean;
+    v_applied applied_outcome[];
+    v_promoted_ids bigint[];
+    v_promoted_queues text[];
+BEGIN
+    SELECT array_agg(b.id), array_agg(b.id) FILTER (WHERE b.kind = 'spawn'),
+           array_agg(b.lane) FILTER (WHERE b.lane IS NOT NULL), bool_or(b.kind = 'await')
+    INTO v_ids, v_spawn, v_lanes, v_awaits
+    FROM jsonb_to_recordset(p_batch) AS b(id bigint, kind text, lane text);
+
+    -- Every lane whose holder may change: the lanes left, entered, and entered by new members.
+    -- (`= ANY(array)`: an index scan on the primary key whatever the batch size.)
+    SELECT array_agg(DISTINCT x.l) INTO v_lanes FROM (
+        SELECT j.lane FROM jobs j WHERE j.id = ANY(v_ids) AND j.lane IS NOT NULL
+        UNION ALL SELECT unnest(v_lanes)
+        UNION ALL SELECT m ->> 'lane' FROM jobs p, jsonb_array_elements(p.chain -> p.stage -> 'group') m
+                  WHERE p.id = ANY(v_spawn)
+    ) x(l) WHERE x.l IS NOT NULL;
+    IF v_lanes IS NOT NULL THEN
+        PERFORM lock_lanes(v_lanes);
+    END IF;
+
+    WITH b AS (
+        SELECT * FROM jsonb_to_recordset(p_batch)
+            AS b(id bigint, stage int, attempt int, kind text, output jsonb, error text, code text, details jsonb,
+                 delay_ms bigint, lane text)
+    ), upd AS (
+        UPDATE jobs j SET
+            state = (CASE b.kind
+                WHEN 'hop' THEN 'running'
+                WHEN 'advance' THEN CASE WHEN b.lane IS NULL THEN 'available' ELSE 'waiting' END
+                WHEN 'complete' THEN 'completed'
+                WHEN 'retry' THEN 'retryable'
+                WHEN 'snooze' THEN 'retryable'
+                WHEN 'discard' THEN 'discarded'
+                WHEN 'spawn' THEN 'waiting'
+                WHEN 'release' THEN 'available'
+                WHEN 'await' THEN 'waiting' END)::job_state,
+            stage = CASE WHEN b.kind IN ('hop', 'advance') THEN j.stage + 1 ELSE j.stage END,
+            attempt = CASE b.kind WHEN 'hop' THEN 1 WHEN 'advance' THEN 0 WHEN 'spawn' THEN 0
+                                  WHEN 'release' THEN j.attempt - 1 WHEN 'snooze' THEN j.attempt - 1
+                                  ELSE j.attempt END,
+            results = CASE WHEN b.kind IN ('hop', 'advance', 'complete')
+                THEN j.results || jsonb_build_array(jsonb_build_object(
+                    'output', coalesce(b.output, 'null'), 'attempts', j.attempt,
+                    'started_at', j.attempted_at, 'finished_at', now()))
+                ELSE j.results END,
+            errors = CASE WHEN b.kind IN ('retry', 'discard')
+                THEN j.errors || jsonb_build_array(jsonb_build_object(
+                    'stage', j.stage, 'attempt', j.attempt, 'at', now(), 'worker', p_worker, 'error', b.error)
+                    || CASE WHEN b.code IS NULL THEN '{}' ELSE jsonb_build_object('code', b.code) END
+                    || CASE WHEN b.details IS NULL THEN '{}' ELSE jsonb_build_object('details', b.details) END)
+                ELSE j.errors END,
+            run_at = CASE WHEN b.kind IN ('retry', 'snooze', 'await') THEN now() + b.delay_ms * interval '1 millisecond'
+                          WHEN b.kind IN ('advance', 'release') THEN now() ELSE j.run_at END,
+            lane = CASE WHEN b.kind IN ('hop', 'advance') THEN b.lane ELSE j.lane END,
+            -- After the lane lock: entry times follow the order the lock serialises entries in.
+            lane_ready_at = CASE WHEN b.kind IN ('hop', 'advance') THEN clock_timestamp() ELSE j.lane_ready_at END,
+            worker_id = CASE WHEN b.kind = 'hop' THEN j.worker_id END,
+            attempted_at = CASE WHEN b.kind = 'hop' THEN now() ELSE j.attempted_at END,
+            finished_at = CASE WHEN b.kind IN ('complete', 'discard') THEN now() END,
+            pending = CASE WHEN b.kind = 'spawn' THEN jsonb_array_length(j.chain -> j.stage -> 'group')
+                           ELSE j.pending END,
+            group_output = CASE WHEN b.kind IN ('retry', 'release', 'snooze') THEN j.group_output END,
+            snoozed = b.kind = 'snooze'
+        FROM b
+        WHERE j.id = b.id AND j.state = 'running' AND j.worker_id = p_worker
+          AND j.stage = b.stage AND j.attempt = b.attempt
+        RETURNING j.id, b.kind, j.state, j.queue, j.watched, j.parent_id
+    )
+    SELECT array_agg(ROW(upd.*)::applied_outcome) INTO v_applied FROM upd;
+
+    -- A signal delivered while its stage ran was kept (deliver_signal found the job running): the
+    -- wait ends at once, and the claim that follows counts the attempt again. A statement of its
+    -- own, whose snapshot sees signals committed while the update above waited for the row.
+    IF v_awaits THEN
+        RETURN QUERY
+        UPDATE jobs j SET state = 'available', run_at = now(), attempt = j.attempt - 1
+        FROM unnest(v_applied) a
+        WHERE a.kind = 'await' AND j.id = a.id AND j.state = 'waiting'
+          AND EXISTS (SELECT 1 FROM job_signals s WHERE s.job_id = j.id AND s.name = j.chain -> j.stage ->> 'await')
+        RETURNING 'wake', NULL::bigint, j.queue, NULL::int, NULL::int, NULL::text, NULL::text, NULL::text,
+                  NULL::text, NULL::text;
+    END IF;
+
+    -- Fan out: one member job per group entry, each fed the group stage's input.
+    IF v_spawn IS NOT NULL THEN
+        INSERT INTO jobs (queue, priority, state, chain, stage_count, input, metadata, lane, lane_ready_at,
+                          parent_id, parent_stage, member_index)
+        SELECT p.queue, p.priority,
+               CASE WHEN m.value ->> 'lane' IS NULL THEN 'available' ELSE 'waiting' END::job_state,
+               jsonb_build_array(m.value), 1,
+               CASE WHEN p.stage = 0 THEN p.input ELSE p.results -> (p.stage - 1) -> 'output' END,
+               p.metadata, m.value ->> 'lane', clock_timestamp(), p.id, p.stage, (m.ordinality - 1)::int
+        FROM unnest(v_applied) a
+        JOIN jobs p ON p.id = a.id
+        CROSS JOIN LATERAL jsonb_array_elements(p.chain -> p.stage -> 'group') WITH ORDINALITY m
+        WHERE a.kind = 'spawn';
+        RETURN QUERY SELECT DISTINCT 'wake', NULL::bigint, a.queue, NULL::int, NULL::int, NULL::text, NULL::text,
+                                     NULL::text, NULL::text, NULL::text
+                     FROM unnest(v_applied) a WHERE a.kind = 'spawn';
+    END IF;
+
+    -- Fan in: completed members count down their parent...
+    IF EXISTS (SELECT 1 FROM unnest(v_applied) a WHERE a.parent_id IS NOT NULL) THEN
+        UPDATE jobs p SET pending = p.pending - d.n
+        FROM (SELECT a.parent_id, count(*) AS n FROM unnest(v_applied) a
+              WHERE a.parent_id IS NOT NULL AND a.state = 'completed' GROUP BY a.parent_id) d
+        WHERE p.id = d.parent_id AND p.state = 'waiting' AND p.pending IS NOT NULL;
+        -- ...and the last one hands the parent its members' outputs, in member order. A separate
+        -- statement: its snapshot sees members completed by other transactions meanwhile.
+        RETURN QUERY
+        UPDATE jobs p SET state = 'available', run_at = now(), pending = NULL,
+            group_output = (SELECT jsonb_agg(c.results -> 0 -> 'output' ORDER BY c.member_index)
+                            FROM jobs c WHERE c.parent_id = p.id AND c.parent_stage = p.stage)
+        WHERE p.id IN (SELECT a.parent_id FROM unnest(v_applied) a WHERE a.state = 'completed')
+          AND p.state = 'waiting' AND p.pending = 0
+        RETURNING 'wake', NULL::bigint, p.queue, NULL::int, NULL::int, NULL::text, NULL::text, NULL::text,
+                  NULL::text, NULL::text;
+
+        RETURN QUERY SELECT 'finished', f, NULL::text, NULL::int, NULL::int, NULL::text, NULL::text, NULL::text,
+                            NULL::text, NULL::text FROM fail_parents(
+            (SELECT array_agg(a.id) FROM unnest(v_applied) a WHERE a.parent_id IS NOT NULL AND a.state = 'discarded'),
+            p_worker) AS f;
+    END IF;
+
+    IF v_lanes IS NOT NULL THEN
+        SELECT array_agg(p.id), array_agg(p.queue) INTO v_promoted_ids, v_promoted_queues
+        FROM promote_lanes(v_lanes) p;
+        IF v_promoted_ids IS NOT NULL THEN
+            RETURN QUERY
+            WITH promoted AS (
+                SELECT p.id, p.queue FROM unnest(v_promoted_ids, v_promoted_queues) AS p(id, queue)
+            ), runnable AS (
+                SELECT p.id, p.queue, row_number() OVER (PARTITION BY p.queue ORDER BY p.id) AS n
+                FROM promoted p JOIN jobs j ON j.id = p.id
+                WHERE p_tasks IS NULL OR NOT (j.chain -> j.stage ? 'task') OR j.chain -> j.stage ->> 'task' = ANY (p_tasks)
+            ), taken AS (
+                SELECT p.id FROM runnable p JOIN unnest(p_queues, p_slots) AS s(queue, slots)
+                    ON s.queue = p.queue AND p.n <= s.slots
+                -- the next holder of a lane in a paused queue waits for resume, like any job.
+                WHERE NOT EXISTS (SELECT 1 FROM paused_queues q WHERE q.queue = p.queue)
+            ), claimed AS (
+                UPDATE jobs j
+                SET state = 'running', attempt = j.attempt + 1, worker_id = p_worker, attempted_at = now()
+                FROM taken WHERE j.id = taken.id
+                RETURNING j.id, j.queue, j.stage, j.attempt, j.chain::text AS chain,
+                    (CASE WHEN j.stage = 0 THEN j.input ELSE j.results -> (j.stage - 1) -> 'output' END)::text AS input,
+                    CASE WHEN j.stage = 0 THEN NULL ELSE j.results::text END AS results,
+                    j.metadata::text AS metadata, j.group_output::text AS group_output
+            )
+            SELECT 'claimed', c.id, c.queue, c.stage, c.attempt, c.chain, c.input, c.results, c.metadata, c.group_output
+            FROM claimed c
+            UNION ALL
+            -- Those not taken wait for any worker of their queue.
+            SELECT DISTINCT 'wake', NULL::bigint, p.queue, NULL::int, NULL::int, NULL::text, NULL::text,
+                   NULL::text, NULL::text, NULL::text
+            FROM promoted p WHERE p.id NOT IN (SELECT t.id FROM taken t);
+        END IF;
+    END IF;
+
+    RETURN QUERY
+    SELECT x.event, x.id, x.queue, NULL::int, NULL::int, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text
+    FROM (
+        SELECT 'wake' AS event, NULL::bigint AS id, a.queue FROM unnest(v_applied) a
+            WHERE a.state = 'available' GROUP BY a.queue
+        UNION ALL
+        SELECT 'finished', a.id, NULL FROM unnest(v_applied) a
+            WHERE a.watched AND a.state IN ('completed', 'discarded')
+        UNION ALL
+        SELECT 'applied', a.id, NULL FROM unnest(v_applied) a
+    ) x;
+END $$;

@@ -181,16 +181,8 @@ public struct HTTPTask: Sendable {
         }
         var refreshed = false
         for hop in 0...Self.maxRedirects {
-            guard let target = URL(string: url), let scheme = target.scheme?.lowercased(),
-                scheme == "http" || scheme == "https", let host = target.host, !host.isEmpty
-            else { throw TaskFailure.permanent("not an http:// or https:// URL: \(url)") }
-            guard let route = configuration.policy.route(host: host) else {
-                throw TaskFailure.permanent(
-                    "\(host) is not allowed (BATON_HTTP_ALLOW / BATON_HTTP_DENY; link-local and cloud metadata "
-                        + "addresses are always denied)")
-            }
-            let proxy = configuration.proxies.proxy(scheme: scheme, host: host)
-            try Self.checkProxied(host, route: route, proxy: proxy)
+            let (target, route, proxy) = try destination(url)
+            let host = target.host ?? ""
             let sameOrigin = Self.origin(target) == origin
             if let signing {
                 // A signature is for the service it was written for.
@@ -281,14 +273,32 @@ public struct HTTPTask: Sendable {
         throw TaskFailure.permanent("more than \(Self.maxRedirects) redirects")
     }
 
+    /// Where a request to `url` may go: the URL, how the outbound policy lets its host through, and
+    /// the proxy it goes through, if any. A refusal fails the stage for good, its message prefixed
+    /// with `field`.
+    ///
     /// A host let through only by the address it connects to (it matches no allowed name, and
     /// `http.allow` has networks) cannot go through a proxy: the connection is the proxy's, so its
     /// address says nothing about the host's.
-    static func checkProxied(_ host: String, route: OutboundPolicy.Route, proxy: OutboundProxies.Proxy?) throws {
-        guard proxy != nil, route == .allowedAddress else { return }
-        throw TaskFailure.permanent(
-            "\(host) is not allowed: it matches no host name in BATON_HTTP_ALLOW, and through a proxy its address "
-                + "cannot be checked against the allowed networks (name it in BATON_HTTP_ALLOW, or in NO_PROXY)")
+    private func destination(_ url: String, field: String = "") throws -> (
+        target: URL, route: OutboundPolicy.Route, proxy: OutboundProxies.Proxy?
+    ) {
+        guard let target = URL(string: url), let scheme = target.scheme?.lowercased(),
+            scheme == "http" || scheme == "https", let host = target.host, !host.isEmpty
+        else { throw TaskFailure.permanent("\(field)not an http:// or https:// URL: \(url)") }
+        guard let route = configuration.policy.route(host: host) else {
+            throw TaskFailure.permanent(
+                "\(field)\(host) is not allowed (BATON_HTTP_ALLOW / BATON_HTTP_DENY; link-local and cloud metadata "
+                    + "addresses are always denied)")
+        }
+        let proxy = configuration.proxies.proxy(scheme: scheme, host: host)
+        if proxy != nil, route == .allowedAddress {
+            throw TaskFailure.permanent(
+                "\(field)\(host) is not allowed: it matches no host name in BATON_HTTP_ALLOW, and through a proxy its "
+                    + "address cannot be checked against the allowed networks (name it in BATON_HTTP_ALLOW, or in NO_PROXY)"
+            )
+        }
+        return (target, route, proxy)
     }
 
     /// Scheme, host and port: where credentials may go.
@@ -310,17 +320,8 @@ public struct HTTPTask: Sendable {
     private func accessToken(_ grant: OAuth2Grant, deadline: NIODeadline, logger: Logger) async throws
         -> OAuth2Tokens.Token
     {
-        guard let target = URL(string: grant.tokenURL), let scheme = target.scheme?.lowercased(),
-            scheme == "http" || scheme == "https", let host = target.host, !host.isEmpty
-        else {
-            throw TaskFailure.permanent("auth.oauth2.token_url is not an http:// or https:// URL: \(grant.tokenURL)")
-        }
-        guard let route = configuration.policy.route(host: host) else {
-            throw TaskFailure.permanent(
-                "auth.oauth2.token_url: \(host) is not allowed (BATON_HTTP_ALLOW / BATON_HTTP_DENY)")
-        }
-        let proxy = configuration.proxies.proxy(scheme: scheme, host: host)
-        try Self.checkProxied(host, route: route, proxy: proxy)
+        let (target, route, proxy) = try destination(grant.tokenURL, field: "auth.oauth2.token_url: ")
+        let host = target.host ?? ""
         var form = ["grant_type=client_credentials"]
         if let scope = grant.scope { form.append("scope=" + Self.queryEncoded(scope)) }
         var request = HTTPClientRequest(url: grant.tokenURL)

@@ -271,7 +271,10 @@ public struct HTTPRequestArgs: Sendable, Hashable {
                 }
                 algorithm = known
             }
-            return .hmac(secret: try template(secret, "auth.hmac.secret"), header: header, algorithm: algorithm)
+            return .hmac(
+                secret: try secretTemplate(secret, "auth.hmac.secret", invalid: invalid, template: template),
+                header: header,
+                algorithm: algorithm)
         }
         let oauth = try fields(
             settings, at: "auth.oauth2", known: ["token_url", "client_id", "secret", "scope", "client_auth"])
@@ -299,8 +302,23 @@ public struct HTTPRequestArgs: Sendable, Hashable {
         return .oauth2(
             OAuth2(
                 tokenURL: tokenURL, clientID: try template(oauth["client_id"]!, "auth.oauth2.client_id"),
-                secret: try template(oauth["secret"]!, "auth.oauth2.secret"), scope: scope,
+                secret: try secretTemplate(
+                    oauth["secret"]!, "auth.oauth2.secret", invalid: invalid, template: template),
+                scope: scope,
                 clientAuthentication: clientAuthentication))
+    }
+
+    /// A secret an auth helper uses: it must name a worker's secret (`{{secrets.NAME}}`), so that
+    /// the job, its views and its logs hold only the name, never the secret itself.
+    private static func secretTemplate(
+        _ value: JSONValue, _ field: String, invalid: (String, String) -> BatonError,
+        template: (JSONValue, String) throws(BatonError) -> Template
+    ) throws(BatonError) -> Template {
+        let parsed = try template(value, field)
+        guard parsed.tags.contains(where: { $0.count == 2 && $0[0] == "secrets" }) else {
+            throw invalid(field, "must name a worker's secret, such as \"{{secrets.API_KEY}}\", not hold the secret")
+        }
+        return parsed
     }
 
     /// Every template of the request, the body's string leaves included.

@@ -54,6 +54,16 @@ struct HTTPRequestArgsTests {
                 "args.auth.hmac.secret"
             ),
             (
+                ["method": "GET", "url": "https://x", "auth": ["hmac": ["secret": "whsec-literal"]]],
+                "args.auth.hmac.secret"
+            ),
+            (
+                [
+                    "method": "GET", "url": "https://x",
+                    "auth": ["oauth2": ["token_url": "https://t", "client_id": "c", "secret": "s3cret"]],
+                ], "args.auth.oauth2.secret"
+            ),
+            (
                 ["method": "GET", "url": "https://x", "auth": ["oauth2": ["client_id": "c", "secret": "s"]]],
                 "args.auth.oauth2.token_url"
             ),

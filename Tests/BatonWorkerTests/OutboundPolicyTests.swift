@@ -1,4 +1,5 @@
 import Baton
+import Synchronization
 import Testing
 
 @testable import BatonWorker
@@ -147,5 +148,36 @@ struct OutboundTLSTests {
             }
         }
         #expect(try OutboundTLS([]).rule(for: "a.corp.example") == nil)
+    }
+}
+
+/// The OAuth2 token cache: one fetch per key however many ask, and a bound on what it keeps (the
+/// keys come from jobs).
+struct OAuth2TokensTests {
+    @Test func oneFetchPerKeyAndABoundedCache() async throws {
+        let tokens = OAuth2Tokens(capacity: 10)
+        let fetches = Mutex(0)
+        let key = OAuth2Tokens.Key(tokenURL: "https://auth.example/token", clientID: "c", secret: "s", scope: nil)
+        let fetch: @Sendable () async throws -> OAuth2Tokens.Token = {
+            fetches.withLock { $0 += 1 }
+            try await Task.sleep(for: .milliseconds(50))
+            return OAuth2Tokens.Token(value: "t", expires: nil)
+        }
+        try await withThrowingTaskGroup(of: String.self) { group in
+            for _ in 0..<20 { group.addTask { try await tokens.token(for: key, fetch: fetch).value } }
+            for try await value in group { #expect(value == "t") }
+        }
+        #expect(fetches.withLock { $0 } == 1)
+        for client in 0..<25 {
+            let other = OAuth2Tokens.Key(
+                tokenURL: "https://auth.example/token", clientID: "\(client)", secret: "s", scope: nil)
+            _ = try await tokens.token(for: other) { OAuth2Tokens.Token(value: "\(client)", expires: nil) }
+            #expect(tokens.count <= 10)
+        }
+        // A refused token is forgotten; the next ask fetches anew.
+        let kept = try await tokens.token(for: key, fetch: fetch)
+        tokens.refused(kept, for: key)
+        _ = try await tokens.token(for: key, fetch: fetch)
+        #expect(fetches.withLock { $0 } >= 2)
     }
 }

@@ -60,7 +60,16 @@ final class OAuth2Tokens: Sendable {
 
     static let shared = OAuth2Tokens()
 
+    /// The most tokens kept: the keys come from jobs (any client id, scope or endpoint a stage
+    /// names), so the cache is bounded; past it, the kept tokens are forgotten (fetched again when
+    /// asked for), fetches under way are not.
+    let capacity: Int
     private let entries = Mutex<[Key: Entry]>([:])
+
+    init(capacity: Int = 1000) { self.capacity = capacity }
+
+    /// How many tokens are kept or being fetched.
+    var count: Int { entries.withLock { $0.count } }
 
     /// The kept token for `key`, else one `fetch` gets (shared with every caller asking meanwhile).
     func token(for key: Key, fetch: @escaping @Sendable () async throws -> Token) async throws -> Token {
@@ -70,6 +79,9 @@ final class OAuth2Tokens: Sendable {
             case .ready(let token) where token.expires.map({ now < $0 }) ?? true: return .ready(token)
             case .fetching(let task): return .fetching(task)
             default:
+                if entries.count >= capacity {
+                    entries = entries.filter { if case .fetching = $0.value { true } else { false } }
+                }
                 let task = Task { try await fetch() }
                 entries[key] = .fetching(task)
                 return .fetching(task)

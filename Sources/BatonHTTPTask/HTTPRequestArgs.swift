@@ -77,8 +77,15 @@ public struct HTTPRequestArgs: Sendable, Hashable {
         public var clientID: Template
         public var secret: Template
         public var scope: Template?
-        /// `basic` (the default, RFC 6749 §2.3.1) or `body` (`client_id` and `client_secret` in the form).
-        public var clientAuthentication: String
+        public var clientAuthentication: ClientAuthentication
+
+        /// How the client proves itself to the token endpoint (`client_auth`).
+        public enum ClientAuthentication: String, Sendable, Hashable, CaseIterable {
+            /// HTTP Basic, the default (RFC 6749 §2.3.1).
+            case basic
+            /// `client_id` and `client_secret` in the form.
+            case body
+        }
     }
 
     /// The name the task is registered under.
@@ -287,12 +294,12 @@ public struct HTTPRequestArgs: Sendable, Hashable {
         {
             throw invalid("auth.oauth2.token_url", "must be an http:// or https:// URL")
         }
-        var clientAuthentication = "basic"
+        var clientAuthentication = OAuth2.ClientAuthentication.basic
         if let value = oauth["client_auth"] {
-            guard case .string(let name) = value, ["basic", "body"].contains(name) else {
+            guard case .string(let name) = value, let known = OAuth2.ClientAuthentication(rawValue: name) else {
                 throw invalid("auth.oauth2.client_auth", "must be basic or body")
             }
-            clientAuthentication = name
+            clientAuthentication = known
         }
         if headers.contains(where: { $0.name.lowercased() == "authorization" }) {
             throw invalid("headers.Authorization", "oauth2 sends its own Authorization header")

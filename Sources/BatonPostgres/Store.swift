@@ -136,14 +136,9 @@ extension Store {
         -> [ClaimedJob]
     {
         let asked = ContinuousClock.now
-        // Without tasks, the previous release's function (the upgrade tests call it so).
-        let query: PostgresQuery =
-            if let tasks {
-                "SELECT * FROM \(unescaped: schema).claim_runnable(\(queue), \(limit)::int, \(worker), \(tasks)::text[])"
-            } else {
-                "SELECT * FROM \(unescaped: schema).claim_waited(\(queue), \(limit)::int, \(worker))"
-            }
-        let rows = try await pool.rows(query, logger: logger)
+        let rows = try await pool.rows(
+            "SELECT * FROM \(unescaped: schema).claim_runnable(\(queue), \(limit)::int, \(worker), \(tasks)::text[])",
+            logger: logger)
         var decoder = ClaimDecoder()
         var claimed: [ClaimedJob] = []
         for row in rows {
@@ -202,16 +197,11 @@ extension Store {
         let queues = Array(slots.keys)
         let free = queues.map { slots[$0] ?? 0 }
         let asked = ContinuousClock.now
-        let query: PostgresQuery =
-            if let tasks {
-                """
-                SELECT * FROM \(unescaped: schema).apply_outcomes_for(
-                    \(worker), \(batch)::jsonb, \(queues)::text[], \(free)::int[], \(tasks)::text[])
-                """
-            } else {
-                "SELECT * FROM \(unescaped: schema).apply_outcomes(\(worker), \(batch)::jsonb, \(queues)::text[], \(free)::int[])"
-            }
-        let rows = try await pool.rows(query, logger: logger)
+        let rows = try await pool.rows(
+            """
+            SELECT * FROM \(unescaped: schema).apply_outcomes_for(
+                \(worker), \(batch)::jsonb, \(queues)::text[], \(free)::int[], \(tasks)::text[])
+            """, logger: logger)
         var result = AppliedOutcomes()
         var decoder = ClaimDecoder()
         for row in rows {

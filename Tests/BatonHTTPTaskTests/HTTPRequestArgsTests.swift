@@ -214,7 +214,7 @@ struct HTTPCallTests {
             Issue.record("no oauth2")
             return
         }
-        #expect(oauth.clientAuthentication == "basic")
+        #expect(oauth.clientAuthentication == .basic)
         #expect(args.timeout == .seconds(90))
         #expect(args.expect.outcome(for: 409) == .success)
         #expect(args.maxResponseBytes == 2048)

@@ -9,10 +9,37 @@ import Testing
 
 /// Holds its stage until the test opens the gate for its job, then returns its input.
 struct HeldOpen: BatonTask {
-    static let open = Mutex(Set<Int64>())
+    private struct Gates {
+        var open: Set<Int64> = []
+        var waiting: [Int64: CheckedContinuation<Void, any Error>] = [:]
+    }
+
+    private static let gates = Mutex(Gates())
+
+    /// Lets the stage of `job` finish (now, or as soon as it starts).
+    static func open(_ job: Int64) {
+        let waiting = gates.withLock { gates in
+            gates.open.insert(job)
+            return gates.waiting.removeValue(forKey: job)
+        }
+        waiting?.resume()
+    }
 
     func run(_ input: Int, context: StageContext) async throws -> Int {
-        while !Self.open.withLock({ $0.contains(context.jobID) }) { try await Task.sleep(for: .milliseconds(5)) }
+        let job = context.jobID
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let isOpen = Self.gates.withLock { gates in
+                    if gates.open.contains(job) || Task.isCancelled { return true }
+                    gates.waiting[job] = continuation
+                    return false
+                }
+                if isOpen { continuation.resume() }
+            }
+        } onCancel: {
+            Self.gates.withLock { $0.waiting.removeValue(forKey: job) }?.resume(throwing: CancellationError())
+        }
+        try Task.checkCancellation()
         return input
     }
 }
@@ -62,7 +89,7 @@ struct AwaitTests {
                 try await eventually("the first stage to run") { try await baton.job(job.id).state == .running }
                 let payload: JSONValue = ["amount": .number(JSONNumber("12345678901234567890.01")!), "id": "pay_1"]
                 #expect(try await baton.signal(job.id, "paid", payload: payload) == .kept)
-                HeldOpen.open.withLock { _ = $0.insert(job.id) }
+                HeldOpen.open(job.id)
                 #expect(try await job.result() == payload)
                 #expect(try await baton.job(job.id).errors.isEmpty)
             }

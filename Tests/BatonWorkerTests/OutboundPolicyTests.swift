@@ -174,10 +174,14 @@ struct OAuth2TokensTests {
             _ = try await tokens.token(for: other) { OAuth2Tokens.Token(value: "\(client)", expires: nil) }
             #expect(tokens.count <= 10)
         }
-        // A refused token is forgotten; the next ask fetches anew.
+        // A kept token is handed out without a fetch; a refused one is forgotten, and the next ask
+        // fetches anew.
         let kept = try await tokens.token(for: key, fetch: fetch)
+        let before = fetches.withLock { $0 }
+        _ = try await tokens.token(for: key, fetch: fetch)
+        #expect(fetches.withLock { $0 } == before)
         tokens.refused(kept, for: key)
         _ = try await tokens.token(for: key, fetch: fetch)
-        #expect(fetches.withLock { $0 } >= 2)
+        #expect(fetches.withLock { $0 } == before + 1)
     }
 }

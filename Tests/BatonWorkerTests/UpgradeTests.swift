@@ -46,17 +46,24 @@ struct UpgradeTests {
                 INSERT INTO \(unescaped: schema).workers (id, host, pid, queues, tasks)
                 VALUES ('old-worker', 'old', 1, '{default}', '{ordered}')
                 """)
-            let claimed = try await db.store.claim(queue: "default", limit: 6, worker: "old-worker")
+            // Claimed and failed through the previous layout's own functions, as its workers called them.
+            let claimed = try await db.values(
+                "SELECT id FROM \(unescaped: schema).claim_waited('default', 6, 'old-worker')", as: Int64.self)
             #expect(!claimed.isEmpty)
             // One claimed stage failed and waits for its retry; the others stay running under a
             // worker that stopped (its heartbeat an hour old).
             let retried = try #require(claimed.first)
-            _ = try await db.store.apply(
+            let batch: JSONValue = [
                 [
-                    Outcome(
-                        jobID: retried.id, stage: 0, attempt: 1,
-                        transition: .retry(error: "failed under the old layout", delay: .milliseconds(500)))
-                ], worker: "old-worker")
+                    "id": .number(JSONNumber(retried)), "stage": 0, "attempt": 1, "kind": "retry",
+                    "error": "failed under the old layout", "delay_ms": 500,
+                ]
+            ]
+            _ = try await db.values(
+                """
+                SELECT event FROM \(unescaped: schema).apply_outcomes(
+                    'old-worker', \(batch.jsonText)::jsonb, '{}'::text[], '{}'::int[])
+                """, as: String.self)
             try await db.pool.perform(
                 "UPDATE \(unescaped: schema).workers SET heartbeat_at = now() - interval '1 hour' WHERE id = 'old-worker'"
             )

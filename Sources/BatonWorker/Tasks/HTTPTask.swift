@@ -41,7 +41,9 @@ public struct HTTPTask: Sendable {
             throw TaskFailure.permanent("\(error)")
         }
         var secrets: [String: JSONValue] = [:]
-        for path in request.templates.flatMap(\.tags) where path.count > 1 && path[0] == "secrets" {
+        // Every path a template of the request names (the URL, headers, body, form parts, auth).
+        let paths = request.templates.flatMap(\.tags)
+        for path in paths where path.count > 1 && path[0] == "secrets" {
             guard let value = configuration.secrets[path[1]] else {
                 // The worker's configuration, not the job, is at fault: another worker may have it.
                 throw HTTPTaskError("no secret \(path[1]) on this worker: set BATON_SECRET_\(path[1])")
@@ -51,7 +53,7 @@ public struct HTTPTask: Sendable {
         // `{{signals.NAME.token}}`: the one-time token of a signal a later stage awaits, for a
         // callback URL (`…/v1/jobs/{{job.id}}/signals/NAME?token={{signals.NAME.token}}`).
         var signals: [String: JSONValue] = [:]
-        for path in request.templates.flatMap(\.tags)
+        for path in paths
         where path.count == 3 && path[0] == "signals" && path[2] == "token" {
             signals[path[1]] = ["token": .string(try await context.signalToken(for: path[1]))]
         }
@@ -63,7 +65,7 @@ public struct HTTPTask: Sendable {
             "stage": .number(context.stageIndex), "attempt": .number(context.attempt),
         ]
         // `{{job.input}}`: read (for a later stage, from the database) only when a template names it.
-        if request.templates.flatMap(\.tags).contains(where: { $0.count > 1 && $0[0] == "job" && $0[1] == "input" }) {
+        if paths.contains(where: { $0.count > 1 && $0[0] == "job" && $0[1] == "input" }) {
             job["input"] = try await context.jobInput()
         }
         let scope: JSONValue = [
@@ -165,7 +167,7 @@ public struct HTTPTask: Sendable {
                 clientID: try filled(settings.clientID, scope, "auth.oauth2.client_id"),
                 secret: try filled(settings.secret, scope, "auth.oauth2.secret"),
                 scope: try settings.scope.map { try filled($0, scope, "auth.oauth2.scope") },
-                basic: settings.clientAuthentication == "basic")
+                basic: settings.clientAuthentication == .basic)
             let key = OAuth2Tokens.Key(
                 tokenURL: grant.tokenURL, clientID: grant.clientID, secret: grant.secret, scope: grant.scope)
             // The fetch is shared by every stage that asks meanwhile, so it has its own deadline rather
@@ -237,9 +239,7 @@ public struct HTTPTask: Sendable {
                 guard let next = URL(string: location, relativeTo: target)?.absoluteURL else {
                     throw TaskFailure.permanent("a redirect to \(location), which is not a URL")
                 }
-                if next.host?.lowercased() != target.host?.lowercased() || next.scheme != target.scheme
-                    || next.port != target.port
-                {
+                if Self.origin(next) != Self.origin(target) {
                     // Credentials are for the origin they were written for.
                     for name in ["Authorization", "Cookie", "Proxy-Authorization"] + secretHeaders {
                         headers.remove(name: name)

@@ -30,7 +30,23 @@ public struct ChainDefinition: Sendable, Hashable {
         try Self.validate(stages, path: "stages", check: check)
         var seen = Set<String>()
         var signals = Set<String>()
+        let positions = Dictionary(
+            stages.enumerated().compactMap { index, stage in stage.name.map { ($0, index) } },
+            uniquingKeysWith: { first, _ in first })
         for (index, stage) in stages.enumerated() {
+            for (rule, flow) in (stage.task?.next ?? []).enumerated() {
+                guard case .goto(let target) = flow.action else { continue }
+                guard let position = positions[target] else {
+                    throw .invalidChain(
+                        path: "stages[\(index)].next[\(rule)].goto", reason: "no stage is named \"\(target)\"")
+                }
+                // Forward only: a loop is a `repeat`, whose max bounds it.
+                guard position > index else {
+                    throw .invalidChain(
+                        path: "stages[\(index)].next[\(rule)].goto",
+                        reason: "stage \"\(target)\" is not after this one: goto only jumps forward (repeat loops)")
+                }
+            }
             if let name = stage.name, !seen.insert(name).inserted {
                 throw .invalidChain(path: "stages[\(index)].name", reason: "stage name \"\(name)\" is used twice")
             }
@@ -83,12 +99,36 @@ public struct ChainDefinition: Sendable, Hashable {
                 guard task.retry.backoff.initial >= .zero, task.retry.backoff.max >= task.retry.backoff.initial else {
                     throw .invalidChain(path: "\(here).backoff", reason: "needs 0 ≤ initial ≤ max")
                 }
+                try validateFlow(of: task, at: here, inGroup: inGroup)
                 // Args whose rules are known: a malformed request is refused now, at its path,
                 // rather than failing when it runs.
                 try check?(task.task, task.args, "\(here).args")
             }
         }
     }
+
+    /// A stage's `repeat` and `next` rules (their targets are checked by the caller, who knows the chain).
+    private static func validateFlow(of task: TaskStage, at path: String, inGroup: Bool) throws(BatonError) {
+        if let rule = task.repeat {
+            // A member is a job of one stage whose output its group collects.
+            guard !inGroup else { throw .invalidChain(path: "\(path).repeat", reason: "a group member cannot repeat") }
+            guard (1...RepeatRule.maxRuns).contains(rule.max) else {
+                throw .invalidChain(path: "\(path).repeat.max", reason: "must be within 1...\(RepeatRule.maxRuns)")
+            }
+            try rule.condition.check(at: "\(path).repeat.while")
+        }
+        guard !task.next.isEmpty else { return }
+        guard !inGroup else { throw .invalidChain(path: "\(path).next", reason: "a group member cannot branch") }
+        guard task.next.count <= maxRules else {
+            throw .invalidChain(path: "\(path).next", reason: "at most \(maxRules) rules, got \(task.next.count)")
+        }
+        for (index, rule) in task.next.enumerated() {
+            try rule.condition.check(at: "\(path).next[\(index)].if")
+        }
+    }
+
+    /// A stage has at most this many `next` rules.
+    public static let maxRules = 20
 
     /// The rule for every name Baton stores (stages, tasks, lanes, queues): 1 to `maxNameLength`
     /// characters, no control characters (the OpenAPI document's `Name`).

@@ -13,14 +13,15 @@ public struct StageContext: Sendable {
     public let metadata: JSONValue
     /// Carries the job id, stage and attempt as metadata.
     public let logger: Logger
-    /// Outputs of the stages before this one, in chain order, with the stage names.
-    package let earlier: [(name: String?, output: JSONValue)]
+    /// The runs before this one, in order (the path taken: a `goto` skips stages, a `repeat` runs
+    /// one again), each with its stage's position and name.
+    package let earlier: [(stage: Int, name: String?, output: JSONValue)]
     /// What the worker provides, and this attempt's latest report.
     private let attemptProgress: AttemptProgress
 
     package init(
         jobID: Int64, stageIndex: Int, stageName: String?, attempt: Int, queue: String, lane: String?,
-        metadata: JSONValue, logger: Logger, earlier: [(name: String?, output: JSONValue)],
+        metadata: JSONValue, logger: Logger, earlier: [(stage: Int, name: String?, output: JSONValue)],
         services: any StageServices
     ) {
         self.jobID = jobID
@@ -59,15 +60,22 @@ public struct StageContext: Sendable {
     ) {
         self.init(
             jobID: jobID, stageIndex: earlier.count, stageName: stageName, attempt: attempt, queue: queue, lane: lane,
-            metadata: metadata, logger: logger, earlier: earlier,
+            metadata: metadata, logger: logger,
+            earlier: earlier.enumerated().map { ($0, $1.name, $1.output) },
             services: TestStageServices(saved: checkpoint, input: jobInput))
     }
 
-    /// The same for every attempt at this stage: use it to make the task's side effects idempotent.
-    public var idempotencyKey: String { "\(jobID)-\(stageIndex)" }
+    /// How many runs came before this one: the stage's index unless a `goto` skipped stages or a
+    /// `repeat` ran one again.
+    public var step: Int { earlier.count }
 
-    /// The output of the earlier stage called `name`, if it has run. Group members are jobs of
-    /// their own: they see their input, not the stages before their group.
+    /// The same for every attempt at this run of the stage, `<job id>-<step>`: use it to make the
+    /// task's side effects idempotent. Each run of a repeated stage has its own.
+    public var idempotencyKey: String { "\(jobID)-\(step)" }
+
+    /// The output of the earlier stage called `name`, if it has run (its latest run, for a stage
+    /// that repeated). Group members are jobs of their own: they see their input, not the stages
+    /// before their group.
     public func output(of name: String) -> JSONValue? {
         earlier.last(where: { $0.name == name })?.output
     }
@@ -80,9 +88,16 @@ public struct StageContext: Sendable {
         return try value.decode(as: T.self)
     }
 
-    /// The output of the stage at `index` (earlier than this one).
+    /// The output of the stage at `index` (earlier than this one; its latest run), nil if it has
+    /// not run (or a `goto` skipped it).
     public func output(at index: Int) -> JSONValue? {
-        earlier.indices.contains(index) ? earlier[index].output : nil
+        earlier.last(where: { $0.stage == index })?.output
+    }
+
+    /// Every output of the stage called `name`, one per run, in order: the pages a repeated stage
+    /// fetched.
+    public func outputs(of name: String) -> [JSONValue] {
+        earlier.filter { $0.name == name }.map(\.output)
     }
 
     // MARK: progress

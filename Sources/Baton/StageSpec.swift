@@ -22,9 +22,14 @@ public struct StageSpec: Sendable, Hashable, Codable {
 
     public static func task(
         _ task: String, args: JSONValue = .object([:]), name: String? = nil, lane: String? = nil,
-        retry: RetryPolicy = .default, timeout: Duration = TaskStage.defaultTimeout
+        retry: RetryPolicy = .default, timeout: Duration = TaskStage.defaultTimeout, repeat: RepeatRule? = nil,
+        next: [FlowRule] = []
     ) -> StageSpec {
-        StageSpec(name: name, .task(TaskStage(task: task, args: args, lane: lane, retry: retry, timeout: timeout)))
+        StageSpec(
+            name: name,
+            .task(
+                TaskStage(
+                    task: task, args: args, lane: lane, retry: retry, timeout: timeout, repeat: `repeat`, next: next)))
     }
 
     public static func group(_ members: [StageSpec], name: String? = nil) -> StageSpec {
@@ -65,6 +70,7 @@ public struct StageSpec: Sendable, Hashable, Codable {
 
     enum CodingKeys: String, CodingKey {
         case name, task, args, lane, retry, timeout = "timeout_ms", group, await, maxAttempts = "max_attempts"
+        case `repeat`, next
     }
 
     public init(from decoder: any Decoder) throws {
@@ -81,16 +87,27 @@ public struct StageSpec: Sendable, Hashable, Codable {
                             ?? AwaitStage.defaultTimeout.milliseconds),
                     maxAttempts: try container.decodeIfPresent(Int.self, forKey: .maxAttempts) ?? 1))
         } else {
-            body = .task(
-                TaskStage(
-                    task: try container.decode(String.self, forKey: .task),
-                    args: try container.decodeIfPresent(JSONValue.self, forKey: .args) ?? .object([:]),
-                    lane: try container.decodeIfPresent(String.self, forKey: .lane),
-                    retry: try container.decodeIfPresent(RetryPolicy.self, forKey: .retry) ?? .default,
-                    timeout: .milliseconds(
-                        try container.decodeIfPresent(Int64.self, forKey: .timeout)
-                            ?? TaskStage.defaultTimeout.milliseconds)
-                ))
+            var task = TaskStage(
+                task: try container.decode(String.self, forKey: .task),
+                args: try container.decodeIfPresent(JSONValue.self, forKey: .args) ?? .object([:]),
+                lane: try container.decodeIfPresent(String.self, forKey: .lane),
+                retry: try container.decodeIfPresent(RetryPolicy.self, forKey: .retry) ?? .default,
+                timeout: .milliseconds(
+                    try container.decodeIfPresent(Int64.self, forKey: .timeout)
+                        ?? TaskStage.defaultTimeout.milliseconds))
+            let repeatRule = try container.decodeIfPresent(JSONValue.self, forKey: .repeat)
+            let rules = try container.decodeIfPresent([JSONValue].self, forKey: .next) ?? []
+            do {
+                task.repeat = try repeatRule.map { (rule) throws(BatonError) in try RepeatRule(json: rule, at: "repeat")
+                }
+                for (index, rule) in rules.enumerated() {
+                    task.next.append(try FlowRule(json: rule, at: "next[\(index)]"))
+                }
+            } catch {
+                throw DecodingError.dataCorrupted(
+                    DecodingError.Context(codingPath: decoder.codingPath, debugDescription: "\(error)"))
+            }
+            body = .task(task)
         }
     }
 
@@ -98,7 +115,7 @@ public struct StageSpec: Sendable, Hashable, Codable {
         try json.encode(to: encoder)
     }
 
-    /// The stored form: `{"task", "name"?, "args"?, "lane"?, "retry"?, "timeout_ms"?}`,
+    /// The stored form: `{"task", "name"?, "args"?, "lane"?, "retry"?, "timeout_ms"?, "repeat"?, "next"?}`,
     /// `{"name"?, "group": [...]}` or `{"await", "name"?, "timeout_ms"?, "max_attempts"?}` (the
     /// schema's `expire_waits` reads the last two); `Codable` encoding writes exactly this. Fields at their
     /// defaults (`{}` args, `RetryPolicy.default`, `TaskStage.defaultTimeout`) are left out, which
@@ -117,6 +134,8 @@ public struct StageSpec: Sendable, Hashable, Codable {
             if task.timeout != TaskStage.defaultTimeout {
                 fields["timeout_ms"] = .number(task.timeout.milliseconds)
             }
+            if let rule = task.repeat { fields["repeat"] = rule.json }
+            if !task.next.isEmpty { fields["next"] = .array(task.next.map(\.json)) }
         case .await(let stage):
             fields["await"] = .string(stage.signal)
             if stage.timeout != AwaitStage.defaultTimeout { fields["timeout_ms"] = .number(stage.timeout.milliseconds) }
@@ -160,15 +179,24 @@ public struct TaskStage: Sendable, Hashable {
     public var lane: String?
     public var retry: RetryPolicy
     public var timeout: Duration
+    /// Run again, fed its own output, while this holds (see ``RepeatRule``).
+    public var `repeat`: RepeatRule?
+    /// Where the chain goes once the stage has succeeded, tried in order (see ``FlowRule``).
+    public var next: [FlowRule]
 
     public init(
         task: String, args: JSONValue = .object([:]), lane: String? = nil, retry: RetryPolicy = .default,
-        timeout: Duration = TaskStage.defaultTimeout
+        timeout: Duration = TaskStage.defaultTimeout, repeat: RepeatRule? = nil, next: [FlowRule] = []
     ) {
         self.task = task
         self.args = args
         self.lane = lane
         self.retry = retry
         self.timeout = timeout
+        self.repeat = `repeat`
+        self.next = next
     }
+
+    /// Whether the worker must look at the output to know what follows.
+    public var hasFlow: Bool { `repeat` != nil || !next.isEmpty }
 }

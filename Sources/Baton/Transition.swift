@@ -24,11 +24,12 @@ public enum StageOutcome: Sendable, Hashable {
 /// What happens to a job after one of its stages ends: a pure function of the chain, the outcome
 /// and the policy. The store applies it in one transaction (`apply_outcomes` in the schema).
 public enum Transition: Sendable, Hashable {
-    /// The next stage runs now, on the same worker, without going back through the queue.
-    case hop(output: String)
-    /// The next stage is ready: claimable by any worker, or queued in `lane`.
-    case advance(output: String, lane: String?)
-    /// The last stage succeeded: the job is completed with this output.
+    /// The next stage runs now, on the same worker, without going back through the queue. `to`:
+    /// the position it is at (nil: the one after this; else chosen by a `goto` or `repeat`).
+    case hop(output: String, to: Int? = nil)
+    /// The next stage is ready: claimable by any worker, or queued in `lane`; `to` as for `hop`.
+    case advance(output: String, lane: String?, to: Int? = nil)
+    /// The last stage succeeded, or a `finish` rule held: the job is completed with this output.
     case complete(output: String)
     /// The attempt failed; try again after `delay`.
     case retry(error: StageError, delay: Duration)
@@ -43,15 +44,19 @@ public enum Transition: Sendable, Hashable {
     /// Run the stage again after `delay`, the attempt given back; a laned stage keeps its lane.
     case snooze(delay: Duration)
 
-    /// Decides what follows `outcome` of attempt number `attempt` (1-based) at `stage`.
+    /// Decides what follows `outcome` of attempt number `attempt` (1-based) at position `stage`
+    /// of `chain`; a success follows the stage's `repeat` and `next` rules.
     ///
     /// - Parameters:
-    ///   - next: the following stage, nil if `stage` is the last.
-    ///   - canHop: the worker may run the next stage itself (it is not draining).
+    ///   - runs: how many times in a row the stage has run before this run (for `repeat`'s max).
+    ///   - canHop: whether this worker may run that task stage itself, now (it runs its task and
+    ///     is not draining).
     ///   - random: a value in 0..<1 that places the retry delay inside the jitter band.
     public static func decide(
-        stage: StageSpec, next: StageSpec?, attempt: Int, outcome: StageOutcome, canHop: Bool, random: Double
+        chain: [StageSpec], stage position: Int, runs: Int = 0, attempt: Int, outcome: StageOutcome,
+        canHop: (StageSpec) -> Bool, random: Double
     ) -> Transition {
+        let stage = chain[position]
         switch outcome {
         case .fanOut:
             return .spawn
@@ -60,10 +65,20 @@ public enum Transition: Sendable, Hashable {
         case .snoozed(let delay):
             return .snooze(delay: delay)
         case .succeeded(let output):
-            guard let next else { return .complete(output: output) }
-            if let lane = next.lane { return .advance(output: output, lane: lane) }
-            if canHop, next.task != nil { return .hop(output: output) }
-            return .advance(output: output, lane: nil)
+            var target = position + 1
+            if let task = stage.task, task.hasFlow {
+                switch follow(task, at: position, output: output, runs: runs, in: chain) {
+                case .next(let position): target = position
+                case .finish: return .complete(output: output)
+                case .fail(let error): return .discard(error: error)
+                }
+            }
+            guard target < chain.count else { return .complete(output: output) }
+            let next = chain[target]
+            let to = target == position + 1 ? nil : target
+            if let lane = next.lane { return .advance(output: output, lane: lane, to: to) }
+            if next.task != nil, canHop(next) { return .hop(output: output, to: to) }
+            return .advance(output: output, lane: nil, to: to)
         case .failed(let error, let request):
             // A group stage only fails when its worker is lost before the members start:
             // starting them again is safe, so it retries by the default policy.
@@ -79,5 +94,36 @@ public enum Transition: Sendable, Hashable {
                 return .retry(error: error, delay: max(.zero, min(delay, policy.backoff.max)))
             }
         }
+    }
+
+    private enum Flow {
+        case next(Int)
+        case finish
+        case fail(StageError)
+    }
+
+    /// Where a task stage's `repeat` and `next` rules send the chain after `output`.
+    private static func follow(
+        _ task: TaskStage, at position: Int, output: String, runs: Int, in chain: [StageSpec]
+    ) -> Flow {
+        let value = (try? JSONValue(parsing: output)) ?? .null
+        if let rule = task.repeat, rule.condition.holds(for: value) {
+            guard runs + 1 < rule.max else {
+                return .fail(
+                    StageError(
+                        "repeat reached its max of \(rule.max) runs while \(rule.condition.json.jsonText) held",
+                        code: "repeat_max", details: ["max": .number(JSONNumber(rule.max))]))
+            }
+            return .next(position)
+        }
+        for rule in task.next where rule.condition.holds(for: value) {
+            switch rule.action {
+            case .finish: return .finish
+            case .goto(let name):
+                // Checked at enqueue; a stored chain that lost its target goes on as without the rule.
+                if let target = chain.firstIndex(where: { $0.name == name }), target > position { return .next(target) }
+            }
+        }
+        return .next(position + 1)
     }
 }

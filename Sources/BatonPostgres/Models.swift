@@ -115,14 +115,22 @@ public struct EnqueuedJob: Sendable, Hashable {
 
 /// A job as stored: everything the control plane shows.
 public struct JobRecord: Sendable {
+    /// One run of a stage: `results` is the path the chain took.
     public struct StageResult: Sendable, Codable {
+        /// The stage's index; nil in runs stored before control flow, whose index in `results` it is.
+        public var stage: Int?
         public var output: JSONValue
         public var attempts: Int
         public var startedAt: String?
         public var finishedAt: String?
         enum CodingKeys: String, CodingKey {
-            case output, attempts, startedAt = "started_at", finishedAt = "finished_at"
+            case stage, output, attempts, startedAt = "started_at", finishedAt = "finished_at"
         }
+    }
+
+    /// The runs so far, each with its stage's index.
+    public var path: [(stage: Int, result: StageResult)] {
+        results.enumerated().map { ($1.stage ?? $0, $1) }
     }
 
     public struct AttemptError: Sendable, Codable {
@@ -198,8 +206,9 @@ package struct ClaimedJob: Sendable {
     package var chain: [StageSpec]
     /// JSON text: the input of the current stage.
     package var input: String
-    /// Outputs of the earlier stages, in order.
-    package var earlierOutputs: [JSONValue]
+    /// The runs before this one, in order: the path taken so far (one run per stage, unless a
+    /// `goto` skipped some or a `repeat` ran one again), each with the position it ran at.
+    package var earlier: [(stage: Int, output: JSONValue)]
     package var metadata: JSONValue
     /// For a group stage whose members all completed: their outputs (JSON text).
     package var groupOutput: String?
@@ -213,7 +222,8 @@ package struct ClaimedJob: Sendable {
     package var claimedSince: ContinuousClock.Instant = .now
 
     package var spec: StageSpec { chain[stage] }
-    package var next: StageSpec? { stage + 1 < chain.count ? chain[stage + 1] : nil }
+    /// How many times in a row this stage ran before this run (`repeat`).
+    package var runs: Int { earlier.reversed().prefix(while: { $0.stage == stage }).count }
 }
 
 /// A decided transition for one claimed stage, ready to be applied.

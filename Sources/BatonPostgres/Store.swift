@@ -173,8 +173,10 @@ extension Store {
             }
             return ClaimedJob(
                 id: id, queue: queue, stage: stage, attempt: attempt, chain: chain, input: input,
-                earlierOutputs: results.flatMap {
-                    try? JSONValue(parsing: $0).decode(as: [OutputOnly].self).map(\.output)
+                earlier: results.flatMap {
+                    try? JSONValue(parsing: $0).decode(as: [OutputOnly].self).enumerated().map {
+                        (stage: $1.stage ?? $0, output: $1.output)
+                    }
                 }
                     ?? [],
                 metadata: metadata == "{}" ? [:] : (try? JSONValue(parsing: metadata)) ?? [:],
@@ -182,7 +184,11 @@ extension Store {
         }
     }
 
-    private struct OutputOnly: Decodable { var output: JSONValue }
+    /// A run of the path; entries written before control flow have no `stage`: their index is it.
+    private struct OutputOnly: Decodable {
+        var stage: Int?
+        var output: JSONValue
+    }
 
     // MARK: outcomes
 
@@ -232,11 +238,13 @@ extension Store {
             if index > 0 { json += "," }
             json += "{\"id\":\(outcome.jobID),\"stage\":\(outcome.stage),\"attempt\":\(outcome.attempt),"
             switch outcome.transition {
-            case .hop(let output):
+            case .hop(let output, let to):
                 json += "\"kind\":\"hop\",\"output\":\(output)"
-            case .advance(let output, let lane):
+                if let to { json += ",\"target\":\(to)" }
+            case .advance(let output, let lane, let to):
                 json += "\"kind\":\"advance\",\"output\":\(output)"
                 if let lane { json += ",\"lane\":\(jsonString(lane))" }
+                if let to { json += ",\"target\":\(to)" }
             case .complete(let output):
                 json += "\"kind\":\"complete\",\"output\":\(output)"
             case .retry(let error, let delay):

@@ -73,7 +73,9 @@ struct Executor: Sendable {
         let context = StageContext(
             jobID: job.id, stageIndex: job.stage, stageName: spec.name, attempt: job.attempt, queue: job.queue,
             lane: stage.lane, metadata: job.metadata, logger: logger,
-            earlier: zip(job.chain.prefix(job.stage), job.earlierOutputs).map { ($0.name, $1) },
+            earlier: job.earlier.map {
+                ($0.stage, job.chain.indices.contains($0.stage) ? job.chain[$0.stage].name : nil, $0.output)
+            },
             services: AttemptServices(writer: progress, tokens: signals, job: job))
         // A span per attempt (swift-distributed-tracing: a no-op until the process bootstraps a
         // tracer, e.g. swift-otel). The task runs inside it, so its own spans are children.

@@ -101,12 +101,14 @@ final class StageRunner: Service, Sendable {
             case .stopped(.released):
                 transition = .release
             case .ended(let outcome):
+                let mayHop = !intake.isDraining(job.queue) && control.stopReason == nil
                 transition = Transition.decide(
-                    stage: job.spec, next: job.next, attempt: job.attempt, outcome: outcome,
+                    chain: job.chain, stage: job.stage, runs: job.runs, attempt: job.attempt, outcome: outcome,
                     // Only a worker that runs the next stage's task may run it itself: another
                     // worker of the queue may serve it when this one does not.
-                    canHop: !intake.isDraining(job.queue) && control.stopReason == nil
-                        && job.next?.task.map { executor.registry.runners[$0.task] != nil } ?? false,
+                    canHop: { next in
+                        mayHop && next.task.map { self.executor.registry.runners[$0.task] != nil } ?? false
+                    },
                     random: Double.random(in: 0..<1))
             }
             let duration = ContinuousClock.now - started
@@ -118,7 +120,7 @@ final class StageRunner: Service, Sendable {
                 jobID: job.id, stage: job.stage, attempt: job.attempt, transition: transition, queue: job.queue,
                 heldLane: job.spec.lane)
             // Only a hop waits for its commit: the next stage must not start before its input is durable.
-            guard case .hop(let output) = transition else {
+            guard case .hop(let output, let target) = transition else {
                 await completer.submit(outcome)
                 return
             }
@@ -128,8 +130,8 @@ final class StageRunner: Service, Sendable {
                     metadata: ["job": "\(job.id)", "stage": "\(job.stage)", "attempt": "\(job.attempt)"])
                 return
             }
-            job.earlierOutputs.append((try? JSONValue(parsing: output)) ?? .null)
-            job.stage += 1
+            job.earlier.append((job.stage, (try? JSONValue(parsing: output)) ?? .null))
+            job.stage = target ?? job.stage + 1
             job.attempt = 1
             job.input = output
             job.groupOutput = nil

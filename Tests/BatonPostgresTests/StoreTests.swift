@@ -161,7 +161,7 @@ struct StoreTests {
             let second = try #require(try await db.store.claim(queue: "default", limit: 1, worker: "w").first)
             #expect(second.stage == 1)
             #expect(try JSONValue(parsing: second.input) == ["x": 2])
-            #expect(second.earlierOutputs == [["x": 2]])
+            #expect(second.earlier.map(\.output) == [["x": 2]])
         }
     }
 }

@@ -9,7 +9,8 @@ struct TransitionTests {
 
     func decide(_ outcome: StageOutcome, next: StageSpec?, attempt: Int = 1, canHop: Bool = true) -> Transition {
         Transition.decide(
-            stage: background, next: next, attempt: attempt, outcome: outcome, canHop: canHop, random: 0.5)
+            chain: [background] + (next.map { [$0] } ?? []), stage: 0, attempt: attempt, outcome: outcome,
+            canHop: { _ in canHop }, random: 0.5)
     }
 
     @Test func successOfTheLastStageCompletesTheJob() {
@@ -55,8 +56,8 @@ struct TransitionTests {
         let exponential = StageSpec.task("x", retry: .exponential(initial: .seconds(1), max: .seconds(10), attempts: 5))
         func decide(_ delay: Duration, attempt: Int = 1) -> Transition {
             Transition.decide(
-                stage: exponential, next: nil, attempt: attempt, outcome: .failed(error: "429", retry: .after(delay)),
-                canHop: true, random: 0.5)
+                chain: [exponential], stage: 0, attempt: attempt, outcome: .failed(error: "429", retry: .after(delay)),
+                canHop: { _ in true }, random: 0.5)
         }
         #expect(decide(.seconds(3)) == .retry(error: "429", delay: .seconds(3)))
         #expect(decide(.seconds(60)) == .retry(error: "429", delay: .seconds(10)))
@@ -66,14 +67,15 @@ struct TransitionTests {
     @Test func aSingleAttemptPolicyNeverRetries() {
         let once = StageSpec.task("x", retry: .none)
         let transition = Transition.decide(
-            stage: once, next: nil, attempt: 1, outcome: .failed(error: "e", retry: .byPolicy), canHop: true, random: 0)
+            chain: [once], stage: 0, attempt: 1, outcome: .failed(error: "e", retry: .byPolicy), canHop: { _ in true },
+            random: 0)
         #expect(transition == .discard(error: "e"))
     }
 
     @Test func aLostGroupStageIsRetried() {
         let transition = Transition.decide(
-            stage: group, next: nil, attempt: 1, outcome: .failed(error: "worker lost", retry: .byPolicy),
-            canHop: false, random: 0.5)
+            chain: [group], stage: 0, attempt: 1, outcome: .failed(error: "worker lost", retry: .byPolicy),
+            canHop: { _ in false }, random: 0.5)
         guard case .retry = transition else {
             Issue.record("expected a retry, got \(transition)")
             return

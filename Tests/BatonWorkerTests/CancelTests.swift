@@ -9,7 +9,7 @@ import Testing
 @Suite struct CancelTests {
     static func claimed(_ id: Int64, since: ContinuousClock.Instant) -> ClaimedJob {
         var job = ClaimedJob(
-            id: id, queue: "default", stage: 0, attempt: 1, chain: [], input: "1", earlierOutputs: [], metadata: [:],
+            id: id, queue: "default", stage: 0, attempt: 1, chain: [], input: "1", earlier: [], metadata: [:],
             groupOutput: nil)
         job.claimedSince = since
         return job

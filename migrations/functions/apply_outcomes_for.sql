@@ -15,7 +15,11 @@
 -- Returns what the caller must act on after commit: ('applied', id), ('wake', queue) for queues
 -- with newly available jobs, ('finished', id) for finished jobs someone awaits.
 --   p_batch: [{"id", "stage", "attempt", "kind", "output"?, "error"?, "code"?, "details"?, "delay_ms"?,
---             "lane"?}, …]
+--             "lane"?, "target"?}, …]
+-- `target`: the position a hop or advance goes to, when a `goto` or `repeat` chose it (else the next).
+-- `results` is the path taken: one entry per run, with the position it ran at (`stage`); a stage's
+-- input is the last entry's output (the job's input before any). A repeated stage keeps its place
+-- in its lane, and starts without the progress of its run before.
 -- A lane holder promoted here in a queue of `p_queues` is claimed for the worker at once, up to
 -- `p_slots` (its free slots in that queue; not in a paused queue): the next stage of a lane starts
 -- without a claim round trip, and is returned as a ('claimed', …) row with the columns of
@@ -34,11 +38,13 @@ DECLARE
     v_applied applied_outcome[];
     v_promoted_ids bigint[];
     v_promoted_queues text[];
+    v_repeats boolean;
 BEGIN
     SELECT array_agg(b.id), array_agg(b.id) FILTER (WHERE b.kind = 'spawn'),
-           array_agg(b.lane) FILTER (WHERE b.lane IS NOT NULL), bool_or(b.kind = 'await')
-    INTO v_ids, v_spawn, v_lanes, v_awaits
-    FROM jsonb_to_recordset(p_batch) AS b(id bigint, kind text, lane text);
+           array_agg(b.lane) FILTER (WHERE b.lane IS NOT NULL), bool_or(b.kind = 'await'),
+           bool_or(b.target = b.stage)
+    INTO v_ids, v_spawn, v_lanes, v_awaits, v_repeats
+    FROM jsonb_to_recordset(p_batch) AS b(id bigint, stage int, kind text, lane text, target int);
 
     -- Every lane whose holder may change: the lanes left, entered, and entered by new members.
     -- (`= ANY(array)`: an index scan on the primary key whatever the batch size.)
@@ -55,7 +61,7 @@ BEGIN
     WITH b AS (
         SELECT * FROM jsonb_to_recordset(p_batch)
             AS b(id bigint, stage int, attempt int, kind text, output jsonb, error text, code text, details jsonb,
-                 delay_ms bigint, lane text)
+                 delay_ms bigint, lane text, target int)
     ), upd AS (
         UPDATE jobs j SET
             state = (CASE b.kind
@@ -68,13 +74,13 @@ BEGIN
                 WHEN 'spawn' THEN 'waiting'
                 WHEN 'release' THEN 'available'
                 WHEN 'await' THEN 'waiting' END)::job_state,
-            stage = CASE WHEN b.kind IN ('hop', 'advance') THEN j.stage + 1 ELSE j.stage END,
+            stage = CASE WHEN b.kind IN ('hop', 'advance') THEN coalesce(b.target, j.stage + 1) ELSE j.stage END,
             attempt = CASE b.kind WHEN 'hop' THEN 1 WHEN 'advance' THEN 0 WHEN 'spawn' THEN 0
                                   WHEN 'release' THEN j.attempt - 1 WHEN 'snooze' THEN j.attempt - 1
                                   ELSE j.attempt END,
             results = CASE WHEN b.kind IN ('hop', 'advance', 'complete')
                 THEN j.results || jsonb_build_array(jsonb_build_object(
-                    'output', coalesce(b.output, 'null'), 'attempts', j.attempt,
+                    'stage', j.stage, 'output', coalesce(b.output, 'null'), 'attempts', j.attempt,
                     'started_at', j.attempted_at, 'finished_at', now()))
                 ELSE j.results END,
             errors = CASE WHEN b.kind IN ('retry', 'discard')
@@ -87,7 +93,10 @@ BEGIN
                           WHEN b.kind IN ('advance', 'release') THEN now() ELSE j.run_at END,
             lane = CASE WHEN b.kind IN ('hop', 'advance') THEN b.lane ELSE j.lane END,
             -- After the lane lock: entry times follow the order the lock serialises entries in.
-            lane_ready_at = CASE WHEN b.kind IN ('hop', 'advance') THEN clock_timestamp() ELSE j.lane_ready_at END,
+            -- A stage repeated in its lane keeps its place: it is promoted again before any other.
+            lane_ready_at = CASE WHEN b.kind IN ('hop', 'advance')
+                                  AND NOT (b.target IS NOT DISTINCT FROM j.stage AND b.lane IS NOT DISTINCT FROM j.lane)
+                                 THEN clock_timestamp() ELSE j.lane_ready_at END,
             worker_id = CASE WHEN b.kind = 'hop' THEN j.worker_id END,
             attempted_at = CASE WHEN b.kind = 'hop' THEN now() ELSE j.attempted_at END,
             finished_at = CASE WHEN b.kind IN ('complete', 'discard') THEN now() END,
@@ -101,6 +110,12 @@ BEGIN
         RETURNING j.id, b.kind, j.state, j.queue, j.watched, j.parent_id
     )
     SELECT array_agg(ROW(upd.*)::applied_outcome) INTO v_applied FROM upd;
+
+    IF v_repeats THEN
+        DELETE FROM job_progress p
+        USING jsonb_to_recordset(p_batch) AS b(id bigint, stage int, target int), unnest(v_applied) a
+        WHERE b.target = b.stage AND a.id = b.id AND p.job_id = b.id AND p.stage = b.stage;
+    END IF;
 
     -- A signal delivered while its stage ran was kept (deliver_signal found the job running): the
     -- wait ends at once, and the claim that follows counts the attempt again. A statement of its
@@ -122,7 +137,7 @@ BEGIN
         SELECT p.queue, p.priority,
                CASE WHEN m.value ->> 'lane' IS NULL THEN 'available' ELSE 'waiting' END::job_state,
                jsonb_build_array(m.value), 1,
-               CASE WHEN p.stage = 0 THEN p.input ELSE p.results -> (p.stage - 1) -> 'output' END,
+               CASE WHEN jsonb_array_length(p.results) = 0 THEN p.input ELSE p.results -> -1 -> 'output' END,
                p.metadata, m.value ->> 'lane', clock_timestamp(), p.id, p.stage, (m.ordinality - 1)::int
         FROM unnest(v_applied) a
         JOIN jobs p ON p.id = a.id
@@ -177,8 +192,8 @@ BEGIN
                 SET state = 'running', attempt = j.attempt + 1, worker_id = p_worker, attempted_at = now()
                 FROM taken WHERE j.id = taken.id
                 RETURNING j.id, j.queue, j.stage, j.attempt, j.chain::text AS chain,
-                    (CASE WHEN j.stage = 0 THEN j.input ELSE j.results -> (j.stage - 1) -> 'output' END)::text AS input,
-                    CASE WHEN j.stage = 0 THEN NULL ELSE j.results::text END AS results,
+                    (CASE WHEN jsonb_array_length(j.results) = 0 THEN j.input ELSE j.results -> -1 -> 'output' END)::text AS input,
+                    CASE WHEN jsonb_array_length(j.results) = 0 THEN NULL ELSE j.results::text END AS results,
                     j.metadata::text AS metadata, j.group_output::text AS group_output
             )
             SELECT 'claimed', c.id, c.queue, c.stage, c.attempt, c.chain, c.input, c.results, c.metadata, c.group_output

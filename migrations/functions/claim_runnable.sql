@@ -27,7 +27,7 @@ BEGIN
     SET state = 'running', attempt = j.attempt + 1, worker_id = p_worker, attempted_at = now()
     FROM next WHERE j.id = next.id
     RETURNING j.id, j.stage, j.attempt, j.chain::text,
-        (CASE WHEN j.stage = 0 THEN j.input ELSE j.results -> (j.stage - 1) -> 'output' END)::text,
-        CASE WHEN j.stage = 0 THEN NULL ELSE j.results::text END,
+        (CASE WHEN jsonb_array_length(j.results) = 0 THEN j.input ELSE j.results -> -1 -> 'output' END)::text,
+        CASE WHEN jsonb_array_length(j.results) = 0 THEN NULL ELSE j.results::text END,
         j.metadata::text, j.group_output::text, extract(epoch FROM now() - j.run_at)::float8;
 END $$;

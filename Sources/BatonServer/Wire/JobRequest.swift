@@ -106,7 +106,29 @@ struct JobReader {
         if let backoff = stage.backoff { retry.backoff = try self.backoff(backoff, at: "\(path).backoff") }
         return .task(
             stage.task, args: stage.args ?? .object([:]), name: stage.name, lane: stage.lane, retry: retry,
-            timeout: try stage.timeout.map { try duration($0, at: "\(path).timeout") } ?? TaskStage.defaultTimeout)
+            timeout: try stage.timeout.map { try duration($0, at: "\(path).timeout") } ?? TaskStage.defaultTimeout,
+            repeat: try stage._repeat.map { rule in
+                try flow(rule, at: "\(path).repeat") { (json, at) throws(BatonError) in
+                    try RepeatRule(json: json, at: at)
+                }
+            },
+            next: try (stage.next ?? []).enumerated().map { index, rule in
+                try flow(rule, at: "\(path).next[\(index)]") { (json, at) throws(BatonError) in
+                    try FlowRule(json: json, at: at)
+                }
+            })
+    }
+
+    /// A `repeat` or `next` rule, read by Baton's own reader from its JSON form: one set of rules
+    /// (and refusals) for the stored chain, Swift and HTTP.
+    private func flow<Rule>(
+        _ request: some Encodable, at path: String, _ read: (JSONValue, String) throws(BatonError) -> Rule
+    ) throws -> Rule {
+        do {
+            return try read(try JSONValue(encoding: request), self.path(path))
+        } catch let error as BatonError {
+            throw Problem.invalid(error, prefix: "")
+        }
     }
 
     private func backoff(_ request: Components.Schemas.Backoff, at path: String) throws -> Backoff {

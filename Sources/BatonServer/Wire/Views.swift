@@ -12,6 +12,12 @@ extension Components.Schemas.Job {
             id: job.id, queue: job.queue, priority: job.priority, state: .init(job.state), runAt: job.runAt,
             createdAt: job.createdAt, finishedAt: job.finishedAt, metadata: job.metadata, input: job.input,
             output: job.output ?? .null, currentStage: job.stage,
+            path: job.path.map { stage, run in
+                .init(
+                    stage: stage, name: job.chain.indices.contains(stage) ? job.chain[stage].name : nil,
+                    attempts: run.attempts, startedAt: run.startedAt.flatMap(RFC3339.parse),
+                    finishedAt: run.finishedAt.flatMap(RFC3339.parse), output: run.output)
+            },
             stages: job.chain.indices.map { index in
                 .init(index, of: job, members: members.filter { $0.stage == index })
             },
@@ -34,22 +40,27 @@ extension Components.Schemas.JobState {
 
 extension Components.Schemas.Stage {
     /// Where stage `index` stands: `pending` until the chain reaches it, then the job's state
-    /// while it is the current stage, `completed` once passed.
+    /// while it is the current stage, `completed` once passed (its last run shown), `skipped` when
+    /// a `goto` or `finish` passed over it.
     fileprivate init(_ index: Int, of job: JobRecord, members: [MemberRecord]) {
         let spec = job.chain[index]
-        let finished = index < job.stage || (index == job.stage && job.state == .completed)
-        let result = finished && job.results.indices.contains(index) ? job.results[index] : nil
+        let runs = job.path.filter { $0.stage == index }.map(\.result)
+        let current = index == job.stage && job.state != .completed
+        let result = current ? nil : runs.last
         let state: Components.Schemas.StageState
         let attempts: Int
         var startedAt: Date?
-        if finished {
-            state = .completed
-            attempts = result?.attempts ?? 0
-            startedAt = result?.startedAt.flatMap(RFC3339.parse)
-        } else if index == job.stage {
+        if current {
             state = .init(rawValue: job.state.rawValue)!
             attempts = job.attempt
             if job.attempt > 0 { startedAt = job.attemptedAt }
+        } else if let result {
+            state = .completed
+            attempts = result.attempts
+            startedAt = result.startedAt.flatMap(RFC3339.parse)
+        } else if index < job.stage || job.state == .completed {
+            state = .skipped
+            attempts = 0
         } else {
             state = .pending
             attempts = 0
@@ -58,7 +69,7 @@ extension Components.Schemas.Stage {
         self.init(
             index: index, name: spec.name, task: spec.task?.task, args: spec.task?.args, _await: spec.awaited?.signal,
             lane: spec.lane, state: state,
-            attempts: attempts,
+            attempts: attempts, runs: runs.count,
             maxAttempts: spec.task?.retry.maxAttempts ?? spec.awaited?.maxAttempts, startedAt: startedAt,
             finishedAt: result?.finishedAt.flatMap(RFC3339.parse), output: result?.output ?? .null,
             errors: job.errors.filter { $0.stage == index }.map(Components.Schemas.AttemptError.init),

@@ -27,15 +27,13 @@ struct Rescuer: Service {
         let lost = try await store.lostStages(lease: lease, limit: 1000)
         for (workerID, stages) in Dictionary(grouping: lost, by: \.workerID) {
             let outcomes = stages.map { stage in
-                let spec = stage.chain[stage.stage]
-                let next = stage.stage + 1 < stage.chain.count ? stage.chain[stage.stage + 1] : nil
-                return Outcome(
+                Outcome(
                     jobID: stage.jobID, stage: stage.stage, attempt: stage.attempt,
                     transition: Transition.decide(
-                        stage: spec, next: next, attempt: stage.attempt,
+                        chain: stage.chain, stage: stage.stage, attempt: stage.attempt,
                         outcome: .failed(
                             error: "worker lost: \(workerID) stopped sending heartbeats", retry: .byPolicy),
-                        canHop: false, random: Double.random(in: 0..<1)))
+                        canHop: { _ in false }, random: Double.random(in: 0..<1)))
             }
             let result = try await store.apply(outcomes, worker: workerID)
             for (stage, outcome) in zip(stages, outcomes) where result.applied.contains(stage.jobID) {

@@ -59,7 +59,8 @@ public struct HTTPTask: Sendable {
         }
         let redact = Redactor(secrets.values.compactMap { if case .string(let text) = $0 { text } else { nil } })
         var stages: [String: JSONValue] = [:]
-        for (name, output) in context.earlier { if let name { stages[name] = ["output": output] } }
+        // The latest run of a stage, for a stage that repeated.
+        for run in context.earlier { if let name = run.name { stages[name] = ["output": run.output] } }
         var job: [String: JSONValue] = [
             "id": .number(context.jobID), "metadata": context.metadata, "queue": .string(context.queue),
             "stage": .number(context.stageIndex), "attempt": .number(context.attempt),

@@ -11,6 +11,8 @@ public struct Chain<Output: Codable & Sendable>: Sendable {
     var input: JSONValue
     var stages: [StageSpec]
     var encodingFailure: String?
+    /// Each stage's input and output types, for ``definition()`` to check `finish` and `goto`.
+    var types: [StageTypes] = []
 
     /// A chain whose first stage is fed `input`.
     public init(input: Output) {
@@ -23,10 +25,20 @@ public struct Chain<Output: Codable & Sendable>: Sendable {
         self.stages = []
     }
 
-    private init(input: JSONValue, stages: [StageSpec], encodingFailure: String?) {
+    private init(input: JSONValue, stages: [StageSpec], encodingFailure: String?, types: [StageTypes]) {
         self.input = input
         self.stages = stages
         self.encodingFailure = encodingFailure
+        self.types = types
+    }
+
+    /// This chain with `stage` added, fed `Output`, its output a `Next`.
+    private func adding<Next>(_ stage: StageSpec, failure: String?, input stageInput: Any.Type? = Output.self)
+        -> Chain<Next>
+    {
+        Chain<Next>(
+            input: input, stages: stages + [stage], encodingFailure: failure,
+            types: types + [StageTypes(input: stageInput.map(TypeName.init), output: TypeName(Next.self))])
     }
 
     /// Runs `task` next, fed this chain's output. With a `lane` the stage is ordered: across the
@@ -44,7 +56,56 @@ public struct Chain<Output: Codable & Sendable>: Sendable {
             failure = failure ?? "args of \(T.name) do not encode as JSON: \(error)"
         }
         let stage = StageSpec.task(T.name, args: args, name: name, lane: lane, retry: retry, timeout: timeout)
-        return Chain<T.Output>(input: input, stages: stages + [stage], encodingFailure: failure)
+        return adding(stage, failure: failure)
+    }
+
+    /// Runs `task` next, and again while `condition` holds over its output, each run fed the run
+    /// before's output (a paginated API walked page by page, a remote job polled until done), at
+    /// most `max` runs in all: reaching it with the condition still holding fails the stage for
+    /// good. Its output type is its input type. Each run has its own idempotency key;
+    /// ``StageContext/outputs(of:)`` gives a later stage every run's output.
+    ///
+    /// ```swift
+    /// Chain(input: Page.first)
+    ///     .then(FetchPage(), name: "pages", repeatWhile: .truthy("output.next_cursor"), max: 1000)
+    /// ```
+    public func then<T: BatonTask>(
+        _ task: T, name: String? = nil, lane: String? = nil, retry: RetryPolicy = .default,
+        timeout: Duration = TaskStage.defaultTimeout, repeatWhile condition: FlowCondition, max: Int
+    ) -> Chain where T.Input == Output, T.Output == Output {
+        var chain: Chain = then(task, name: name, lane: lane, retry: retry, timeout: timeout)
+        chain.modifyLastTask { $0.repeat = RepeatRule(while: condition, max: max) }
+        return chain
+    }
+
+    /// Runs `task` next, which decides itself what follows (``Next``): the chain goes on with
+    /// its `Value`, at the next stage, at the stage it names, or not at all.
+    public func then<T: BatonTask, Value>(
+        _ task: T, name: String? = nil, lane: String? = nil, retry: RetryPolicy = .default,
+        timeout: Duration = TaskStage.defaultTimeout
+    ) -> Chain<Value> where T.Input == Output, T.Output == Next<Value> {
+        let chain: Chain<T.Output> = then(task, name: name, lane: lane, retry: retry, timeout: timeout)
+        return Chain<Value>(
+            input: chain.input, stages: chain.stages, encodingFailure: chain.encodingFailure,
+            types: types + [StageTypes(input: TypeName(Output.self), output: TypeName(Value.self))])
+    }
+
+    /// Completes the job with the output of the stage added last when `condition` holds over it;
+    /// the stages after it are skipped. That output must be of the chain's final output type
+    /// (``definition()`` checks).
+    public func finish(if condition: FlowCondition) -> Chain {
+        var chain = self
+        chain.modifyLastTask { $0.next.append(FlowRule(if: condition, .finish)) }
+        return chain
+    }
+
+    /// Goes on at the later stage called `stage` when `condition` holds over the output of the
+    /// stage added last, fed that output; the stages between are skipped. The target's input type
+    /// must be this output's type (``definition()`` checks). Rules are tried in the order added.
+    public func goto(_ stage: String, if condition: FlowCondition) -> Chain {
+        var chain = self
+        chain.modifyLastTask { $0.next.append(FlowRule(if: condition, .goto(stage))) }
+        return chain
     }
 
     /// Runs every task of `members` concurrently, each fed this chain's output; the chain goes on
@@ -64,7 +125,7 @@ public struct Chain<Output: Codable & Sendable>: Sendable {
                 failure = failure ?? "args of \(T.name) do not encode as JSON: \(error)"
             }
         }
-        return Chain<[T.Output]>(input: input, stages: stages + [.group(specs, name: name)], encodingFailure: failure)
+        return adding(.group(specs, name: name), failure: failure)
     }
 
     /// Waits, holding no worker, for the signal `signal` from outside: a payment provider's
@@ -86,16 +147,15 @@ public struct Chain<Output: Codable & Sendable>: Sendable {
         _ signal: String, as payload: Payload.Type, name: String? = nil, timeout: Duration = AwaitStage.defaultTimeout,
         attempts: Int = 1
     ) -> Chain<Payload> {
-        Chain<Payload>(
-            input: input,
-            stages: stages + [.awaitSignal(signal, name: name, timeout: timeout, maxAttempts: attempts)],
-            encodingFailure: encodingFailure)
+        adding(
+            .awaitSignal(signal, name: name, timeout: timeout, maxAttempts: attempts), failure: encodingFailure,
+            input: nil)
     }
 
     /// This chain with `stage` next, whose output is a `Next`: for stages defined outside this
     /// module (the `http` task's typed requests).
     package func appending<Next>(_ stage: StageSpec) -> Chain<Next> {
-        Chain<Next>(input: input, stages: stages + [stage], encodingFailure: encodingFailure)
+        adding(stage, failure: encodingFailure)
     }
 
     /// Sets the retry policy of the stage added last.
@@ -129,11 +189,64 @@ public struct Chain<Output: Codable & Sendable>: Sendable {
         return copy
     }
 
-    /// The chain as data, validated.
+    /// The stage added last, when it runs a task (not a group or an await).
+    private mutating func modifyLastTask(_ change: (inout TaskStage) -> Void) {
+        guard let last = stages.indices.last, case .task(var task) = stages[last].body else { return }
+        change(&task)
+        stages[last].body = .task(task)
+    }
+
+    /// The chain as data, validated; `finish` and `goto` rules are checked against the stages'
+    /// types.
     public func definition() throws -> ChainDefinition {
         if let encodingFailure { throw BatonError.invalidChain(path: "input", reason: encodingFailure) }
         let definition = ChainDefinition(input: input, stages: stages)
         try definition.validate()
+        try checkFlowTypes()
         return definition
     }
+
+    private func checkFlowTypes() throws(BatonError) {
+        guard types.count == stages.count, let final = types.last?.output else { return }
+        for (index, stage) in stages.enumerated() {
+            let output = types[index].output
+            for (number, rule) in (stage.task?.next ?? []).enumerated() {
+                let path = "stages[\(index)].next[\(number)]"
+                switch rule.action {
+                case .finish where output != final:
+                    throw .invalidChain(
+                        path: "\(path).finish",
+                        reason: "finishes with \(output.name), but the chain's output is \(final.name)")
+                case .goto(let name):
+                    guard let target = stages.firstIndex(where: { $0.name == name }) else { continue }
+                    if let input = types[target].input, input != output {
+                        throw .invalidChain(
+                            path: "\(path).goto",
+                            reason: "stage \"\(name)\" takes \(input.name), but this stage gives \(output.name)")
+                    }
+                default:
+                    continue
+                }
+            }
+        }
+    }
+}
+
+/// A stage's input type (nil: any, an await stage's) and output type.
+struct StageTypes: Sendable {
+    var input: TypeName?
+    var output: TypeName
+}
+
+/// A type, comparable and named, for messages.
+struct TypeName: Sendable, Equatable {
+    let id: ObjectIdentifier
+    let name: String
+
+    init(_ type: Any.Type) {
+        id = ObjectIdentifier(type)
+        name = String(describing: type)
+    }
+
+    static func == (lhs: TypeName, rhs: TypeName) -> Bool { lhs.id == rhs.id }
 }

@@ -224,3 +224,56 @@ extension Substring {
         String(drop(while: { $0 == " " }).reversed().drop(while: { $0 == " " }).reversed())
     }
 }
+
+/// A task's output with what it decides comes next, for a task whose own result says where the
+/// chain goes (`BatonTask.Output == Next<Value>`; the chain goes on with `Value`):
+///
+/// ```swift
+/// struct Lookup: BatonTask {
+///     func run(_ id: CustomerID, context: StageContext) async throws -> Next<Customer> {
+///         guard let customer = try await crm.find(id) else { return .goto("create", Customer(id: id)) }
+///         return customer.isCurrent ? .finish(customer) : .proceed(customer)
+///     }
+/// }
+/// ```
+///
+/// It is stored as its value alone. A decision takes precedence over the stage's declared
+/// `repeat` and `next` rules, which apply after `.proceed`. A `goto` names a later stage, whose
+/// input must accept `Value`; a name that is not one fails the stage for good.
+public enum Next<Value: Codable & Sendable>: Codable, Sendable {
+    /// Go on as declared: the next stage, or the stage's own rules.
+    case proceed(Value)
+    /// Complete the job with this output; the stages after this one are skipped.
+    case finish(Value)
+    /// Go on at the later stage of this name, fed this output.
+    case goto(String, Value)
+
+    public var value: Value {
+        switch self {
+        case .proceed(let value), .finish(let value), .goto(_, let value): value
+        }
+    }
+
+    public init(from decoder: any Decoder) throws {
+        self = .proceed(try Value(from: decoder))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        try value.encode(to: encoder)
+    }
+}
+
+/// What a task's ``Next`` decided, read by the worker without knowing its `Value`.
+package protocol FlowDecision {
+    var decision: FlowRule.Action? { get }
+}
+
+extension Next: FlowDecision {
+    package var decision: FlowRule.Action? {
+        switch self {
+        case .proceed: nil
+        case .finish: .finish
+        case .goto(let name, _): .goto(name)
+        }
+    }
+}

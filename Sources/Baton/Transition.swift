@@ -1,7 +1,8 @@
 /// How one attempt at a stage ended, as seen by the worker that ran it.
 public enum StageOutcome: Sendable, Hashable {
-    /// The task returned this output (JSON text).
-    case succeeded(output: String)
+    /// The task returned this output (JSON text); `then`: what it decided comes next (``Next``),
+    /// nil when it leaves that to the chain.
+    case succeeded(output: String, then: FlowRule.Action? = nil)
     /// The task failed; `retry` says whether and when another attempt may follow.
     case failed(error: StageError, retry: RetryRequest)
     /// The stage is a group: its members are to be started.
@@ -64,7 +65,19 @@ public enum Transition: Sendable, Hashable {
             return .await(timeout: stage.awaited?.timeout ?? AwaitStage.defaultTimeout)
         case .snoozed(let delay):
             return .snooze(delay: delay)
-        case .succeeded(let output):
+        case .succeeded(let output, let decided?):
+            switch decided {
+            case .finish:
+                return .complete(output: output)
+            case .goto(let name):
+                guard let target = chain.firstIndex(where: { $0.name == name }), target > position else {
+                    return .discard(
+                        error: StageError(
+                            "the task chose goto \"\(name)\", which names no later stage", code: "goto_unknown"))
+                }
+                return proceed(to: target, from: position, output: output, chain: chain, canHop: canHop)
+            }
+        case .succeeded(let output, nil):
             var target = position + 1
             if let task = stage.task, task.hasFlow {
                 switch follow(task, at: position, output: output, runs: runs, in: chain) {
@@ -73,12 +86,7 @@ public enum Transition: Sendable, Hashable {
                 case .fail(let error): return .discard(error: error)
                 }
             }
-            guard target < chain.count else { return .complete(output: output) }
-            let next = chain[target]
-            let to = target == position + 1 ? nil : target
-            if let lane = next.lane { return .advance(output: output, lane: lane, to: to) }
-            if next.task != nil, canHop(next) { return .hop(output: output, to: to) }
-            return .advance(output: output, lane: nil, to: to)
+            return proceed(to: target, from: position, output: output, chain: chain, canHop: canHop)
         case .failed(let error, let request):
             // A group stage only fails when its worker is lost before the members start:
             // starting them again is safe, so it retries by the default policy.
@@ -94,6 +102,19 @@ public enum Transition: Sendable, Hashable {
                 return .retry(error: error, delay: max(.zero, min(delay, policy.backoff.max)))
             }
         }
+    }
+
+    /// Goes on at `target` (past the end: completes): at once on this worker when it may, else
+    /// through the queue or the stage's lane.
+    private static func proceed(
+        to target: Int, from position: Int, output: String, chain: [StageSpec], canHop: (StageSpec) -> Bool
+    ) -> Transition {
+        guard target < chain.count else { return .complete(output: output) }
+        let next = chain[target]
+        let to = target == position + 1 ? nil : target
+        if let lane = next.lane { return .advance(output: output, lane: lane, to: to) }
+        if next.task != nil, canHop(next) { return .hop(output: output, to: to) }
+        return .advance(output: output, lane: nil, to: to)
     }
 
     private enum Flow {

@@ -102,7 +102,7 @@ struct Executor: Sendable {
         let timeout = stage.timeout
 
         enum Race: Sendable {
-            case finished(Swift.Result<String, any Error>)
+            case finished(Swift.Result<(output: String, then: FlowRule.Action?), any Error>)
             case timedOut
             case stopped
         }
@@ -132,8 +132,8 @@ struct Executor: Sendable {
             return .stopped(control.stopReason ?? .released)
         case .timedOut:
             return .ended(.failed(error: "timed out after \(timeout)", retry: .byPolicy))
-        case .finished(.success(let output)):
-            return .ended(.succeeded(output: output))
+        case .finished(.success(let result)):
+            return .ended(.succeeded(output: result.output, then: result.then))
         case .finished(.failure(let snooze as Snooze)):
             return .ended(.snoozed(snooze.delay))
         case .finished(.failure(let failure as TaskFailure)):

@@ -2,9 +2,12 @@ import Baton
 
 /// The tasks a worker can run, by name. Comes with the built-in `noop`, `sleep` and `http`.
 public struct TaskRegistry: Sendable {
-    /// Runs one attempt: args, the input as JSON text, the context; returns the output as JSON text.
+    /// Runs one attempt: args, the input as JSON text, the context; returns the output as JSON text
+    /// and what the task decided comes next (``Next``), if it did.
     package typealias Runner =
-        @Sendable (_ args: JSONValue, _ input: String, _ context: StageContext) async throws -> String
+        @Sendable (_ args: JSONValue, _ input: String, _ context: StageContext) async throws -> (
+            output: String, then: FlowRule.Action?
+        )
 
     package private(set) var runners: [String: Runner] = [:]
 
@@ -46,7 +49,8 @@ public struct TaskRegistry: Sendable {
             } catch {
                 throw TaskFailure.permanent("input does not decode as \(T.Input.self): \(error)")
             }
-            return try JSONValue(encoding: try await task.run(value, context: context)).jsonText
+            let output = try await task.run(value, context: context)
+            return (try JSONValue(encoding: output).jsonText, (output as? any FlowDecision)?.decision)
         }
     }
 
@@ -62,7 +66,15 @@ public struct TaskRegistry: Sendable {
         }
     }
 
-    package mutating func register(_ name: String, _ runner: @escaping Runner) {
+    /// Registers a task that returns its output as JSON text.
+    package mutating func register(
+        _ name: String,
+        _ run: @escaping @Sendable (_ args: JSONValue, _ input: String, _ context: StageContext) async throws -> String
+    ) {
+        runners[name] = { args, input, context in (try await run(args, input, context), nil) }
+    }
+
+    package mutating func register(_ name: String, runner: @escaping Runner) {
         runners[name] = runner
     }
 

@@ -10,10 +10,10 @@ import NIOHTTP1
 /// stage's input, earlier stages' outputs, the job and the worker's secrets. Its output is
 /// `{"status", "headers", "body"}`, the body parsed when it is JSON, else text, else base64.
 ///
-/// Templates read `input` (the previous stage's output), `stages.<name>.output`, `job.id`,
+/// Templates read `input` (the previous stage's output), `stages.<name>.output` (and `.runs`), `job.id`,
 /// `job.input` (the job's own, in any stage), `job.metadata`, `job.queue`, `job.stage`, `job.attempt`, `secrets.<NAME>` and
 /// `signals.<NAME>.token` (the one-time token of a signal a later stage awaits). Every request
-/// carries `Idempotency-Key: <job id>-<stage index>` (unless a header sets one), a `User-Agent`
+/// carries `Idempotency-Key: <job id>-<step>` (the stage's index unless `goto` or `repeat` changed the path; unless a header sets one), a `User-Agent`
 /// naming Baton and asks for gzip; redirects are followed up to 5 times, each hop checked
 /// against the outbound policy.
 public struct HTTPTask: Sendable {
@@ -58,9 +58,11 @@ public struct HTTPTask: Sendable {
             signals[path[1]] = ["token": .string(try await context.signalToken(for: path[1]))]
         }
         let redact = Redactor(secrets.values.compactMap { if case .string(let text) = $0 { text } else { nil } })
-        var stages: [String: JSONValue] = [:]
-        // The latest run of a stage, for a stage that repeated.
-        for run in context.earlier { if let name = run.name { stages[name] = ["output": run.output] } }
+        // `{{stages.NAME.output}}`: the stage's latest run; `{{stages.NAME.runs}}`: every run's
+        // output, in order (the pages a repeated stage fetched).
+        var runs: [String: [JSONValue]] = [:]
+        for run in context.earlier { if let name = run.name { runs[name, default: []].append(run.output) } }
+        let stages = runs.mapValues { outputs -> JSONValue in ["output": outputs.last!, "runs": .array(outputs)] }
         var job: [String: JSONValue] = [
             "id": .number(context.jobID), "metadata": context.metadata, "queue": .string(context.queue),
             "stage": .number(context.stageIndex), "attempt": .number(context.attempt),

@@ -280,6 +280,25 @@ struct AdminCLITests {
             #expect(
                 try await Self.baton(["jobs", "show", "\(chain)", "--json"], server).json(JobView.self).output == 34)
 
+            // The path a repeat and a goto took: runs folded, the stage passed over skipped.
+            let looped = try await server.enqueue([
+                "input": -3,
+                "stages": [
+                    [
+                        "task": "add", "name": "count", "args": ["n": 1], "repeat": ["while": "{{output}}", "max": 10],
+                        "next": [["if": ["path": "output", "equals": 0], "goto": "last"]],
+                    ],
+                    ["task": "add", "name": "skipped", "args": ["n": 100]],
+                    ["task": "add", "name": "last", "args": ["n": 10]],
+                ],
+            ])
+            _ = try await server.job(looped) { $0["state"] == "completed" }
+            let path = try await Self.baton(["jobs", "show", "\(looped)"], server)
+            #expect(path.lines.contains("path: count ×3 → last"), "\(path.out)")
+            #expect(path.lines.contains { $0.hasPrefix("├─ 1/3 count (add)  completed  3 runs  1 attempt") })
+            #expect(path.lines.contains { $0.hasPrefix("├─ 2/3 skipped (add)  skipped") })
+            #expect(path.lines.last == "output: 10")
+
             // An error longer than a line is wrapped, not cut.
             let reason = (0..<30).map { "word\($0)" }.joined(separator: " ")
             let failed = try await server.enqueue([

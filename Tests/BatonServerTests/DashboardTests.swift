@@ -273,6 +273,31 @@ struct DashboardTests {
         }
     }
 
+    /// The path a `repeat` and a `goto` took: drawn under the chain, the stage passed over
+    /// skipped, the repeated one with its runs.
+    @Test func theJobPageDrawsThePathTaken() async throws {
+        try await withServer { server async throws in
+            let id = try await server.enqueue([
+                "input": -3,
+                "stages": [
+                    [
+                        "task": "add", "name": "count", "args": ["n": 1], "repeat": ["while": "{{output}}", "max": 10],
+                        "next": [["if": ["path": "output", "equals": 0], "goto": "last"]],
+                    ],
+                    ["task": "add", "name": "skipped", "args": ["n": 100]],
+                    ["task": "add", "name": "last", "args": ["n": 10]],
+                ],
+            ])
+            _ = try await server.job(id) { $0["state"] == "completed" }
+            var visitor = Visitor(base: server.base)
+            try await visitor.signIn(Token.read)
+            let page = try await visitor.get("/ui/jobs/\(id)").html
+            #expect(page.contains("<p class=\"path\">Path taken: <span>count ×3 → last</span></p>"))
+            #expect(page.contains("<div class=\"stage s-skipped\">\n      <span class=\"label\">skipped</span>"))
+            #expect(page.contains("<div><dt>Runs</dt><dd>3</dd></div>"))
+        }
+    }
+
     /// An admin retries every job the list's filters match, on every page, in one step; the form
     /// carries the filters, and the list comes back filtered with what was done.
     @Test func everyJobMatchingTheFiltersIsRetriedAtOnce() async throws {

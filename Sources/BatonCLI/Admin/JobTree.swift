@@ -61,6 +61,10 @@ struct JobTree {
         }
         lines.append(fit(times))
         lines += waitingLines()
+        // The path taken, when a `goto`, `finish` or `repeat` made it other than the chain's order.
+        if let path = job.takenPath {
+            lines.append(fit("path: " + path.map { Text.printable($0.description) }.joined(separator: " → ")))
+        }
         if let key = job.idempotencyKey { lines.append(fit("idempotency key: " + Text.printable(key))) }
         if job.metadata != [:] { lines.append(fit("metadata: " + Text.preview(job.metadata, limit: console.width))) }
         lines.append(fit("input: " + Text.preview(job.input, limit: console.width)))
@@ -70,8 +74,10 @@ struct JobTree {
     private func stageLine(_ stage: StageView) -> String {
         var parts = ["\(stage.index + 1)/\(job.stages.count) " + label(stage), console.state(stage.state.rawValue)]
         switch stage.state {
-        case .pending: break
-        case .completed: parts.append(Text.count(stage.attempts, "attempt"))
+        case .pending, .skipped: break
+        case .completed:
+            if stage.runs > 1 { parts.append(Text.count(stage.runs, "run")) }
+            parts.append(Text.count(stage.attempts, "attempt"))
         default:
             if stage.attempts > 0 || stage.maxAttempts != nil {
                 parts.append("attempt \(stage.attempts)" + (stage.maxAttempts.map { " of \($0)" } ?? ""))

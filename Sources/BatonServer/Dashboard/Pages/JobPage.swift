@@ -56,6 +56,8 @@ extension Dashboard {
             var laneLink: String?
             var state: String
             var attempts: String
+            /// Runs, for a stage that repeated.
+            var runs: Int?
             var started: String?
             var took: String?
             /// What the task is configured with; none for a group or empty args.
@@ -95,6 +97,9 @@ extension Dashboard {
         var parent: String?
         var waiting: [Reason]
         var chain: [Node]
+        /// The path taken when a `goto`, `finish` or `repeat` made it other than the chain's order
+        /// (`count ×3 → last`).
+        var path: String?
         var stages: [Stage]
         var input: String
         var metadata: String?
@@ -191,6 +196,7 @@ extension Dashboard {
                 canSignal: stage._await != nil && stage.state != .completed && !finished, lane: stage.lane,
                 laneLink: stage.lane.map { "/ui/jobs?lane=" + query($0) }, state: stage.state.rawValue,
                 attempts: stage.maxAttempts.map { "\(stage.attempts) of \($0)" } ?? "\(stage.attempts)",
+                runs: stage.runs > 1 ? stage.runs : nil,
                 started: stage.startedAt.map { DashboardText.time($0) },
                 took: stage.startedAt.flatMap { start in
                     stage.finishedAt.map { DashboardText.span($0.timeIntervalSince(start)) }
@@ -217,7 +223,8 @@ extension Dashboard {
             idempotencyKey: job.idempotencyKey, parent: job.parentId.map { "/ui/jobs/\($0)" },
             waiting: job.waitingFor.map { reason in
                 JobView.Reason(message: reason.message, link: reason.job.map { "/ui/jobs/\($0)" })
-            }, chain: chain, stages: stages, input: DashboardText.json(job.input),
+            }, chain: chain, path: job.takenPath.map { $0.map(\.description).joined(separator: " → ") },
+            stages: stages, input: DashboardText.json(job.input),
             metadata: job.metadata == [:] ? nil : DashboardText.json(job.metadata),
             output: job.state == .completed ? DashboardText.json(job.output) : nil, canCancel: !finished,
             canRetry: (job.state == .discarded || job.state == .cancelled) && job.parentId == nil,

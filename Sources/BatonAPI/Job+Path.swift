@@ -1,0 +1,32 @@
+extension Components.Schemas.Job {
+    /// One step of the path a job took: a stage and how many times in a row it ran.
+    public struct PathStep: Sendable, Hashable {
+        public var stage: Int
+        public var runs: Int
+        /// The stage's name, else its task, signal or "group".
+        public var label: String
+    }
+
+    /// The path taken, a repeated stage's runs folded into one step (`page ×37 → done`); nil when
+    /// it is the chain's stages in order, as for every chain without `goto`, `finish` or `repeat`.
+    public var takenPath: [PathStep]? {
+        let stages = path.map(\.stage)
+        guard stages != Array(stages.indices) else { return nil }
+        var steps: [PathStep] = []
+        for stage in stages {
+            if steps.last?.stage == stage {
+                steps[steps.count - 1].runs += 1
+                continue
+            }
+            let view = self.stages.first { $0.index == stage }
+            let label = view.map { $0.name ?? $0.task ?? $0._await ?? "group" } ?? "stage \(stage + 1)"
+            steps.append(PathStep(stage: stage, runs: 1, label: label))
+        }
+        return steps
+    }
+}
+
+extension Components.Schemas.Job.PathStep: CustomStringConvertible {
+    /// `page ×37`, or the label alone for one run.
+    public var description: String { runs > 1 ? "\(label) ×\(runs)" : label }
+}

@@ -69,7 +69,21 @@ extension Components.Schemas.StageRequest {
                             initial: DurationFormat.format(retry.backoff.initial),
                             max: DurationFormat.format(retry.backoff.max), jitter: retry.backoff.jitter)
                     },
-                    timeout: task.timeout == TaskStage.defaultTimeout ? nil : DurationFormat.format(task.timeout)))
+                    timeout: task.timeout == TaskStage.defaultTimeout ? nil : DurationFormat.format(task.timeout),
+                    _repeat: task.repeat.flatMap(Self.wire),
+                    next: task.next.isEmpty ? nil : task.next.compactMap(Self.wire))
+            )
         }
     }
+
+    /// A `repeat` or `next` rule in the document's types, read from Baton's JSON form of it, which
+    /// the document describes (`BatonHTTPClientTests.controlFlowGoesOverTheWireUnchanged` holds the two to the same JSON).
+    private static func wire<Wire: Decodable>(_ rule: some FlowJSON) -> Wire? {
+        try? rule.json.decode(as: Wire.self)
+    }
 }
+
+/// A rule with a JSON form.
+protocol FlowJSON { var json: JSONValue { get } }
+extension RepeatRule: FlowJSON {}
+extension FlowRule: FlowJSON {}

@@ -33,6 +33,20 @@ struct BatonHTTPClientTests {
         }
     }
 
+    /// A stage's `repeat` and `next` go over HTTP as the stored chain has them.
+    @Test func controlFlowGoesOverTheWireUnchanged() throws {
+        let stage = StageSpec.task(
+            "page", args: ["n": 1], name: "p", repeat: RepeatRule(while: .truthy("output.next"), max: 7),
+            next: [
+                FlowRule(if: .equals("output.status", 404), .goto("create")),
+                FlowRule(if: .present("output.done", false), .finish),
+            ])
+        let wire = try JSONValue(encoding: Components.Schemas.StageRequest(stage))
+        #expect(wire["repeat"] == stage.json["repeat"])
+        #expect(wire["next"] == stage.json["next"])
+        #expect(try wire.decode(as: StageSpec.self) == stage)
+    }
+
     @Test func enqueueGetListWaitCancelRetryDelete() async throws {
         try await withServer { server async throws in
             let baton = try Self.client(server)

@@ -59,6 +59,12 @@ struct TypedFlowTests {
                     Chain(input: 4).then(Add(n: 1)).goto("last", if: .present("output", true))
                         .then(Multiply(by: 2)).then(Add(n: 10), name: "last"))
                 #expect(try await jumped.result() == 15)
+                // A group as the target: its members are fed the output the goto carried.
+                let grouped = try await baton.enqueue(
+                    Chain(input: 1).then(Add(n: 1)).goto("both", if: .truthy("output")).then(Multiply(by: 100))
+                        .group([Add(n: 1), Add(n: 2)], name: "both").then(Sum()))
+                #expect(try await grouped.result() == 7)
+                #expect(try await grouped.record().path.map(\.stage) == [0, 2, 3])
             }
         }
     }

@@ -163,6 +163,12 @@ public struct Chain<Output: Codable & Sendable>: Sendable {
         modifyingLastTask { $0.retry = policy }
     }
 
+    /// Runs the stage added last (each member, for a group) on the workers serving `queue` rather
+    /// than the job's queue: a pool with a GPU, a host with a licence.
+    public func queue(_ queue: String) -> Chain {
+        modifyingLastTask { $0.queue = queue }
+    }
+
     /// Sets the timeout of the stage added last.
     public func timeout(_ timeout: Duration) -> Chain {
         modifyingLastTask { $0.timeout = timeout }

@@ -90,6 +90,7 @@ public struct ChainDefinition: Sendable, Hashable {
                 try checkName(task.task, path: "\(here).task", what: "task name")
                 try task.args.checkStorable(at: "\(here).args")
                 if let lane = task.lane { try checkName(lane, path: "\(here).lane", what: "lane") }
+                if let queue = task.queue { try checkName(queue, path: "\(here).queue", what: "queue name") }
                 guard task.retry.maxAttempts >= 1 else {
                     throw .invalidChain(path: "\(here).max_attempts", reason: "must be at least 1")
                 }

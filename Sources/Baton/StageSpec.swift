@@ -23,13 +23,14 @@ public struct StageSpec: Sendable, Hashable, Codable {
     public static func task(
         _ task: String, args: JSONValue = .object([:]), name: String? = nil, lane: String? = nil,
         retry: RetryPolicy = .default, timeout: Duration = TaskStage.defaultTimeout, repeat: RepeatRule? = nil,
-        next: [FlowRule] = []
+        next: [FlowRule] = [], queue: String? = nil
     ) -> StageSpec {
         StageSpec(
             name: name,
             .task(
                 TaskStage(
-                    task: task, args: args, lane: lane, retry: retry, timeout: timeout, repeat: `repeat`, next: next)))
+                    task: task, args: args, lane: lane, retry: retry, timeout: timeout, repeat: `repeat`, next: next,
+                    queue: queue)))
     }
 
     public static func group(_ members: [StageSpec], name: String? = nil) -> StageSpec {
@@ -70,7 +71,7 @@ public struct StageSpec: Sendable, Hashable, Codable {
 
     enum CodingKeys: String, CodingKey {
         case name, task, args, lane, retry, timeout = "timeout_ms", group, await, maxAttempts = "max_attempts"
-        case `repeat`, next
+        case `repeat`, next, queue
     }
 
     public init(from decoder: any Decoder) throws {
@@ -107,6 +108,7 @@ public struct StageSpec: Sendable, Hashable, Codable {
                 throw DecodingError.dataCorrupted(
                     DecodingError.Context(codingPath: decoder.codingPath, debugDescription: "\(error)"))
             }
+            task.queue = try container.decodeIfPresent(String.self, forKey: .queue)
             body = .task(task)
         }
     }
@@ -115,7 +117,7 @@ public struct StageSpec: Sendable, Hashable, Codable {
         try json.encode(to: encoder)
     }
 
-    /// The stored form: `{"task", "name"?, "args"?, "lane"?, "retry"?, "timeout_ms"?, "repeat"?, "next"?}`,
+    /// The stored form: `{"task", "name"?, "args"?, "lane"?, "queue"?, "retry"?, "timeout_ms"?, "repeat"?, "next"?}`,
     /// `{"name"?, "group": [...]}` or `{"await", "name"?, "timeout_ms"?, "max_attempts"?}` (the
     /// schema's `expire_waits` reads the last two); `Codable` encoding writes exactly this. Fields at their
     /// defaults (`{}` args, `RetryPolicy.default`, `TaskStage.defaultTimeout`) are left out, which
@@ -130,6 +132,7 @@ public struct StageSpec: Sendable, Hashable, Codable {
             fields["task"] = .string(task.task)
             if task.args != [:] { fields["args"] = task.args }
             if let lane = task.lane { fields["lane"] = .string(lane) }
+            if let queue = task.queue { fields["queue"] = .string(queue) }
             if task.retry != .default { fields["retry"] = task.retry.json }
             if task.timeout != TaskStage.defaultTimeout {
                 fields["timeout_ms"] = .number(task.timeout.milliseconds)
@@ -177,6 +180,10 @@ public struct TaskStage: Sendable, Hashable {
     public var task: String
     public var args: JSONValue
     public var lane: String?
+    /// The queue whose workers run this stage; nil: the job's queue. The stage waits for a worker
+    /// serving that queue, and a worker runs it straight after the stage before only if it serves
+    /// that queue (and task).
+    public var queue: String?
     public var retry: RetryPolicy
     public var timeout: Duration
     /// Run again, fed its own output, while this holds (see ``RepeatRule``).
@@ -186,11 +193,13 @@ public struct TaskStage: Sendable, Hashable {
 
     public init(
         task: String, args: JSONValue = .object([:]), lane: String? = nil, retry: RetryPolicy = .default,
-        timeout: Duration = TaskStage.defaultTimeout, repeat: RepeatRule? = nil, next: [FlowRule] = []
+        timeout: Duration = TaskStage.defaultTimeout, repeat: RepeatRule? = nil, next: [FlowRule] = [],
+        queue: String? = nil
     ) {
         self.task = task
         self.args = args
         self.lane = lane
+        self.queue = queue
         self.retry = retry
         self.timeout = timeout
         self.repeat = `repeat`

@@ -26,10 +26,12 @@ public enum StageOutcome: Sendable, Hashable {
 /// and the policy. The store applies it in one transaction (`apply_outcomes` in the schema).
 public enum Transition: Sendable, Hashable {
     /// The next stage runs now, on the same worker, without going back through the queue. `to`:
-    /// the position it is at (nil: the one after this; else chosen by a `goto` or `repeat`).
-    case hop(output: String, to: Int? = nil)
-    /// The next stage is ready: claimable by any worker, or queued in `lane`; `to` as for `hop`.
-    case advance(output: String, lane: String?, to: Int? = nil)
+    /// the position it is at (nil: the one after this; else chosen by a `goto` or `repeat`);
+    /// `queue`: the stage's own queue, if it names one (nil: the job's).
+    case hop(output: String, to: Int? = nil, queue: String? = nil)
+    /// The next stage is ready: claimable by any worker of its queue, or queued in `lane`; `to`
+    /// and `queue` as for `hop`.
+    case advance(output: String, lane: String?, to: Int? = nil, queue: String? = nil)
     /// The last stage succeeded, or a `finish` rule held: the job is completed with this output.
     case complete(output: String)
     /// The attempt failed; try again after `delay`.
@@ -50,8 +52,8 @@ public enum Transition: Sendable, Hashable {
     ///
     /// - Parameters:
     ///   - runs: how many times in a row the stage has run before this run (for `repeat`'s max).
-    ///   - canHop: whether this worker may run that task stage itself, now (it runs its task and
-    ///     is not draining).
+    ///   - canHop: whether this worker may run that task stage itself, now (it runs its task,
+    ///     serves its queue and is not draining).
     ///   - random: a value in 0..<1 that places the retry delay inside the jitter band.
     public static func decide(
         chain: [StageSpec], stage position: Int, runs: Int = 0, attempt: Int, outcome: StageOutcome,
@@ -112,9 +114,10 @@ public enum Transition: Sendable, Hashable {
         guard target < chain.count else { return .complete(output: output) }
         let next = chain[target]
         let to = target == position + 1 ? nil : target
-        if let lane = next.lane { return .advance(output: output, lane: lane, to: to) }
-        if next.task != nil, canHop(next) { return .hop(output: output, to: to) }
-        return .advance(output: output, lane: nil, to: to)
+        let queue = next.task?.queue
+        if let lane = next.lane { return .advance(output: output, lane: lane, to: to, queue: queue) }
+        if next.task != nil, canHop(next) { return .hop(output: output, to: to, queue: queue) }
+        return .advance(output: output, lane: nil, to: to, queue: queue)
     }
 
     private enum Flow {

@@ -73,8 +73,14 @@ extension Store {
         for (index, job) in jobs.enumerated() {
             try job.validate()
             // Written field by field (no dictionary per job): this runs for every job of a batch.
+            // A first stage with a queue of its own starts there; the job's queue is its home.
+            let first = job.chain.stages.first?.task?.queue
             batch.append(contentsOf: (index > 0 ? ",{\"queue\":" : "{\"queue\":").utf8)
-            JSONValue.string(job.queue).write(into: &batch)
+            JSONValue.string(first ?? job.queue).write(into: &batch)
+            if first != nil {
+                batch.append(contentsOf: ",\"home_queue\":".utf8)
+                JSONValue.string(job.queue).write(into: &batch)
+            }
             batch.append(contentsOf: ",\"priority\":\(job.priority),\"chain\":".utf8)
             JSONValue.array(job.chain.stages.map(\.json)).write(into: &batch, sortingKeys: false)
             batch.append(contentsOf: ",\"input\":".utf8)
@@ -238,13 +244,15 @@ extension Store {
             if index > 0 { json += "," }
             json += "{\"id\":\(outcome.jobID),\"stage\":\(outcome.stage),\"attempt\":\(outcome.attempt),"
             switch outcome.transition {
-            case .hop(let output, let to):
+            case .hop(let output, let to, let queue):
                 json += "\"kind\":\"hop\",\"output\":\(output)"
                 if let to { json += ",\"target\":\(to)" }
-            case .advance(let output, let lane, let to):
+                if let queue { json += ",\"queue\":\(jsonString(queue))" }
+            case .advance(let output, let lane, let to, let queue):
                 json += "\"kind\":\"advance\",\"output\":\(output)"
                 if let lane { json += ",\"lane\":\(jsonString(lane))" }
                 if let to { json += ",\"target\":\(to)" }
+                if let queue { json += ",\"queue\":\(jsonString(queue))" }
             case .complete(let output):
                 json += "\"kind\":\"complete\",\"output\":\(output)"
             case .retry(let error, let delay):

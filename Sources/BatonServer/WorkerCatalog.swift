@@ -54,6 +54,18 @@ final class WorkerCatalog: Sendable {
         }
     }
 
+    /// The first stage routed to a queue of its own that no worker seen within the window serves
+    /// with its task.
+    func unserved(_ stages: [(task: String, queue: String, path: String)]) async throws -> (
+        task: String, queue: String, path: String
+    )? {
+        guard !stages.isEmpty else { return nil }
+        let workers = try await current().workers
+        return stages.first { stage in
+            !workers.contains { $0.queues.contains(stage.queue) && $0.tasks.contains(stage.task) }
+        }
+    }
+
     /// The names in `names` that no worker seen within the window serves, in the order given,
     /// each once.
     func unknown(_ names: [String]) async throws -> [String] {

@@ -101,14 +101,9 @@ final class StageRunner: Service, Sendable {
             case .stopped(.released):
                 transition = .release
             case .ended(let outcome):
-                let mayHop = !intake.isDraining(job.queue) && control.stopReason == nil
                 transition = Transition.decide(
                     chain: job.chain, stage: job.stage, runs: job.runs, attempt: job.attempt, outcome: outcome,
-                    // Only a worker that runs the next stage's task may run it itself: another
-                    // worker of the queue may serve it when this one does not.
-                    canHop: { next in
-                        mayHop && next.task.map { self.executor.registry.runners[$0.task] != nil } ?? false
-                    },
+                    canHop: { next in self.mayRun(next, after: job, control: control) },
                     random: Double.random(in: 0..<1))
             }
             let duration = ContinuousClock.now - started
@@ -120,7 +115,7 @@ final class StageRunner: Service, Sendable {
                 jobID: job.id, stage: job.stage, attempt: job.attempt, transition: transition, queue: job.queue,
                 heldLane: job.spec.lane)
             // Only a hop waits for its commit: the next stage must not start before its input is durable.
-            guard case .hop(let output, let target) = transition else {
+            guard case .hop(let output, let target, let queue) = transition else {
                 await completer.submit(outcome)
                 return
             }
@@ -132,10 +127,24 @@ final class StageRunner: Service, Sendable {
             }
             job.earlier.append((job.stage, (try? JSONValue(parsing: output)) ?? .null))
             job.stage = target ?? job.stage + 1
+            // Its slot stays counted in the queue it was admitted to until the chain leaves this worker.
+            if let queue { job.queue = queue }
             job.attempt = 1
             job.input = output
             job.groupOutput = nil
         }
+    }
+
+    /// Whether this worker may run `next` straight after `job`'s stage, without a claim: only a
+    /// worker that runs its task and serves its queue (not draining) may; another worker of that
+    /// queue serves it otherwise. The queue is the stage's own, else the job's, which is `job.queue`
+    /// unless the stage that ran named a queue of its own (then the database knows it, and the
+    /// stage is handed on).
+    private func mayRun(_ next: StageSpec, after job: ClaimedJob, control: RunControl) -> Bool {
+        guard control.stopReason == nil, let task = next.task, executor.registry.runners[task.task] != nil,
+            let queue = task.queue ?? (job.spec.task?.queue == nil ? job.queue : nil)
+        else { return false }
+        return !intake.isDraining(queue)
     }
 
     /// Says what became of an attempt: a failure at `warning` (retried, with its delay) or `error`

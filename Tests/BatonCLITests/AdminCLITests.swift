@@ -286,6 +286,7 @@ struct AdminCLITests {
                 "stages": [
                     [
                         "task": "add", "name": "count", "args": ["n": 1], "repeat": ["while": "{{output}}", "max": 10],
+                        "queue": "default",
                         "next": [["if": ["path": "output", "equals": 0], "goto": "last"]],
                     ],
                     ["task": "add", "name": "skipped", "args": ["n": 100]],
@@ -295,7 +296,10 @@ struct AdminCLITests {
             _ = try await server.job(looped) { $0["state"] == "completed" }
             let path = try await Self.baton(["jobs", "show", "\(looped)"], server)
             #expect(path.lines.contains("path: count ×3 → last"), "\(path.out)")
-            #expect(path.lines.contains { $0.hasPrefix("├─ 1/3 count (add)  completed  3 runs  1 attempt") })
+            #expect(
+                path.lines.contains {
+                    $0.hasPrefix("├─ 1/3 count (add)  completed  3 runs  1 attempt") && $0.hasSuffix("queue default")
+                })
             #expect(path.lines.contains { $0.hasPrefix("├─ 2/3 skipped (add)  skipped") })
             #expect(path.lines.last == "output: 10")
 

@@ -9,7 +9,12 @@ import Testing
 /// Settings as an operator gives them: flags over environment variables over a config file, every
 /// malformed value refused with where it came from, and the README's table the one the binary has.
 @Suite(.timeLimit(.minutes(3)))
-struct SettingsTests {
+final class SettingsTests: Sendable {
+    /// This test's files, removed when it ends.
+    let directory = FileManager.default.temporaryDirectory.appending(path: "baton-settings-\(UUID().uuidString)")
+
+    deinit { try? FileManager.default.removeItem(at: directory) }
+
     /// The environment of every run: none of the settings this machine may have set.
     static let clean: [String: String?] = Dictionary(
         uniqueKeysWithValues: [
@@ -41,8 +46,7 @@ struct SettingsTests {
         return Run(status: status, out: child.standardOutput, err: child.standardError)
     }
 
-    static func file(_ name: String, _ text: String) throws -> String {
-        let directory = FileManager.default.temporaryDirectory.appending(path: "baton-settings-\(UUID().uuidString)")
+    func file(_ name: String, _ text: String) throws -> String {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let url = directory.appending(path: name)
         try text.write(to: url, atomically: true, encoding: .utf8)
@@ -53,7 +57,7 @@ struct SettingsTests {
     func aFlagBeatsTheEnvironmentWhichBeatsTheConfigFile(format: String) async throws {
         let config =
             format == "yaml"
-            ? try Self.file(
+            ? try file(
                 "baton.yaml",
                 """
                 worker:
@@ -63,7 +67,7 @@ struct SettingsTests {
                 api:
                   port: 9000
                 """)
-            : try Self.file(
+            : try file(
                 "baton.json",
                 #"{"worker": {"lease": "20s", "grace": 40, "queues": ["default", "mail:3"]}, "api": {"port": 9000}}"#)
         let run = try await Self.baton(
@@ -86,7 +90,7 @@ struct SettingsTests {
     }
 
     @Test func theConfigFileCanComeFromTheEnvironment() async throws {
-        let config = try Self.file("baton.yml", "log:\n  level: debug\n")
+        let config = try file("baton.yml", "log:\n  level: debug\n")
         let run = try await Self.baton(["settings"], environment: ["BATON_CONFIG": config])
         #expect(run.status == 0, "\(run.err)")
         #expect(run.rows["log.level"]?.value == "debug")
@@ -96,15 +100,15 @@ struct SettingsTests {
     /// Each malformed setting is a usage error (exit 2) naming where the value came from; nothing
     /// starts with a setting it could not read.
     @Test func aMalformedSettingIsRefusedNamingWhereItCameFrom() async throws {
-        let typo = try Self.file("typo.yaml", "worker:\n  leese: 20s\n")
-        let notJSON = try Self.file("broken.json", #"{"worker": "#)
-        let wrongType = try Self.file("types.json", #"{"worker": {"concurrency": "ten"}}"#)
+        let typo = try file("typo.yaml", "worker:\n  leese: 20s\n")
+        let notJSON = try file("broken.json", #"{"worker": "#)
+        let wrongType = try file("types.json", #"{"worker": {"concurrency": "ten"}}"#)
         let cases: [([String], [String: String?], String)] = [
             (["settings", "--config", typo], [:], #"unknown setting "worker.leese""#),
             (["settings", "--config", notJSON], [:], "is not valid JSON"),
             (["settings", "--config", wrongType], [:], "worker.concurrency in types.json: expected a whole number"),
             (["settings", "--config", "/nonexistent/baton.yaml"], [:], "cannot read the config file"),
-            (["settings", "--config", try Self.file("baton.toml", "")], [:], "name it .json, .yaml or .yml"),
+            (["settings", "--config", try file("baton.toml", "")], [:], "name it .json, .yaml or .yml"),
             (["settings"], ["BATON_WORKER_CONCURRENCY": "ten"], "BATON_WORKER_CONCURRENCY: expected a whole number"),
             (["settings"], ["BATON_WORKER_LEASE": "soon"], #"BATON_WORKER_LEASE: "soon" is not a duration"#),
             (["settings"], ["BATON_WORKER_LEASE": "1ms"], "worker.lease must be at least 300ms"),
@@ -201,7 +205,7 @@ struct SettingsTests {
                 #expect(try await worker.waitForExit() == 0)
             }
             try await start(
-                try Self.file(
+                try file(
                     "baton.yaml",
                     """
                     schedules:
@@ -222,14 +226,14 @@ struct SettingsTests {
             #expect(schedules.first?.paused == true)
 
             try await start(
-                try Self.file(
+                try file(
                     "baton.json",
                     #"{"schedules": {"nightly": {"cron": "0 3 * * *", "job": {"stages": [{"task": "noop"}]}}}}"#))
             schedules = try await db.store.schedules()
             #expect(schedules.map(\.name) == ["nightly"])
             #expect(schedules.first?.cron.description == "0 3 * * *")
 
-            let bad = try Self.file(
+            let bad = try file(
                 "bad.yaml", "schedules:\n  broken:\n    cron: \"61 * * * *\"\n    job: {stages: [{task: noop}]}\n")
             let run = try await Self.baton(["worker", "--database-url", db.url, "--config", bad])
             #expect(run.status == 2)

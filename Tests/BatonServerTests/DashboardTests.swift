@@ -282,6 +282,7 @@ struct DashboardTests {
                 "stages": [
                     [
                         "task": "add", "name": "count", "args": ["n": 1], "repeat": ["while": "{{output}}", "max": 10],
+                        "queue": "default",
                         "next": [["if": ["path": "output", "equals": 0], "goto": "last"]],
                     ],
                     ["task": "add", "name": "skipped", "args": ["n": 100]],
@@ -295,6 +296,8 @@ struct DashboardTests {
             #expect(page.contains("<p class=\"path\">Path taken: <span>count ×3 → last</span></p>"))
             #expect(page.contains("<div class=\"stage s-skipped\">\n      <span class=\"label\">skipped</span>"))
             #expect(page.contains("<div><dt>Runs</dt><dd>3</dd></div>"))
+            // Only the stage that names a queue shows one.
+            #expect(page.components(separatedBy: "<div><dt>Queue</dt><dd>default</dd></div>").count == 2)
         }
     }
 

@@ -50,6 +50,10 @@ struct EnqueueTests {
         (#"{"stages": [{"task": "noop"}"#, 400, ""),
         (#"{"stages": [{"task": "noop"}, {"task": "no-such-task"}]}"#, 422, "stages[1].task"),
         (#"{"stages": [{"group": [{"task": "noop"}, {"task": "nor-this"}]}]}"#, 422, "stages[0].group[1].task"),
+        // A stage's own queue: a name, served by some live worker with the stage's task.
+        (#"{"stages": [{"task": "noop", "queue": ""}]}"#, 400, "stages[0].queue"),
+        (#"{"stages": [{"task": "noop"}, {"task": "noop", "queue": "gpu"}]}"#, 422, "stages[1].queue"),
+        (#"{"stages": [{"group": [{"task": "noop", "queue": "gpu"}]}]}"#, 422, "stages[0].group[0].queue"),
     ]
 
     @Test func badInputIsRefusedWithItsPathAndWritesNothing() async throws {

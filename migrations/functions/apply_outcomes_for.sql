@@ -15,11 +15,12 @@
 -- Returns what the caller must act on after commit: ('applied', id), ('wake', queue) for queues
 -- with newly available jobs, ('finished', id) for finished jobs someone awaits.
 --   p_batch: [{"id", "stage", "attempt", "kind", "output"?, "error"?, "code"?, "details"?, "delay_ms"?,
---             "lane"?, "target"?}, …]
+--             "lane"?, "target"?, "queue"?}, …]
 -- `target`: the position a hop or advance goes to, when a `goto` or `repeat` chose it (else the next).
 -- `results` is the path taken: one entry per run, with the position it ran at (`stage`); a stage's
 -- input is the last entry's output (the job's input before any). A repeated stage keeps its place
--- in its lane, and starts without the progress of its run before.
+-- in its lane, and starts without the progress of its run before. `queue`: the queue the stage
+-- hopped or advanced to names (else the job's own, `home_queue` once a stage has left it).
 -- A lane holder promoted here in a queue of `p_queues` is claimed for the worker at once, up to
 -- `p_slots` (its free slots in that queue; not in a paused queue): the next stage of a lane starts
 -- without a claim round trip, and is returned as a ('claimed', …) row with the columns of
@@ -61,7 +62,7 @@ BEGIN
     WITH b AS (
         SELECT * FROM jsonb_to_recordset(p_batch)
             AS b(id bigint, stage int, attempt int, kind text, output jsonb, error text, code text, details jsonb,
-                 delay_ms bigint, lane text, target int)
+                 delay_ms bigint, lane text, target int, queue text)
     ), upd AS (
         UPDATE jobs j SET
             state = (CASE b.kind
@@ -92,6 +93,8 @@ BEGIN
             run_at = CASE WHEN b.kind IN ('retry', 'snooze', 'await') THEN now() + b.delay_ms * interval '1 millisecond'
                           WHEN b.kind IN ('advance', 'release') THEN now() ELSE j.run_at END,
             lane = CASE WHEN b.kind IN ('hop', 'advance') THEN b.lane ELSE j.lane END,
+            queue = CASE WHEN b.kind IN ('hop', 'advance') THEN coalesce(b.queue, j.home_queue, j.queue) ELSE j.queue END,
+            home_queue = CASE WHEN b.queue IS NOT NULL THEN coalesce(j.home_queue, j.queue) ELSE j.home_queue END,
             -- After the lane lock: entry times follow the order the lock serialises entries in.
             -- A stage repeated in its lane keeps its place: it is promoted again before any other.
             lane_ready_at = CASE WHEN b.kind IN ('hop', 'advance')
@@ -134,7 +137,7 @@ BEGIN
     IF v_spawn IS NOT NULL THEN
         INSERT INTO jobs (queue, priority, state, chain, stage_count, input, metadata, lane, lane_ready_at,
                           parent_id, parent_stage, member_index)
-        SELECT p.queue, p.priority,
+        SELECT coalesce(m.value ->> 'queue', p.queue), p.priority,
                CASE WHEN m.value ->> 'lane' IS NULL THEN 'available' ELSE 'waiting' END::job_state,
                jsonb_build_array(m.value), 1,
                CASE WHEN jsonb_array_length(p.results) = 0 THEN p.input ELSE p.results -> -1 -> 'output' END,
@@ -143,9 +146,11 @@ BEGIN
         JOIN jobs p ON p.id = a.id
         CROSS JOIN LATERAL jsonb_array_elements(p.chain -> p.stage -> 'group') WITH ORDINALITY m
         WHERE a.kind = 'spawn';
-        RETURN QUERY SELECT DISTINCT 'wake', NULL::bigint, a.queue, NULL::int, NULL::int, NULL::text, NULL::text,
-                                     NULL::text, NULL::text, NULL::text
-                     FROM unnest(v_applied) a WHERE a.kind = 'spawn';
+        RETURN QUERY SELECT DISTINCT 'wake', NULL::bigint, coalesce(m.value ->> 'queue', a.queue), NULL::int,
+                                     NULL::int, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text
+                     FROM unnest(v_applied) a JOIN jobs p ON p.id = a.id
+                     CROSS JOIN LATERAL jsonb_array_elements(p.chain -> p.stage -> 'group') m
+                     WHERE a.kind = 'spawn';
     END IF;
 
     -- Fan in: completed members count down their parent...

@@ -4,7 +4,8 @@
 -- that the control plane answers without reading the jobs back; new jobs outside lanes are
 -- answered from the insert's RETURNING.
 --   p_jobs: [{"queue", "priority", "run_at"?, "chain", "input", "metadata", "key"?, "owner"?,
---             "unique_key"?, "unique_states"?}, …]
+--             "unique_key"?, "unique_states"?, "home_queue"?}, …]
+-- `queue` is the first stage's (its own, when it names one; then `home_queue` is the job's).
 -- `owner` is a fingerprint of the API token that enqueued the job. With "own_keys": true, a key
 -- that names a job of another owner refuses the whole batch (SQLSTATE BT409, DETAIL the job's
 -- index in the batch): a caller that may see only its own jobs learns nothing of another's, and
@@ -39,28 +40,28 @@ BEGIN
         SELECT nextval('jobs_id_seq') AS new_id, clock_timestamp() AS ready_at, i.*
         FROM ROWS FROM (jsonb_to_recordset(p_jobs)
                 AS (queue text, priority smallint, run_at timestamptz, chain jsonb, input jsonb, metadata jsonb,
-                    key text, owner text, unique_key text, unique_states job_state[]))
+                    key text, owner text, unique_key text, unique_states job_state[], home_queue text))
             WITH ORDINALITY AS i(queue, priority, run_at, chain, input, metadata, key, owner, unique_key,
-                                 unique_states, ord)
+                                 unique_states, home_queue, ord)
     ), plain AS (
         -- Jobs without a uniqueness rule: the idempotency key's index is the only arbiter (naming
         -- none would make every unique index one, checked for every row).
         INSERT INTO jobs (id, queue, priority, state, run_at, chain, stage_count, input, metadata,
-                          idempotency_key, lane, lane_ready_at, enqueued_by)
+                          idempotency_key, lane, lane_ready_at, enqueued_by, home_queue)
         OVERRIDING SYSTEM VALUE
         SELECT i.new_id, coalesce(i.queue, 'default'), coalesce(i.priority, 0),
                CASE WHEN i.run_at > now() THEN 'scheduled'
                     WHEN i.chain -> 0 ->> 'lane' IS NOT NULL THEN 'waiting'
                     ELSE 'available' END::job_state,
                coalesce(i.run_at, now()), i.chain, jsonb_array_length(i.chain), coalesce(i.input, 'null'),
-               coalesce(i.metadata, '{}'), i.key, i.chain -> 0 ->> 'lane', i.ready_at, i.owner
+               coalesce(i.metadata, '{}'), i.key, i.chain -> 0 ->> 'lane', i.ready_at, i.owner, i.home_queue
         FROM input i WHERE i.unique_key IS NULL ORDER BY i.ord
         ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
         RETURNING jobs.id, jobs.queue, jobs.state, jobs.run_at, jobs.created_at
     ), uniq AS (
         -- Jobs with one: its index and the idempotency key's are both arbiters.
         INSERT INTO jobs (id, queue, priority, state, run_at, chain, stage_count, input, metadata,
-                          idempotency_key, lane, lane_ready_at, enqueued_by, unique_key, unique_states)
+                          idempotency_key, lane, lane_ready_at, enqueued_by, unique_key, unique_states, home_queue)
         OVERRIDING SYSTEM VALUE
         SELECT i.new_id, coalesce(i.queue, 'default'), coalesce(i.priority, 0),
                CASE WHEN i.run_at > now() THEN 'scheduled'
@@ -68,7 +69,7 @@ BEGIN
                     ELSE 'available' END::job_state,
                coalesce(i.run_at, now()), i.chain, jsonb_array_length(i.chain), coalesce(i.input, 'null'),
                coalesce(i.metadata, '{}'), i.key, i.chain -> 0 ->> 'lane', i.ready_at, i.owner, i.unique_key,
-               i.unique_states
+               i.unique_states, i.home_queue
         FROM input i WHERE i.unique_key IS NOT NULL ORDER BY i.ord
         ON CONFLICT DO NOTHING
         RETURNING jobs.id, jobs.queue, jobs.state, jobs.run_at, jobs.created_at

@@ -94,6 +94,7 @@ struct JobTree {
             parts.append("next " + Text.age(job.runAt, now: now))
         }
         if let lane = stage.lane { parts.append("lane " + Text.printable(lane)) }
+        if let queue = stage.queue { parts.append("queue " + Text.printable(queue)) }
         return parts.joined(separator: "  ")
     }
 

@@ -137,13 +137,18 @@ extension API {
         return WaitReason.reasons(for: job, facts: serving.facts(queue: job.queue, task: job.currentTask))
     }
 
-    /// 422 naming the tasks no live worker serves, unless `?unchecked=true`.
+    /// 422 naming the tasks no live worker serves, or a stage's own queue no live worker serves
+    /// with its task, unless `?unchecked=true`.
     func checkTasks(_ jobs: [NewJob], unchecked: Bool?, path: String? = nil) async throws {
         guard unchecked != true else { return }
         var names: [String] = []
         var paths: [String: String] = [:]
+        var routed: [(task: String, queue: String, path: String)] = []
         func collect(_ stages: [StageSpec], at path: String) {
             for (index, stage) in stages.enumerated() {
+                if let task = stage.task, let queue = task.queue {
+                    routed.append((task.task, queue, "\(path)[\(index)].queue"))
+                }
                 switch stage.body {
                 case .task(let task) where paths[task.task] == nil:
                     paths[task.task] = "\(path)[\(index)].task"
@@ -157,7 +162,18 @@ extension API {
             collect(job.chain.stages, at: path ?? (jobs.count > 1 ? "jobs[\(index)].stages" : "stages"))
         }
         let unknown = try await catalog.unknown(names)
-        guard let first = unknown.first else { return }
+        guard let first = unknown.first else {
+            if let stage = try await catalog.unserved(routed) {
+                var problem = Problem(
+                    .unprocessableContent, type: "unknown-task", title: "No live worker serves this task",
+                    detail: "no worker seen in the last \(DurationFormat.format(configuration.taskWindow)) serves "
+                        + "\"\(stage.task)\" in queue \"\(stage.queue)\" (enqueue anyway with ?unchecked=true)",
+                    path: stage.path)
+                problem.tasks = [stage.task]
+                throw problem
+            }
+            return
+        }
         var problem = Problem(
             .unprocessableContent, type: "unknown-task", title: "No live worker serves this task",
             detail: "no worker seen in the last \(DurationFormat.format(configuration.taskWindow)) serves "

@@ -54,6 +54,9 @@ extension Dashboard {
             var canSignal: Bool
             var lane: String?
             var laneLink: String?
+            /// The stage's own queue, when it names one (not `queue`: a stage without one must not
+            /// show the job's).
+            var ownQueue: String?
             var state: String
             var attempts: String
             /// Runs, for a stage that repeated.
@@ -194,7 +197,8 @@ extension Dashboard {
             JobView.Stage(
                 number: stage.index + 1, label: label(stage), task: stage.task, signal: stage._await,
                 canSignal: stage._await != nil && stage.state != .completed && !finished, lane: stage.lane,
-                laneLink: stage.lane.map { "/ui/jobs?lane=" + query($0) }, state: stage.state.rawValue,
+                laneLink: stage.lane.map { "/ui/jobs?lane=" + query($0) }, ownQueue: stage.queue,
+                state: stage.state.rawValue,
                 attempts: stage.maxAttempts.map { "\(stage.attempts) of \($0)" } ?? "\(stage.attempts)",
                 runs: stage.runs > 1 ? stage.runs : nil,
                 started: stage.startedAt.map { DashboardText.time($0) },

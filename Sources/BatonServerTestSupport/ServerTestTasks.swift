@@ -14,20 +14,59 @@ package let serverTestTasks: TaskRegistry = {
     tasks.register(name: "echo") { args, input, context in
         ["input": input, "args": args, "metadata": context.metadata, "first": context.output(at: 0) ?? nil]
     }
-    // Reports the progress its args give (`fraction`, `message`, `checkpoint`), then runs on for
-    // `hold_ms` before returning its input.
+    // Reports the progress its args give (`fraction`, `message`, `checkpoint`; nothing when none),
+    // then runs on for `hold_ms`, or until the test opens the gate its `gate` names, before
+    // returning its input.
     tasks.register(name: "report") { args, input, context in
         let (fraction, message) = (args["fraction"]?.numberValue?.double, args["message"]?.stringValue)
         if let checkpoint = args["checkpoint"] {
             try context.progress(fraction, message, checkpoint: checkpoint)
-        } else {
+        } else if fraction != nil || message != nil {
             context.progress(fraction, message)
         }
-        try await Task.sleep(for: .milliseconds(args["hold_ms"]?.numberValue?.integer(as: Int.self) ?? 0))
+        if let gate = args["gate"]?.stringValue {
+            try await TestGates.shared.wait(gate)
+        } else {
+            try await Task.sleep(for: .milliseconds(args["hold_ms"]?.numberValue?.integer(as: Int.self) ?? 0))
+        }
         return input
     }
     return tasks
 }()
+
+/// Named gates a test task waits at until the test opens them: a stage held running for exactly as
+/// long as a test needs to look at it, however slow the machine.
+package actor TestGates {
+    package static let shared = TestGates()
+    private var opened: Set<String> = []
+    private var waiting: [String: [UUID: CheckedContinuation<Void, any Error>]] = [:]
+
+    /// Returns once `gate` is open; throws `CancellationError` if the task is cancelled first.
+    package func wait(_ gate: String) async throws {
+        if opened.contains(gate) { return }
+        let id = UUID()
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                if Task.isCancelled {
+                    continuation.resume(throwing: CancellationError())
+                } else {
+                    waiting[gate, default: [:]][id] = continuation
+                }
+            }
+        } onCancel: {
+            Task { await self.cancel(id, at: gate) }
+        }
+    }
+
+    package func open(_ gate: String) {
+        opened.insert(gate)
+        for continuation in (waiting.removeValue(forKey: gate) ?? [:]).values { continuation.resume() }
+    }
+
+    private func cancel(_ id: UUID, at gate: String) {
+        waiting[gate]?.removeValue(forKey: id)?.resume(throwing: CancellationError())
+    }
+}
 
 /// Hands on numbers a typed task reads as Swift's exact types.
 package struct Carry: BatonTask {

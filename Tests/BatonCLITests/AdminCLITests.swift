@@ -22,13 +22,18 @@ struct AdminCLITests {
     /// Runs `baton` under `script`, so that its output goes to a terminal (standard output and
     /// error together).
     static func onTerminal(_ arguments: [String], _ server: TestServer) async throws -> Run {
-        let command = ([try ChildProcess.builtBinary("baton").path] + arguments).map { "'\($0)'" }.joined(
-            separator: " ")
-        let child = try await ChildProcess(
-            URL(fileURLWithPath: "/usr/bin/script"), ["-qec", "stty cols 80 2>/dev/null; " + command, "/dev/null"],
-            environment: ["BATON_URL": server.base, "BATON_TOKEN": Token.admin, "NO_COLOR": nil, "TERM": "xterm"])
+        let child = try await startOnTerminal(arguments, server)
         let status = try await child.waitForExit(timeout: .seconds(90))
         return Run(status: status, out: child.standardOutput, err: child.standardError)
+    }
+
+    /// The CLI started on a pseudo-terminal 80 columns wide, its output readable as it comes.
+    static func startOnTerminal(_ arguments: [String], _ server: TestServer) async throws -> ChildProcess {
+        let command = ([try ChildProcess.builtBinary("baton").path] + arguments).map { "'\($0)'" }.joined(
+            separator: " ")
+        return try await ChildProcess(
+            URL(fileURLWithPath: "/usr/bin/script"), ["-qec", "stty cols 80 2>/dev/null; " + command, "/dev/null"],
+            environment: ["BATON_URL": server.base, "BATON_TOKEN": Token.admin, "NO_COLOR": nil, "TERM": "xterm"])
     }
 
     static func expectFits(_ text: String, sourceLocation: SourceLocation = #_sourceLocation) {
@@ -448,19 +453,33 @@ struct AdminCLITests {
 
     @Test func colourAndLiveProgressOnlyOnATerminal() async throws {
         try await withServer { server async throws in
-            let id = try await server.enqueue(["stages": [["task": "sleep", "args": ["ms": 1200]], ["task": "noop"]]])
-            let wait = try await Self.onTerminal(["jobs", "wait", "\(id)"], server)
+            // The first stage is held running until the CLI has drawn it so.
+            let held = "running-\(UUID())"
+            let id = try await server.enqueue([
+                "stages": [["task": "report", "args": ["gate": .string(held)]], ["task": "noop"]]
+            ])
+            let waiting = try await Self.startOnTerminal(["jobs", "wait", "\(id)"], server)
+            try await eventually("the running stage to be drawn") {
+                waiting.standardOutput.contains("1/2 report  \u{1B}[36mrunning")
+            }
+            await TestGates.shared.open(held)
+            let wait = Run(
+                status: try await waiting.waitForExit(timeout: .seconds(90)), out: waiting.standardOutput,
+                err: waiting.standardError)
             #expect(wait.status == 0, "\(wait.out)")
-            #expect(wait.out.contains("1/2 sleep  \u{1B}[36mrunning"))
             #expect(wait.out.contains("\u{1B}[3F\u{1B}[J"), "the progress is redrawn in place")
             #expect(wait.out.contains("2/2 noop  \u{1B}[32mcompleted"))
-            // A stage's progress as a bar under it, while it runs.
+            // A stage's progress as a bar under it, while it runs (held running until the bar shows).
+            let gate = "bar-\(UUID())"
             let reporting = try await server.enqueue([
-                "stages": [["task": "report", "args": ["fraction": 0.5, "message": "half", "hold_ms": 1200]]]
+                "stages": [["task": "report", "args": ["fraction": 0.5, "message": "half", "gate": .string(gate)]]]
             ])
-            let bar = try await Self.onTerminal(["jobs", "wait", "\(reporting)"], server)
-            #expect(bar.status == 0, "\(bar.out)")
-            #expect(bar.out.contains("    [█████░░░░░] 50% half"), "\(bar.out)")
+            let drawing = try await Self.startOnTerminal(["jobs", "wait", "\(reporting)"], server)
+            try await eventually("the progress bar to be drawn") {
+                drawing.standardOutput.contains("    [█████░░░░░] 50% half")
+            }
+            await TestGates.shared.open(gate)
+            #expect(try await drawing.waitForExit(timeout: .seconds(90)) == 0, "\(drawing.standardOutput)")
             let list = try await Self.onTerminal(["jobs", "list"], server)
             #expect(list.out.contains("\u{1B}[32mcompleted"))
             let plain = try await Self.onTerminal(["jobs", "list", "--no-color"], server)

@@ -108,7 +108,12 @@ BEGIN
             group_output = CASE WHEN b.kind IN ('retry', 'release', 'snooze') THEN j.group_output END,
             snoozed = b.kind = 'snooze'
         FROM b
-        WHERE j.id = b.id AND j.state = 'running' AND j.worker_id = p_worker
+        -- Each outcome's row is found by its id alone; whose it is and its state are checked on the
+        -- row found (`IS TRUE` keeps them from being used to find rows). The planner, counting live
+        -- rows only, would otherwise scan `jobs_running` for the worker and walk an entry for every
+        -- job the worker ran since the last vacuum: 27,000 of them, 6 ms a batch, under a deep lane
+        -- backlog (docs/benchmarks.md, "Outcomes found by id").
+        WHERE j.id = b.id AND (j.state = 'running' AND j.worker_id = p_worker) IS TRUE
           AND j.stage = b.stage AND j.attempt = b.attempt
         RETURNING j.id, b.kind, j.state, j.queue, j.watched, j.parent_id
     )

@@ -36,6 +36,8 @@ extension Store {
                     "checkpoint": report.progress.checkpoint ?? .null,
                 ])
             })
+        // Rows found by id; the worker and state checked on them, not used to find them (see
+        // apply_outcomes_for: a probe by worker walks every job it ran since the last vacuum).
         try await pool.perform(
             """
             INSERT INTO \(unescaped: schema).job_progress AS p
@@ -44,7 +46,7 @@ extension Store {
             FROM jsonb_to_recordset(\(rows.jsonText)::jsonb)
                 AS r(job_id bigint, stage int, attempt int, fraction float8, message text, checkpoint jsonb)
             JOIN \(unescaped: schema).jobs j ON j.id = r.job_id AND j.stage = r.stage AND j.attempt = r.attempt
-                AND j.state = 'running' AND j.worker_id = \(worker)
+                AND (j.state = 'running' AND j.worker_id = \(worker)) IS TRUE
             ORDER BY r.job_id, r.stage
             ON CONFLICT (job_id, stage) DO UPDATE SET
                 attempt = excluded.attempt, fraction = excluded.fraction, message = excluded.message,

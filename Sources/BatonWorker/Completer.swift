@@ -6,8 +6,13 @@ import ServiceLifecycle
 import Synchronization
 
 /// Writes decided outcomes to the database in batches: whatever has arrived is flushed in one
-/// statement as soon as the previous flush is done, so a busy worker writes large batches and an
-/// idle one writes at once. A submitter either waits for its outcome to commit (a hop must, before
+/// statement as soon as a flusher is free, so a busy worker writes large batches and an idle one
+/// writes at once. Two flushers: while one batch is being written, what arrives meanwhile goes
+/// out in a second, so that an outcome waits for at most one batch before its own (a lane hands
+/// over as fast as its outcomes commit; the lane locks in `apply_outcomes_for` serialise what must
+/// be). A job has at most one outcome in flight, so the two batches never share a job; should they
+/// deadlock over a group's parent (one failing a member whose sibling the other completes),
+/// PostgreSQL aborts one, which is written again like any batch that could not be. A submitter either waits for its outcome to commit (a hop must, before
 /// the next stage starts) or goes on at once, freeing its slot while the batch is written; past
 /// `limit` buffered outcomes every submitter waits (back-pressure).
 ///
@@ -24,8 +29,8 @@ final class Completer: Service, Sendable {
         var finished = false
         /// Submitters held back while the buffer is over its limit.
         var held: [CheckedContinuation<Void, Never>] = []
-        /// The jobs of the batch being written.
-        var writing: [Int64] = []
+        /// The jobs of the batch each flusher is writing.
+        var writing: [[Int64]]
     }
 
     let store: Store
@@ -40,15 +45,18 @@ final class Completer: Service, Sendable {
     let deliver: @Sendable (_ queue: String, _ jobs: [ClaimedJob], _ reserved: Int) -> Void
     /// Called after each commit with what it made available and finished.
     let afterCommit: @Sendable (AppliedOutcomes) -> Void
-    private let state = Mutex(State())
-    private let signal = Signal()
+    private let state: Mutex<State>
+    /// One per flusher: each outcome wakes them all, and the first free one takes the buffer.
+    private let signals: [Signal]
 
     init(
         store: Store, workerID: String, tasks: [String]? = nil, logger: Logger, limit: Int = 10_000,
         reserve: @escaping @Sendable (_ queue: String, _ count: Int) -> Int = { _, _ in 0 },
         deliver: @escaping @Sendable (_ queue: String, _ jobs: [ClaimedJob], _ reserved: Int) -> Void = { _, _, _ in },
-        afterCommit: @escaping @Sendable (AppliedOutcomes) -> Void
+        flushers: Int = 2, afterCommit: @escaping @Sendable (AppliedOutcomes) -> Void
     ) {
+        self.state = Mutex(State(writing: Array(repeating: [], count: flushers)))
+        self.signals = (0..<flushers).map { _ in Signal() }
         self.store = store
         self.workerID = workerID
         self.tasks = tasks
@@ -61,7 +69,7 @@ final class Completer: Service, Sendable {
 
     /// Jobs whose outcome is buffered or being written: still this worker's in the database.
     var pendingJobs: [Int64] {
-        state.withLock { state in state.buffer.map(\.outcome.jobID) + state.writing }
+        state.withLock { state in state.buffer.map(\.outcome.jobID) + state.writing.joined() }
     }
 
     /// Slots reserved for the lane holders `outcomes` may hand on, per queue.
@@ -94,7 +102,7 @@ final class Completer: Service, Sendable {
                 state.buffer.append(Pending(outcome: outcome, done: continuation))
                 return true
             }
-            if accepted { signal.signal() } else { continuation.resume(returning: false) }
+            if accepted { wake() } else { continuation.resume(returning: false) }
         }
     }
 
@@ -104,7 +112,7 @@ final class Completer: Service, Sendable {
             state.buffer.append(Pending(outcome: outcome, done: nil))
             return state.buffer.count > limit
         }
-        signal.signal()
+        wake()
         if full {
             await withCheckedContinuation { continuation in
                 let release = state.withLock { state -> Bool in
@@ -117,9 +125,17 @@ final class Completer: Service, Sendable {
         }
     }
 
+    private func wake() {
+        for signal in signals { signal.signal() }
+    }
+
     func run() async {
         await withGracefulShutdownHandler {
-            await self.flushUntilFinished()
+            await withDiscardingTaskGroup { group in
+                for flusher in self.signals.indices {
+                    group.addTask { await self.flushUntilFinished(flusher) }
+                }
+            }
         } onGracefulShutdown: {
             self.finish()
         }
@@ -127,18 +143,18 @@ final class Completer: Service, Sendable {
 
     /// Flushes until `finish()` is called and the buffer is empty, or until cancelled (then what
     /// is left unwritten is left to the lease: the rescuer retries those stages).
-    private func flushUntilFinished() async {
+    private func flushUntilFinished(_ flusher: Int) async {
         while !Task.isCancelled {
             let batch = state.withLock { state -> [Pending]? in
-                state.writing = []
+                state.writing[flusher] = []
                 if state.buffer.isEmpty { return state.finished ? nil : [] }
                 defer { state.buffer.removeAll(keepingCapacity: true) }
-                state.writing = state.buffer.map(\.outcome.jobID)
+                state.writing[flusher] = state.buffer.map(\.outcome.jobID)
                 return state.buffer
             }
             guard let batch else { return }
             if batch.isEmpty {
-                await signal.wait()
+                await signals[flusher].wait()
                 continue
             }
             let held = state.withLock { state in
@@ -168,7 +184,7 @@ final class Completer: Service, Sendable {
             return state.held
         }
         for submitter in held { submitter.resume() }
-        signal.signal()
+        wake()
     }
 
     private func flush(_ batch: [Pending]) async {

@@ -37,8 +37,6 @@ DECLARE
     v_spawn bigint[];
     v_awaits boolean;
     v_applied applied_outcome[];
-    v_promoted_ids bigint[];
-    v_promoted_queues text[];
     v_repeats boolean;
 BEGIN
     SELECT array_agg(b.id), array_agg(b.id) FILTER (WHERE b.kind = 'spawn'),
@@ -181,39 +179,41 @@ BEGIN
             p_worker) AS f;
     END IF;
 
+    -- The lanes' next holders: each made available, or, when this worker runs its task and has a
+    -- free slot in its queue, claimed for it in the same update (one row version, not two).
     IF v_lanes IS NOT NULL THEN
-        SELECT array_agg(p.id), array_agg(p.queue) INTO v_promoted_ids, v_promoted_queues
-        FROM promote_lanes(v_lanes) p;
-        IF v_promoted_ids IS NOT NULL THEN
-            RETURN QUERY
-            WITH promoted AS (
-                SELECT p.id, p.queue FROM unnest(v_promoted_ids, v_promoted_queues) AS p(id, queue)
-            ), runnable AS (
-                SELECT p.id, p.queue, row_number() OVER (PARTITION BY p.queue ORDER BY p.id) AS n
-                FROM promoted p JOIN jobs j ON j.id = p.id
-                WHERE p_tasks IS NULL OR NOT (j.chain -> j.stage ? 'task') OR j.chain -> j.stage ->> 'task' = ANY (p_tasks)
-            ), taken AS (
-                SELECT p.id FROM runnable p JOIN unnest(p_queues, p_slots) AS s(queue, slots)
-                    ON s.queue = p.queue AND p.n <= s.slots
-                -- the next holder of a lane in a paused queue waits for resume, like any job.
-                WHERE NOT EXISTS (SELECT 1 FROM paused_queues q WHERE q.queue = p.queue)
-            ), claimed AS (
-                UPDATE jobs j
-                SET state = 'running', attempt = j.attempt + 1, worker_id = p_worker, attempted_at = now()
-                FROM taken WHERE j.id = taken.id
-                RETURNING j.id, j.queue, j.stage, j.attempt, j.chain::text AS chain,
-                    (CASE WHEN jsonb_array_length(j.results) = 0 THEN j.input ELSE j.results -> -1 -> 'output' END)::text AS input,
-                    CASE WHEN jsonb_array_length(j.results) = 0 THEN NULL ELSE j.results::text END AS results,
-                    j.metadata::text AS metadata, j.group_output::text AS group_output
-            )
-            SELECT 'claimed', c.id, c.queue, c.stage, c.attempt, c.chain, c.input, c.results, c.metadata, c.group_output
-            FROM claimed c
-            UNION ALL
-            -- Those not taken wait for any worker of their queue.
-            SELECT DISTINCT 'wake', NULL::bigint, p.queue, NULL::int, NULL::int, NULL::text, NULL::text,
-                   NULL::text, NULL::text, NULL::text
-            FROM promoted p WHERE p.id NOT IN (SELECT t.id FROM taken t);
-        END IF;
+        RETURN QUERY
+        WITH heads AS (
+            SELECT j.id, j.queue,
+                   (p_tasks IS NULL OR NOT (j.chain -> j.stage ? 'task') OR j.chain -> j.stage ->> 'task' = ANY (p_tasks))
+                   -- the next holder of a lane in a paused queue waits for resume, like any job.
+                   AND NOT EXISTS (SELECT 1 FROM paused_queues q WHERE q.queue = j.queue) AS runnable
+            FROM lane_heads(v_lanes) h JOIN jobs j ON j.id = h.id
+        ), decided AS (
+            SELECT r.id, r.queue, r.runnable AND r.n <= coalesce(s.slots, 0) AS taken
+            FROM (SELECT heads.*, row_number() OVER (PARTITION BY heads.queue, heads.runnable ORDER BY heads.id) AS n
+                  FROM heads) r
+            LEFT JOIN unnest(p_queues, p_slots) AS s(queue, slots) ON s.queue = r.queue
+        ), moved AS (
+            UPDATE jobs j SET
+                state = (CASE WHEN d.taken THEN 'running' ELSE 'available' END)::job_state,
+                run_at = now(),
+                attempt = CASE WHEN d.taken THEN j.attempt + 1 ELSE j.attempt END,
+                worker_id = CASE WHEN d.taken THEN p_worker ELSE j.worker_id END,
+                attempted_at = CASE WHEN d.taken THEN now() ELSE j.attempted_at END
+            FROM decided d WHERE j.id = d.id
+            RETURNING d.taken, j.id, j.queue, j.stage, j.attempt, j.chain::text AS chain,
+                (CASE WHEN jsonb_array_length(j.results) = 0 THEN j.input ELSE j.results -> -1 -> 'output' END)::text AS input,
+                CASE WHEN jsonb_array_length(j.results) = 0 THEN NULL ELSE j.results::text END AS results,
+                j.metadata::text AS metadata, j.group_output::text AS group_output
+        )
+        SELECT 'claimed', m.id, m.queue, m.stage, m.attempt, m.chain, m.input, m.results, m.metadata, m.group_output
+        FROM moved m WHERE m.taken
+        UNION ALL
+        -- Those not taken wait for any worker of their queue.
+        SELECT DISTINCT 'wake', NULL::bigint, m.queue, NULL::int, NULL::int, NULL::text, NULL::text,
+               NULL::text, NULL::text, NULL::text
+        FROM moved m WHERE NOT m.taken;
     END IF;
 
     RETURN QUERY

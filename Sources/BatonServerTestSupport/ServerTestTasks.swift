@@ -34,6 +34,20 @@ package let serverTestTasks: TaskRegistry = {
     return tasks
 }()
 
+/// A chain whose path a `repeat` and a `goto` shape (run by `add`, its first stage on the `default`
+/// queue by name): `count` runs three times (-3 → 0), then goes to `last` past `skipped`; output 10.
+package let serverTestLoopedChain: JSONValue = [
+    "input": -3,
+    "stages": [
+        [
+            "task": "add", "name": "count", "args": ["n": 1], "repeat": ["while": "{{output}}", "max": 10],
+            "queue": "default", "next": [["if": ["path": "output", "equals": 0], "goto": "last"]],
+        ],
+        ["task": "add", "name": "skipped", "args": ["n": 100]],
+        ["task": "add", "name": "last", "args": ["n": 10]],
+    ],
+]
+
 /// Named gates a test task waits at until the test opens them: a stage held running for exactly as
 /// long as a test needs to look at it, however slow the machine.
 package actor TestGates {

@@ -286,18 +286,7 @@ struct AdminCLITests {
                 try await Self.baton(["jobs", "show", "\(chain)", "--json"], server).json(JobView.self).output == 34)
 
             // The path a repeat and a goto took: runs folded, the stage passed over skipped.
-            let looped = try await server.enqueue([
-                "input": -3,
-                "stages": [
-                    [
-                        "task": "add", "name": "count", "args": ["n": 1], "repeat": ["while": "{{output}}", "max": 10],
-                        "queue": "default",
-                        "next": [["if": ["path": "output", "equals": 0], "goto": "last"]],
-                    ],
-                    ["task": "add", "name": "skipped", "args": ["n": 100]],
-                    ["task": "add", "name": "last", "args": ["n": 10]],
-                ],
-            ])
+            let looped = try await server.enqueue(serverTestLoopedChain)
             _ = try await server.job(looped) { $0["state"] == "completed" }
             let path = try await Self.baton(["jobs", "show", "\(looped)"], server)
             #expect(path.lines.contains("path: count ×3 → last"), "\(path.out)")

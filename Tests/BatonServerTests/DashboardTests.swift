@@ -277,18 +277,7 @@ struct DashboardTests {
     /// skipped, the repeated one with its runs.
     @Test func theJobPageDrawsThePathTaken() async throws {
         try await withServer { server async throws in
-            let id = try await server.enqueue([
-                "input": -3,
-                "stages": [
-                    [
-                        "task": "add", "name": "count", "args": ["n": 1], "repeat": ["while": "{{output}}", "max": 10],
-                        "queue": "default",
-                        "next": [["if": ["path": "output", "equals": 0], "goto": "last"]],
-                    ],
-                    ["task": "add", "name": "skipped", "args": ["n": 100]],
-                    ["task": "add", "name": "last", "args": ["n": 10]],
-                ],
-            ])
+            let id = try await server.enqueue(serverTestLoopedChain)
             _ = try await server.job(id) { $0["state"] == "completed" }
             var visitor = Visitor(base: server.base)
             try await visitor.signIn(Token.read)

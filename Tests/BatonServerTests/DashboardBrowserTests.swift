@@ -78,6 +78,27 @@ struct DashboardBrowserTests {
         }
     }
 
+    /// The path a `repeat` and a `goto` took, as a person sees it: the path under the chain, the
+    /// stage passed over struck through, the repeated one's runs.
+    @Test func theJobPageShowsThePathTaken() async throws {
+        try await withServer { server async throws in
+            let id = try await server.enqueue(serverTestLoopedChain)
+            _ = try await server.job(id) { $0["state"] == "completed" }
+            try await Browser.with { browser in
+                try await Self.signIn(browser, server, token: Token.read)
+                try await browser.waitForText("h1") { $0 == "Overview" }
+                try await browser.open(server.base + "/ui/jobs/\(id)")
+                try await browser.waitForText(".path span") { $0 == "count ×3 → last" }
+                let struck = try await browser.run(
+                    "return getComputedStyle(document.querySelector('.chain .stage.s-skipped .label')).textDecorationLine"
+                )
+                #expect(struck == "line-through")
+                #expect(try await browser.count(".chain .stage.s-skipped") == 1)
+                #expect(try await browser.consoleErrors() == [])
+            }
+        }
+    }
+
     /// A read token sees every page and no action; markup in a job's payload shows as text and
     /// never runs, on every page.
     @Test func aReadTokenSeesNoActionAndPayloadsStayText() async throws {

@@ -73,9 +73,8 @@ public struct Chain<Output: Codable & Sendable>: Sendable {
         _ task: T, name: String? = nil, lane: String? = nil, retry: RetryPolicy = .default,
         timeout: Duration = TaskStage.defaultTimeout, repeatWhile condition: FlowCondition, max: Int
     ) -> Chain where T.Input == Output, T.Output == Output {
-        var chain: Chain = then(task, name: name, lane: lane, retry: retry, timeout: timeout)
-        chain.modifyLastTask { $0.repeat = RepeatRule(while: condition, max: max) }
-        return chain
+        let chain: Chain = then(task, name: name, lane: lane, retry: retry, timeout: timeout)
+        return chain.modifyingLastTask { $0.repeat = RepeatRule(while: condition, max: max) }
     }
 
     /// Runs `task` next, which decides itself what follows (``Next``): the chain goes on with
@@ -94,18 +93,14 @@ public struct Chain<Output: Codable & Sendable>: Sendable {
     /// the stages after it are skipped. That output must be of the chain's final output type
     /// (``definition()`` checks).
     public func finish(if condition: FlowCondition) -> Chain {
-        var chain = self
-        chain.modifyLastTask { $0.next.append(FlowRule(if: condition, .finish)) }
-        return chain
+        modifyingLastTask { $0.next.append(FlowRule(if: condition, .finish)) }
     }
 
     /// Goes on at the later stage called `stage` when `condition` holds over the output of the
     /// stage added last, fed that output; the stages between are skipped. The target's input type
     /// must be this output's type (``definition()`` checks). Rules are tried in the order added.
     public func goto(_ stage: String, if condition: FlowCondition) -> Chain {
-        var chain = self
-        chain.modifyLastTask { $0.next.append(FlowRule(if: condition, .goto(stage))) }
-        return chain
+        modifyingLastTask { $0.next.append(FlowRule(if: condition, .goto(stage))) }
     }
 
     /// Runs every task of `members` concurrently, each fed this chain's output; the chain goes on
@@ -193,13 +188,6 @@ public struct Chain<Output: Codable & Sendable>: Sendable {
             break
         }
         return copy
-    }
-
-    /// The stage added last, when it runs a task (not a group or an await).
-    private mutating func modifyLastTask(_ change: (inout TaskStage) -> Void) {
-        guard let last = stages.indices.last, case .task(var task) = stages[last].body else { return }
-        change(&task)
-        stages[last].body = .task(task)
     }
 
     /// The chain as data, validated; `finish` and `goto` rules are checked against the stages'

@@ -71,20 +71,12 @@ extension Components.Schemas.StageRequest {
                             max: DurationFormat.format(retry.backoff.max), jitter: retry.backoff.jitter)
                     },
                     timeout: task.timeout == TaskStage.defaultTimeout ? nil : DurationFormat.format(task.timeout),
-                    _repeat: task.repeat.flatMap(Self.wire),
-                    next: task.next.isEmpty ? nil : task.next.compactMap(Self.wire))
+                    // Baton's JSON form of a rule is the document's (`BatonHTTPClientTests.
+                    // controlFlowGoesOverTheWireUnchanged` holds the two to the same JSON).
+                    _repeat: task.repeat.flatMap { try? $0.json.decode(as: Components.Schemas.RepeatRule.self) },
+                    next: task.next.isEmpty
+                        ? nil : task.next.compactMap { try? $0.json.decode(as: Components.Schemas.FlowRule.self) })
             )
         }
     }
-
-    /// A `repeat` or `next` rule in the document's types, read from Baton's JSON form of it, which
-    /// the document describes (`BatonHTTPClientTests.controlFlowGoesOverTheWireUnchanged` holds the two to the same JSON).
-    private static func wire<Wire: Decodable>(_ rule: some FlowJSON) -> Wire? {
-        try? rule.json.decode(as: Wire.self)
-    }
 }
-
-/// A rule with a JSON form.
-protocol FlowJSON { var json: JSONValue { get } }
-extension RepeatRule: FlowJSON {}
-extension FlowRule: FlowJSON {}

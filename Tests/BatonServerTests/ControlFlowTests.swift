@@ -13,14 +13,10 @@ import Testing
 /// a worker against a real server on loopback, their path read back from `GET /v1/jobs/{id}`.
 @Suite(.timeLimit(.minutes(3)))
 struct ControlFlowTests {
-    static func tasks() -> TaskRegistry {
-        var tasks = serverTestTasks
-        tasks.register(HTTPTask(configuration: HTTPTaskConfiguration()))
-        return tasks
-    }
+    static func tasks() -> TaskRegistry { HTTPTaskTests.tasks(HTTPTaskConfiguration()) }
 
     static func finished(_ server: TestServer, _ id: Int64) async throws -> JSONValue {
-        try await server.job(id) { ["completed", "discarded", "cancelled"].contains($0["state"]?.stringValue) }
+        try await HTTPTaskTests.finished(server, id)
     }
 
     /// The stage index of every run, in order.

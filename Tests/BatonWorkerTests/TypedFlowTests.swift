@@ -93,6 +93,10 @@ struct TypedFlowTests {
                 try Chain(input: 1).then(Add(n: 1)).goto("late", if: .truthy("output")).then(Describe())
                     .then(Shout(), name: "late").definition()
             } == "stages[0].next[0].goto")
+        // A rule added after a group would land on its members, which cannot branch: refused.
+        #expect(
+            refusal { try Chain(input: 1).group([Add(n: 1)]).finish(if: .truthy("output")).then(Sum()).definition() }
+                == "stages[0].group[0].next")
     }
 
     @Test func aDecidedGotoToNoLaterStageFailsForGood() async throws {

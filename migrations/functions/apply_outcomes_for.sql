@@ -136,8 +136,11 @@ BEGIN
                   NULL::text, NULL::text;
     END IF;
 
-    -- Fan out: one member job per group entry, each fed the group stage's input.
+    -- Fan out: one member job per group entry, each fed the group stage's input; their queues are
+    -- woken.
     IF v_spawn IS NOT NULL THEN
+        RETURN QUERY
+        WITH members AS (
         INSERT INTO jobs (queue, priority, state, chain, stage_count, input, metadata, lane, lane_ready_at,
                           parent_id, parent_stage, member_index)
         SELECT coalesce(m.value ->> 'queue', p.queue), p.priority,
@@ -148,12 +151,12 @@ BEGIN
         FROM unnest(v_applied) a
         JOIN jobs p ON p.id = a.id
         CROSS JOIN LATERAL jsonb_array_elements(p.chain -> p.stage -> 'group') WITH ORDINALITY m
-        WHERE a.kind = 'spawn';
-        RETURN QUERY SELECT DISTINCT 'wake', NULL::bigint, coalesce(m.value ->> 'queue', a.queue), NULL::int,
-                                     NULL::int, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text
-                     FROM unnest(v_applied) a JOIN jobs p ON p.id = a.id
-                     CROSS JOIN LATERAL jsonb_array_elements(p.chain -> p.stage -> 'group') m
-                     WHERE a.kind = 'spawn';
+        WHERE a.kind = 'spawn'
+        RETURNING jobs.queue
+        )
+        SELECT DISTINCT 'wake', NULL::bigint, members.queue, NULL::int, NULL::int, NULL::text, NULL::text,
+               NULL::text, NULL::text, NULL::text
+        FROM members;
     END IF;
 
     -- Fan in: completed members count down their parent...

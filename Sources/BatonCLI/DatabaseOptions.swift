@@ -102,12 +102,20 @@ func withPostgres<T: Sendable>(
     }
 }
 
-/// Saves the settings file's schedules, and deletes those it no longer lists (`schedules`
-/// given: a file without `schedules:` leaves them as they are).
-func syncSchedules(_ schedules: [ScheduleDefinition]?, _ pool: DatabasePool, logger: Logger) async throws {
-    guard let schedules else { return }
-    try await Store(pool: pool, logger: logger).syncSettingsSchedules(schedules, now: Date())
-    logger.info("schedules from the settings file", metadata: ["names": "\(schedules.map(\.name))"])
+/// Saves the settings file's schedules and lane settings, and deletes those it no longer lists
+/// (each when given: a file without `schedules:` or `lanes:` leaves them as they are).
+func syncSettingsFile(
+    schedules: [ScheduleDefinition]?, lanes: [LaneSetting]?, _ pool: DatabasePool, logger: Logger
+) async throws {
+    let store = Store(pool: pool, logger: logger)
+    if let schedules {
+        try await store.syncSettingsSchedules(schedules, now: Date())
+        logger.info("schedules from the settings file", metadata: ["names": "\(schedules.map(\.name))"])
+    }
+    if let lanes {
+        try await store.syncSettingsLanes(lanes)
+        logger.info("lane settings from the settings file", metadata: ["lanes": "\(lanes.map(\.lane))"])
+    }
 }
 
 /// Fails unless the schema is at this binary's version.

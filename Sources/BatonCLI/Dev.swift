@@ -36,6 +36,7 @@ struct Dev: AsyncParsableCommand {
         let workerConfiguration = try settings.worker()
         let tasks = try settings.builtinTasks()
         let schedules = try settings.schedules?.definitions()
+        let lanes = try settings.lanes?.settings()
         let dataDirectory = URL(fileURLWithPath: data, isDirectory: true).standardizedFileURL
         try FileManager.default.createDirectory(
             at: dataDirectory.deletingLastPathComponent(), withIntermediateDirectories: true)
@@ -82,7 +83,7 @@ struct Dev: AsyncParsableCommand {
                 })
             try await runServices(pool: pool, main: [worker, client, api], logger: logger) {
                 try await Migrator(schema: database.schema, logger: logger).migrate(pool)
-                try await syncSchedules(schedules, pool, logger: logger)
+                try await syncSettingsFile(schedules: schedules, lanes: lanes, pool, logger: logger)
             }
         } catch {
             session.withLock { $0?.remove() }

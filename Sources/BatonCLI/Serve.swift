@@ -87,6 +87,7 @@ struct Serve: AsyncParsableCommand {
         let logger = makeLogger("baton.serve")
         let serverConfiguration = try settings.server()
         let schedules = try settings.schedules?.definitions()
+        let lanes = try settings.lanes?.settings()
         let pool = try await settings.connect(logger: logger)
         let client = BatonClient(pool: pool, logger: logger)
         let server = BatonServer(
@@ -94,7 +95,7 @@ struct Serve: AsyncParsableCommand {
             onListening: { port in say("Baton API listening on http://\(serverConfiguration.host):\(port)") })
         try await runServices(pool: pool, main: [client, server], logger: logger) {
             try await requireMigrated(pool, logger: logger)
-            try await syncSchedules(schedules, pool, logger: logger)
+            try await syncSettingsFile(schedules: schedules, lanes: lanes, pool, logger: logger)
         }
     }
 }

@@ -153,6 +153,7 @@ struct Worker: AsyncParsableCommand {
         let tasks = try settings.builtinTasks()
         let listener = try settings.workerMetrics()
         let schedules = try settings.schedules?.definitions()
+        let lanes = try settings.lanes?.settings()
         let pool = try await settings.connect(logger: logger)
         let worker = BatonWorker.Worker(pool: pool, tasks: tasks, configuration: workerConfiguration, logger: logger)
         var services: [any Service] = [worker]
@@ -164,7 +165,7 @@ struct Worker: AsyncParsableCommand {
         }
         try await runServices(pool: pool, main: services, logger: logger) {
             try await requireMigrated(pool, logger: logger)
-            try await syncSchedules(schedules, pool, logger: logger)
+            try await syncSettingsFile(schedules: schedules, lanes: lanes, pool, logger: logger)
         }
     }
 }

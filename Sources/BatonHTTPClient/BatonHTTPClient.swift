@@ -24,6 +24,7 @@ public struct BatonHTTPClient: Sendable {
     public typealias EnqueuedJob = Components.Schemas.EnqueuedJob
     public typealias Queue = Components.Schemas.Queue
     public typealias LanePage = Components.Schemas.LanePage
+    public typealias LaneSetting = Components.Schemas.LaneSetting
     public typealias Worker = Components.Schemas.Worker
     public typealias BulkFilter = Components.Schemas.BulkFilter
     public typealias SignalReceipt = Components.Schemas.SignalReceipt
@@ -285,6 +286,28 @@ public struct BatonHTTPClient: Sendable {
         }
         guard case .ok(let ok) = output else { throw Self.unexpected(output) }
         return try Self.json(ok.body.json)
+    }
+
+    /// The lane widths operators set, by lane (a lane, or a prefix ending in `*`).
+    public func laneSettings() async throws -> [LaneSetting] {
+        let output = try await call { try await client.listLaneSettings() }
+        guard case .ok(let ok) = output else { throw Self.unexpected(output) }
+        return try Self.json(ok.body.json).settings
+    }
+
+    /// Sets how many stages of `lane` (or of every lane a prefix ending in `*` starts) run at once.
+    public func setLaneWidth(_ width: Int, lane: String) async throws -> LaneSetting {
+        let output = try await call {
+            try await client.setLaneSetting(path: .init(lane: lane), body: .json(.init(width: width)))
+        }
+        guard case .ok(let ok) = output else { throw Self.unexpected(output) }
+        return try Self.json(ok.body.json)
+    }
+
+    /// Deletes a lane's setting: it takes its prefix's width, or 1.
+    public func deleteLaneSetting(_ lane: String) async throws {
+        let output = try await call { try await client.deleteLaneSetting(path: .init(lane: lane)) }
+        guard case .noContent = output else { throw Self.unexpected(output) }
     }
 
     public func workers() async throws -> [Worker] {

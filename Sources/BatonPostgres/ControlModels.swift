@@ -104,7 +104,7 @@ public struct QueueStatus: Sendable, Hashable {
     }
 }
 
-/// A lane: the job holding it, and how many wait behind.
+/// A lane: the jobs holding it, its width, and how many wait behind.
 public struct LaneStatus: Sendable, Hashable {
     public struct Head: Sendable, Hashable {
         public var id: Int64
@@ -119,9 +119,38 @@ public struct LaneStatus: Sendable, Hashable {
     }
 
     public var lane: String
-    /// Nil only for an instant while the lane changes hands.
+    /// A holder waiting to retry (it blocks its place), else the oldest holder. Nil only for an
+    /// instant while the lane changes hands.
     public var head: Head?
+    /// How many of its stages hold it now (at most `width`, unless it was narrowed since).
+    public var held: Int
+    /// How many may hold it at once: its setting, its longest prefix's, or 1.
+    public var width: Int
     public var waiting: Int
+}
+
+/// A lane's width as an operator set it: for one lane, or for every lane a prefix ending in `*` starts.
+public struct LaneSetting: Sendable, Hashable {
+    public var lane: String
+    public var width: Int
+    public var source: SettingSource
+    public var updatedAt: Date
+
+    /// Widths an operator may set.
+    public static let widths = 1...10_000
+
+    public init(lane: String, width: Int, source: SettingSource = .api, updatedAt: Date = Date()) {
+        self.lane = lane
+        self.width = width
+        self.source = source
+        self.updatedAt = updatedAt
+    }
+}
+
+/// Who owns a setting (a schedule, a lane's width): a settings file, which replaces what it owns
+/// whenever a process reading it starts, or the API (and the CLI and dashboard, through it).
+public enum SettingSource: String, Sendable {
+    case api, settings
 }
 
 /// A worker process that has registered.

@@ -31,9 +31,7 @@ public struct ScheduleDefinition: Sendable {
 /// A schedule as stored.
 public struct ScheduleRecord: Sendable {
     /// Who owns a schedule: the settings file (what it lists is what runs) or the API.
-    public enum Source: String, Sendable {
-        case api, settings
-    }
+    public typealias Source = SettingSource
 
     public var name: String
     public var cron: CronExpression

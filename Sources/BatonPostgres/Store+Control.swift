@@ -195,69 +195,7 @@ extension Store {
         }
     }
 
-    // MARK: lanes and workers
-
-    /// Lanes with a holder or jobs waiting (only those whose holder waits to retry, if
-    /// `blocked`), by name after `after`. The page's names first (from `jobs_lane_head` and
-    /// `jobs_lane_waiting`, in order, stopping at `limit`), then each one's head and waiting count:
-    /// the cost follows the page, not the number of lanes.
-    package func lanes(after: String? = nil, limit: Int = 100, blocked: Bool = false) async throws -> [LaneStatus] {
-        let rows = try await pool.read(
-            """
-            WITH names AS (
-                SELECT lane FROM (
-                    (SELECT lane FROM \(unescaped: schema).jobs
-                     WHERE lane IS NOT NULL AND state IN ('available', 'running', 'retryable')
-                       AND (\(after)::text IS NULL OR lane > \(after)) AND (NOT \(blocked) OR state = 'retryable')
-                     ORDER BY lane LIMIT \(limit))
-                    UNION
-                    (SELECT DISTINCT lane FROM \(unescaped: schema).jobs
-                     WHERE NOT \(blocked) AND lane IS NOT NULL AND state = 'waiting'
-                       AND (\(after)::text IS NULL OR lane > \(after))
-                     ORDER BY lane LIMIT \(limit))
-                ) u ORDER BY lane LIMIT \(limit)
-            )
-            SELECT n.lane, w.n, h.id, h.queue, h.state::text, h.stage, h.chain -> h.stage ->> 'task', h.attempt,
-                   h.run_at, h.errors -> -1 ->> 'error'
-            FROM names n
-            LEFT JOIN LATERAL (
-                SELECT * FROM \(unescaped: schema).jobs j
-                WHERE j.lane = n.lane AND j.state IN ('available', 'running', 'retryable')) h ON true
-            CROSS JOIN LATERAL (
-                SELECT count(*)::int AS n FROM \(unescaped: schema).jobs j
-                WHERE j.lane = n.lane AND j.state = 'waiting') w
-            ORDER BY n.lane
-            """, logger: logger)
-        var lanes: [LaneStatus] = []
-        for row in rows {
-            let (lane, waiting, id, queue, state, stage, task, attempt, runAt, error) =
-                try row.decode((String, Int, Int64?, String?, String?, Int?, String?, Int?, Date?, String?).self)
-            var head: LaneStatus.Head?
-            if let id, let queue, let state, let stage, let attempt, let runAt {
-                head = LaneStatus.Head(
-                    id: id, queue: queue, state: JobState(rawValue: state) ?? .available, stage: stage, task: task,
-                    attempt: attempt, runAt: runAt, lastError: error)
-            }
-            lanes.append(LaneStatus(lane: lane, head: head, waiting: waiting))
-        }
-        return lanes
-    }
-
-    /// How many lanes have a holder or jobs waiting, and how many of them are blocked (their holder
-    /// failed and waits to retry): two index scans (`jobs_lane_head`, `jobs_lane_waiting`).
-    package func laneCounts() async throws -> (lanes: Int, blocked: Int) {
-        let rows = try await pool.read(
-            """
-            SELECT (SELECT count(*) FROM (
-                        SELECT lane FROM \(unescaped: schema).jobs
-                        WHERE lane IS NOT NULL AND state IN ('available', 'running', 'retryable')
-                        UNION
-                        SELECT lane FROM \(unescaped: schema).jobs WHERE lane IS NOT NULL AND state = 'waiting') l)::int,
-                   (SELECT count(*) FROM \(unescaped: schema).jobs WHERE lane IS NOT NULL AND state = 'retryable')::int
-            """, logger: logger)
-        for row in rows { return try row.decode((Int, Int).self) }
-        return (0, 0)
-    }
+    // MARK: workers
 
     /// Registered workers, oldest first, with the jobs each runs now (`jobs_running` index).
     package func workers() async throws -> [WorkerRecord] {

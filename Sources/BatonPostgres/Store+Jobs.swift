@@ -82,9 +82,11 @@ extension Store {
                 'queue_workers', count(*),
                 'task_workers', count(*) FILTER (WHERE j.chain -> j.stage ->> 'task' = ANY (w.tasks)),
                 'pending', j.pending, 'snoozed', j.snoozed,
-                'head', (SELECT json_build_array(h.id, h.state, h.run_at) FROM \(schema).jobs h
+                -- a holder waiting to retry (it keeps its place), else the oldest; and how many hold it
+                'head', (SELECT json_build_array(h.id, h.state, h.run_at, count(*) OVER ()) FROM \(schema).jobs h
                          WHERE j.state = 'waiting' AND h.lane = j.lane
-                           AND h.state IN ('available', 'running', 'retryable')),
+                           AND h.state IN ('available', 'running', 'retryable')
+                         ORDER BY h.state = 'retryable' DESC, h.lane_ready_at, h.id LIMIT 1),
                 'ahead', (SELECT count(*) FROM \(schema).jobs a
                           WHERE j.state = 'waiting' AND a.lane = j.lane AND a.state = 'waiting'
                             AND (a.lane_ready_at, a.id) < (j.lane_ready_at, j.id)))
@@ -131,11 +133,12 @@ extension Store {
     /// `waitFacts` as read.
     private static func waitFacts(_ json: JSONValue) throws -> WaitFacts {
         var head: WaitFacts.LaneHead?
-        if let fields = json["head"]?.arrayValue, fields.count == 3 {
+        if let fields = json["head"]?.arrayValue, fields.count == 4 {
             head = WaitFacts.LaneHead(
                 id: try fields[0].decode(as: Int64.self),
                 state: JobState(rawValue: fields[1].stringValue ?? "") ?? .available,
-                runAt: RFC3339.parse(fields[2].stringValue ?? "") ?? Date())
+                runAt: RFC3339.parse(fields[2].stringValue ?? "") ?? Date(),
+                held: try fields[3].decode(as: Int.self))
         }
         return WaitFacts(
             queuePaused: json["paused"] == .bool(true),

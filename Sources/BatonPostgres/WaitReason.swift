@@ -47,10 +47,13 @@ public struct WaitReason: Sendable, Hashable {
 /// job in one statement (`Store.job`), or from the control plane's cache of live workers when
 /// it answers an enqueue.
 package struct WaitFacts: Sendable, Hashable {
+    /// A holder of the lane: one waiting to retry if any, else the oldest.
     package struct LaneHead: Sendable, Hashable {
         package var id: Int64
         package var state: JobState
         package var runAt: Date
+        /// How many hold the lane (more than one in a wider lane).
+        package var held = 1
     }
 
     package var queuePaused: Bool
@@ -143,17 +146,19 @@ extension WaitReason {
         guard let head = facts.laneHead else {
             return WaitReason(kind: .lane, message: "waits for its turn in lane \(quoted(lane))\(more)")
         }
+        let others = head.held > 1 ? " and \(head.held - 1) more holding it" : ""
         switch head.state {
         case .retryable:
             return WaitReason(
                 kind: .lane,
-                message: "waits in lane \(quoted(lane)) behind job \(head.id)\(more); job \(head.id) failed and "
-                    + "retries at \(RFC3339.format(head.runAt)) (the lane moves when it succeeds, is discarded "
-                    + "or cancelled)",
+                message: "waits in lane \(quoted(lane)) behind job \(head.id)\(others)\(more); job \(head.id) failed "
+                    + "and retries at \(RFC3339.format(head.runAt)) (its place moves on when it succeeds, is "
+                    + "discarded or cancelled)",
                 until: head.runAt, job: head.id)
         default:
             return WaitReason(
-                kind: .lane, message: "waits in lane \(quoted(lane)) behind job \(head.id) (\(head.state))\(more)",
+                kind: .lane,
+                message: "waits in lane \(quoted(lane)) behind job \(head.id) (\(head.state))\(others)\(more)",
                 job: head.id)
         }
     }

@@ -138,4 +138,190 @@ struct LaneTests {
             #expect(disorder == [0])
         }
     }
+
+    // MARK: width
+
+    func complete(_ db: TestDatabase, _ id: Int64, attempt: Int = 1) async throws -> AppliedOutcomes {
+        try await db.store.apply(
+            [Outcome(jobID: id, stage: 0, attempt: attempt, transition: .complete(output: "0"))], worker: "w")
+    }
+
+    func slots(_ db: TestDatabase, _ ids: [Int64]) async throws -> [Int] {
+        try await db.values(
+            """
+            SELECT lane_slot::int FROM \(unescaped: db.configuration.schema).jobs
+            WHERE id = ANY(\(ids)) ORDER BY id
+            """, as: Int.self)
+    }
+
+    @Test func aWiderLaneAdmitsItsWidthInOrderAndTheNextAsEachLeaves() async throws {
+        try await TestDatabase.with { db async throws in
+            try await db.store.setLaneWidth(3, lane: "w")
+            let ids = try await db.store.enqueue((0..<6).map { laned("w", $0) }).map(\.id)
+            #expect(try await states(db, ids) == [.available, .available, .available, .waiting, .waiting, .waiting])
+            #expect(try await slots(db, Array(ids[0..<3])) == [0, 1, 2])
+            // The second holder leaves: the oldest waiting job takes its slot.
+            _ = try await db.store.claim(queue: "default", limit: 3, worker: "w")
+            _ = try await complete(db, ids[1])
+            #expect(try await states(db, ids) == [.running, .completed, .running, .available, .waiting, .waiting])
+            #expect(try await slots(db, [ids[3]]) == [1])
+            let lane = try #require(try await db.store.lanes().first)
+            #expect((lane.lane, lane.held, lane.width, lane.waiting, lane.head?.id) == ("w", 3, 3, 2, ids[0]))
+        }
+    }
+
+    /// A worker finishing a stage of a wider lane is handed the next one at once only when no older
+    /// holder waits for a worker: it must not start before them.
+    @Test func aHandOverDoesNotOvertakeAnOlderHolderWaitingForAWorker() async throws {
+        try await TestDatabase.with { db async throws in
+            try await db.store.setLaneWidth(2, lane: "w")
+            let ids = try await db.store.enqueue((0..<4).map { laned("w", $0) }).map(\.id)
+            // Only the first is claimed; the second holds the lane, available.
+            _ = try await db.store.claim(queue: "default", limit: 1, worker: "w")
+            let applied = try await db.store.apply(
+                [Outcome(jobID: ids[0], stage: 0, attempt: 1, transition: .complete(output: "0"))], worker: "w",
+                slots: ["default": 5])
+            #expect(applied.claimed.isEmpty)
+            #expect(try await states(db, ids) == [.completed, .available, .available, .waiting])
+            // With both holders claimed, the next admitted is handed over.
+            _ = try await db.store.claim(queue: "default", limit: 2, worker: "w")
+            let next = try await db.store.apply(
+                [Outcome(jobID: ids[1], stage: 0, attempt: 1, transition: .complete(output: "0"))], worker: "w",
+                slots: ["default": 5])
+            #expect(next.claimed.map(\.id) == [ids[3]])
+        }
+    }
+
+    @Test func aRetryingHolderKeepsItsSlotInAWiderLane() async throws {
+        try await TestDatabase.with { db async throws in
+            try await db.store.setLaneWidth(2, lane: "w")
+            let ids = try await db.store.enqueue((0..<3).map { laned("w", $0) }).map(\.id)
+            _ = try await db.store.claim(queue: "default", limit: 2, worker: "w")
+            _ = try await db.store.apply(
+                [Outcome(jobID: ids[0], stage: 0, attempt: 1, transition: .retry(error: "e", delay: .seconds(60)))],
+                worker: "w")
+            #expect(try await states(db, ids) == [.retryable, .running, .waiting])
+            _ = try await complete(db, ids[1])
+            #expect(try await states(db, ids) == [.retryable, .completed, .available])
+            #expect(try await slots(db, [ids[0], ids[2]]) == [0, 1])
+            #expect(try await db.store.lanes(blocked: true).map(\.head?.id) == [ids[0]])
+            #expect(try await db.store.laneCounts() == (1, 1))
+        }
+    }
+
+    /// Widening admits at once; narrowing lets the holders finish and admits again only when fewer
+    /// hold the lane than its new width, in order.
+    @Test func changingAWidthWithJobsInFlightKeepsOrder() async throws {
+        try await TestDatabase.with { db async throws in
+            let ids = try await db.store.enqueue((0..<6).map { laned("c", $0) }).map(\.id)
+            #expect(try await states(db, ids) == [.available] + Array(repeating: .waiting, count: 5))
+            try await db.store.setLaneWidth(3, lane: "c")
+            #expect(try await states(db, ids) == [.available, .available, .available, .waiting, .waiting, .waiting])
+            _ = try await db.store.claim(queue: "default", limit: 3, worker: "w")
+            try await db.store.setLaneWidth(1, lane: "c")
+            _ = try await complete(db, ids[0])
+            _ = try await complete(db, ids[2])
+            #expect(try await states(db, ids) == [.completed, .running, .completed, .waiting, .waiting, .waiting])
+            _ = try await complete(db, ids[1])
+            #expect(try await states(db, ids) == [.completed, .completed, .completed, .available, .waiting, .waiting])
+            // Deleting the setting: width 1 again, as for every lane without one.
+            try await db.store.setLaneWidth(nil, lane: "c")
+            #expect(try await db.store.laneSettings().isEmpty)
+        }
+    }
+
+    /// A prefix sets every lane it starts; a lane's own setting, then the longest prefix, win.
+    @Test func aPrefixSetsTheLanesItStartsAndTheMostSpecificSettingWins() async throws {
+        try await TestDatabase.with { db async throws in
+            let a = try await db.store.enqueue((0..<4).map { laned("customer-a", $0) }).map(\.id)
+            let b = try await db.store.enqueue((0..<4).map { laned("customer-b", $0) }).map(\.id)
+            let vip = try await db.store.enqueue((0..<4).map { laned("customer-vip-1", $0) }).map(\.id)
+            try await db.store.setLaneWidth(1, lane: "customer-b")
+            try await db.store.setLaneWidth(3, lane: "customer-vip-*")
+            try await db.store.setLaneWidth(2, lane: "customer-*")
+            func admitted(_ ids: [Int64]) async throws -> Int {
+                try await states(db, ids).filter { $0 == .available }.count
+            }
+            #expect(try await admitted(a) == 2)
+            #expect(try await admitted(b) == 1)
+            #expect(try await admitted(vip) == 3)
+            #expect(
+                try await db.store.lanes().map { "\($0.lane):\($0.width)" } == [
+                    "customer-a:2", "customer-b:1", "customer-vip-1:3",
+                ])
+            #expect(
+                try await db.store.laneSettings().map { "\($0.lane):\($0.width)" } == [
+                    "customer-*:2", "customer-b:1", "customer-vip-*:3",
+                ])
+        }
+    }
+
+    /// Slots are the database's guarantee, whatever the width: a writer that skips the lane
+    /// functions cannot put two holders in one slot.
+    @Test func theSchemaRefusesTwoHoldersOfOneSlot() async throws {
+        try await TestDatabase.with { db async throws in
+            try await db.store.setLaneWidth(2, lane: "w")
+            let ids = try await db.store.enqueue((0..<3).map { laned("w", $0) }).map(\.id)
+            await #expect(throws: PSQLError.self) {
+                try await db.pool.perform(
+                    """
+                    UPDATE \(unescaped: db.configuration.schema).jobs SET state = 'available', lane_slot = 1
+                    WHERE id = \(ids[2])
+                    """)
+            }
+        }
+    }
+
+    @Test func concurrentTransitionsNeverExceedALanesWidth() async throws {
+        try await TestDatabase.with { db async throws in
+            let schema = db.configuration.schema
+            try await db.store.setLaneWidth(3, lane: "lane-*")
+            let jobs = (0..<300).map { laned("lane-\($0 % 5)", $0) }
+            for slice in stride(from: 0, to: 300, by: 30) {
+                _ = try await db.store.enqueue(Array(jobs[slice..<slice + 30]))
+            }
+            // Four "workers" claim and complete until everything is done, each checking after its
+            // claim that no lane has more than three holders.
+            let most = try await withThrowingTaskGroup(of: Int.self) { group in
+                for worker in 0..<4 {
+                    group.addTask {
+                        var most = 0
+                        while try await db.values(
+                            "SELECT count(*)::int FROM \(unescaped: schema).jobs WHERE state <> 'completed'",
+                            as: Int.self) != [0]
+                        {
+                            let claimed = try await db.store.claim(queue: "default", limit: 4, worker: "w\(worker)")
+                            let held = try await db.values(
+                                """
+                                SELECT coalesce(max(n), 0)::int FROM (
+                                    SELECT count(*) AS n FROM \(unescaped: schema).jobs
+                                    WHERE state IN ('available', 'running', 'retryable') GROUP BY lane) x
+                                """, as: Int.self)[0]
+                            most = max(most, held)
+                            _ = try await db.store.apply(
+                                claimed.map {
+                                    Outcome(
+                                        jobID: $0.id, stage: 0, attempt: $0.attempt,
+                                        transition: .complete(output: $0.input))
+                                }, worker: "w\(worker)")
+                        }
+                        return most
+                    }
+                }
+                return try await group.reduce(0, max)
+            }
+            #expect(most == 3)
+            // Admitted in order: each lane's jobs left `waiting` in the order they entered it, so
+            // no job was claimed before one that entered its lane three or more places earlier.
+            let overtaken = try await db.values(
+                """
+                SELECT count(*)::int FROM \(unescaped: schema).jobs a JOIN \(unescaped: schema).jobs b
+                    ON a.lane = b.lane AND b.lane_ready_at > a.lane_ready_at
+                WHERE b.attempted_at < a.attempted_at
+                  AND (SELECT count(*) FROM \(unescaped: schema).jobs c
+                       WHERE c.lane = a.lane AND c.lane_ready_at > a.lane_ready_at AND c.lane_ready_at < b.lane_ready_at) >= 2
+                """, as: Int.self)
+            #expect(overtaken == [0])
+        }
+    }
 }

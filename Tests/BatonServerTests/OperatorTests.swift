@@ -87,6 +87,51 @@ struct OperatorTests {
         }
     }
 
+    /// A lane's width is set over the API (for a lane or a prefix), takes effect at once, shows in
+    /// `GET /v1/lanes`, and bad input is a 400 naming the field; the settings file's are its own.
+    @Test func laneWidthsAreSetListedAndRefusedWhenWrong() async throws {
+        try await withServer(worker: nil) { server async throws in
+            for _ in 0..<4 {
+                try await server.enqueue(
+                    ["stages": [["task": "noop", "lane": "acct-1"]], "queue": "idle"], query: "?unchecked=true")
+            }
+            let set = try await server.call(.PUT, "/v1/lane-settings/acct-*", body: ["width": 3])
+            #expect(set.status == 200)
+            #expect(set["lane"] == "acct-*")
+            #expect(set["width"] == 3)
+            #expect(set["source"] == "api")
+            let lane = try #require(try await server.call(.GET, "/v1/lanes", token: Token.read)["lanes"]?.items.first)
+            #expect(lane["width"] == 3)
+            #expect(lane["held"] == 3)
+            #expect(lane["waiting"] == 1)
+            let listed = try await server.call(.GET, "/v1/lane-settings", token: Token.read)
+            #expect(listed["settings"]?.items.map { $0["lane"] } == ["acct-*"])
+
+            for (body, path) in [
+                (["width": 0] as JSONValue, "width"), (["width": 10_001], "width"), (["width": 2.5], ""),
+                (["width": 2, "rate": 1], ""), ([:], ""),
+            ] {
+                let refused = try await server.call(.PUT, "/v1/lane-settings/acct-1", body: body)
+                #expect(refused.status == 400, "\(body)")
+                if !path.isEmpty { #expect(refused["path"]?.stringValue == path, "\(refused.text)") }
+            }
+            let control = try await server.call(.PUT, "/v1/lane-settings/a%01b", body: ["width": 2])
+            #expect((control.status, control["path"]?.stringValue) == (400, "lane"))
+            #expect(try await server.call(.PUT, "/v1/lane-settings/acct-1", token: Token.read, body: ["width": 2]).status == 403)
+            #expect(try await server.call(.DELETE, "/v1/lane-settings/acct-9").status == 404)
+
+            // A setting the settings file owns is changed there.
+            try await server.db.store.syncSettingsLanes([.init(lane: "file-lane", width: 2, source: .settings)])
+            #expect(try await server.call(.PUT, "/v1/lane-settings/file-lane", body: ["width": 5]).status == 409)
+            #expect(try await server.call(.DELETE, "/v1/lane-settings/file-lane").status == 409)
+
+            #expect(try await server.call(.DELETE, "/v1/lane-settings/acct-*").status == 204)
+            let after = try await server.call(.GET, "/v1/lanes", token: Token.read)["lanes"]?.items.first
+            #expect(after?["width"] == 1)
+            #expect(after?["held"] == 3, "holders admitted under the old width run on")
+        }
+    }
+
     /// A lane whose head failed and waits to retry is blocked: `?blocked=true` lists only such
     /// lanes, the overview counts them and the lanes page shows them first.
     @Test func blockedLanesAreListedCountedAndShownFirst() async throws {

@@ -24,7 +24,8 @@
 -- A lane holder promoted here in a queue of `p_queues` is claimed for the worker at once, up to
 -- `p_slots` (its free slots in that queue; not in a paused queue): the next stage of a lane starts
 -- without a claim round trip, and is returned as a ('claimed', …) row with the columns of
--- `claim_runnable` but the wait; only if the worker runs its task (`p_tasks`, as in `claim_runnable`).
+-- `claim_runnable` but the wait; only if the worker runs its task (`p_tasks`, as in `claim_runnable`),
+-- and only if no older holder of its lane waits for a worker (a wider lane starts in order).
 CREATE OR REPLACE FUNCTION apply_outcomes_for(p_worker text, p_batch jsonb, p_queues text[], p_slots int[],
                                               p_tasks text[])
 RETURNS TABLE (event text, id bigint, queue text, stage int, attempt int, chain text, input text, results text,
@@ -187,13 +188,15 @@ BEGIN
     IF v_lanes IS NOT NULL THEN
         RETURN QUERY
         WITH heads AS (
-            SELECT j.id, j.queue,
-                   (p_tasks IS NULL OR NOT (j.chain -> j.stage ? 'task') OR j.chain -> j.stage ->> 'task' = ANY (p_tasks))
+            SELECT j.id, j.queue, a.slot,
+                   -- not before an older holder of its lane that waits for a worker
+                   a.first
+                   AND (p_tasks IS NULL OR NOT (j.chain -> j.stage ? 'task') OR j.chain -> j.stage ->> 'task' = ANY (p_tasks))
                    -- the next holder of a lane in a paused queue waits for resume, like any job.
                    AND NOT EXISTS (SELECT 1 FROM paused_queues q WHERE q.queue = j.queue) AS runnable
-            FROM lane_heads(v_lanes) h JOIN jobs j ON j.id = h.id
+            FROM lane_admissions(v_lanes) a JOIN jobs j ON j.id = a.id
         ), decided AS (
-            SELECT r.id, r.queue, r.runnable AND r.n <= coalesce(s.slots, 0) AS taken
+            SELECT r.id, r.queue, r.slot, r.runnable AND r.n <= coalesce(s.slots, 0) AS taken
             FROM (SELECT heads.*, row_number() OVER (PARTITION BY heads.queue, heads.runnable ORDER BY heads.id) AS n
                   FROM heads) r
             LEFT JOIN unnest(p_queues, p_slots) AS s(queue, slots) ON s.queue = r.queue
@@ -201,6 +204,7 @@ BEGIN
             UPDATE jobs j SET
                 state = (CASE WHEN d.taken THEN 'running' ELSE 'available' END)::job_state,
                 run_at = now(),
+                lane_slot = d.slot,
                 attempt = CASE WHEN d.taken THEN j.attempt + 1 ELSE j.attempt END,
                 worker_id = CASE WHEN d.taken THEN p_worker ELSE j.worker_id END,
                 attempted_at = CASE WHEN d.taken THEN now() ELSE j.attempted_at END

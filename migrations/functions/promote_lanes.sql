@@ -1,11 +1,11 @@
--- For each lane without a holder, make its oldest waiting job the holder (`lane_heads`). Call with
--- the lanes locked. Returns the jobs made available.
+-- Admit to each lane the waiting jobs it has room for (`lane_admissions`). Call with the lanes
+-- locked. Returns the jobs made available.
 CREATE OR REPLACE FUNCTION promote_lanes(p_lanes text[]) RETURNS TABLE (id bigint, queue text)
 LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
     RETURN QUERY
-    UPDATE jobs j SET state = 'available', run_at = now()
-    FROM lane_heads(p_lanes) next
-    WHERE j.id = next.id
+    UPDATE jobs j SET state = 'available', run_at = now(), lane_slot = a.slot
+    FROM lane_admissions(p_lanes) a
+    WHERE j.id = a.id
     RETURNING j.id, j.queue;
 END $$;

@@ -38,11 +38,17 @@ struct Settings: Sendable {
     let environment: [String: String]
     /// The config file's `schedules`, if it has them.
     let schedules: ScheduleSettings?
+    /// The config file's `lanes`, if it has them.
+    let lanes: LaneSettings?
 
-    init(sources: [Source], environment: [String: String], schedules: ScheduleSettings? = nil) {
+    init(
+        sources: [Source], environment: [String: String], schedules: ScheduleSettings? = nil,
+        lanes: LaneSettings? = nil
+    ) {
         self.sources = sources
         self.environment = environment
         self.schedules = schedules
+        self.lanes = lanes
     }
 
     /// The flags given (`flags`), this process's environment, and the config file either names.
@@ -65,17 +71,20 @@ struct Settings: Sendable {
         ]
         let early = Settings(sources: sources, environment: environment)
         var schedules: ScheduleSettings?
+        var lanes: LaneSettings?
         if let path = try early.string(.config) {
             let file = try await configFile(path)
             sources.append(file.source)
-            schedules = file.schedules
+            (schedules, lanes) = (file.schedules, file.lanes)
         }
-        return Settings(sources: sources, environment: environment, schedules: schedules)
+        return Settings(sources: sources, environment: environment, schedules: schedules, lanes: lanes)
     }
 
     /// A JSON or YAML file of settings, its keys checked against the known ones, and its
-    /// `schedules` (structured, read apart).
-    private static func configFile(_ path: String) async throws -> (source: Source, schedules: ScheduleSettings?) {
+    /// `schedules` and `lanes` (structured, read apart).
+    private static func configFile(_ path: String) async throws -> (
+        source: Source, schedules: ScheduleSettings?, lanes: LaneSettings?
+    ) {
         let url = URL(fileURLWithPath: path)
         let data: Data
         do {
@@ -106,16 +115,20 @@ struct Settings: Sendable {
         }
         let tree = document.objectTree
         let known = Set(Setting.all.map(\.key)).subtracting(["config"])
-        for key in leafKeys(tree) where !known.contains(key) && key != "schedules" && !key.hasPrefix("schedules.") {
+        let structured = ["schedules", "lanes"]
+        for key in leafKeys(tree)
+        where !known.contains(key) && !structured.contains(where: { key == $0 || key.hasPrefix($0 + ".") }) {
             throw ValidationError(
                 "config file \(path): unknown setting \"\(key)\"; settings are \(known.sorted().joined(separator: ", "))"
             )
         }
         // The other settings through swift-configuration's JSON snapshot, which reads scalars and
-        // lists of them (a YAML file is written as JSON for it): `schedules` is read apart.
+        // lists of them (a YAML file is written as JSON for it): `schedules` and `lanes` are read apart.
         var schedules: ScheduleSettings?
-        if case .object(var object) = document, let value = object.removeValue(forKey: "schedules") {
-            schedules = ScheduleSettings(value: value, file: name)
+        var lanes: LaneSettings?
+        if case .object(var object) = document {
+            schedules = object.removeValue(forKey: "schedules").map { ScheduleSettings(value: $0, file: name) }
+            lanes = object.removeValue(forKey: "lanes").map { LaneSettings(value: $0, file: name) }
             document = .object(object)
         }
         let bytes = Array((document == .null ? "{}" : document.jsonText).utf8)
@@ -125,7 +138,7 @@ struct Settings: Sendable {
         } catch {
             throw ValidationError("config file \(path): \(error)")
         }
-        return (Source(describe: { "\($0.key) in \(name)" }, snapshot: snapshot), schedules)
+        return (Source(describe: { "\($0.key) in \(name)" }, snapshot: snapshot), schedules, lanes)
     }
 
     /// The dotted paths of a parsed file's values (an empty file has none).

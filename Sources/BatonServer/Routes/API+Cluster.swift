@@ -32,23 +32,6 @@ extension API {
         return .ok(.init(body: .json(.init(name: name, paused: false))))
     }
 
-    /// `GET /v1/lanes`: each lane's head (the job holding it, and why it is stuck if it is retrying)
-    /// and how many jobs wait behind it; by lane name, `limit` at a time.
-    func listLanes(_ input: Operations.ListLanes.Input) async throws -> Operations.ListLanes.Output {
-        let limit = try Self.limit(input.query.limit, default: 100)
-        var after: String?
-        if let key = try Cursor.decode(input.query.cursor) {
-            guard key.hasPrefix("lane:") else {
-                throw Problem.invalid("cursor", "cursor is not one this server handed out")
-            }
-            after = String(key.dropFirst(5))
-        }
-        let lanes = try await store.lanes(after: after, limit: limit + 1, blocked: input.query.blocked ?? false)
-        let page = lanes.prefix(limit)
-        let next = lanes.count > limit ? Cursor.encode("lane:" + page.last!.lane) : nil
-        return .ok(.init(body: .json(.init(lanes: page.map(Components.Schemas.Lane.init), nextCursor: next))))
-    }
-
     /// `GET /v1/workers`: registered workers with their heartbeats and the jobs they run.
     func listWorkers(_ input: Operations.ListWorkers.Input) async throws -> Operations.ListWorkers.Output {
         .ok(.init(body: .json(.init(workers: try await store.workers().map(Components.Schemas.Worker.init)))))

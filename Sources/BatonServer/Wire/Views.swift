@@ -141,7 +141,15 @@ extension Components.Schemas.Lane {
                 .init(
                     id: head.id, queue: head.queue, state: .init(head.state), stage: head.stage, task: head.task,
                     attempts: head.attempt, runAt: head.runAt, lastError: head.lastError)
-            }, blocked: lane.head?.state == .retryable, waiting: lane.waiting)
+            }, blocked: lane.head?.state == .retryable, held: lane.held, width: lane.width, waiting: lane.waiting)
+    }
+}
+
+extension Components.Schemas.LaneSetting {
+    init(_ setting: BatonPostgres.LaneSetting) {
+        self.init(
+            lane: setting.lane, width: setting.width, source: setting.source == .api ? .api : .settings,
+            updatedAt: setting.updatedAt)
     }
 }
 

@@ -1,0 +1,136 @@
+import Baton
+import Foundation
+import PostgresNIO
+
+/// Lanes: what holds and waits in each, and the widths operators set.
+extension Store {
+    /// Lanes with a holder or jobs waiting (only those with a holder that waits to retry, if
+    /// `blocked`), by name after `after`. The page's names first (from `jobs_lane_head` and
+    /// `jobs_lane_waiting`, in order, stopping at `limit`), then each one's holders, waiting count
+    /// and width: the cost follows the page, not the number of lanes.
+    package func lanes(after: String? = nil, limit: Int = 100, blocked: Bool = false) async throws -> [LaneStatus] {
+        let rows = try await pool.read(
+            """
+            WITH names AS (
+                SELECT lane FROM (
+                    (SELECT DISTINCT lane FROM \(unescaped: schema).jobs
+                     WHERE lane IS NOT NULL AND state IN ('available', 'running', 'retryable')
+                       AND (\(after)::text IS NULL OR lane > \(after)) AND (NOT \(blocked) OR state = 'retryable')
+                     ORDER BY lane LIMIT \(limit))
+                    UNION
+                    (SELECT DISTINCT lane FROM \(unescaped: schema).jobs
+                     WHERE NOT \(blocked) AND lane IS NOT NULL AND state = 'waiting'
+                       AND (\(after)::text IS NULL OR lane > \(after))
+                     ORDER BY lane LIMIT \(limit))
+                ) u ORDER BY lane LIMIT \(limit)
+            )
+            SELECT n.lane, w.n, held.n, \(unescaped: schema).lane_width(n.lane),
+                   h.id, h.queue, h.state::text, h.stage, h.chain -> h.stage ->> 'task', h.attempt,
+                   h.run_at, h.errors -> -1 ->> 'error'
+            FROM names n
+            -- the head: a holder waiting to retry (it blocks its slot), else the oldest holder
+            LEFT JOIN LATERAL (
+                SELECT * FROM \(unescaped: schema).jobs j
+                WHERE j.lane = n.lane AND j.state IN ('available', 'running', 'retryable')
+                ORDER BY j.state = 'retryable' DESC, j.lane_ready_at, j.id LIMIT 1) h ON true
+            CROSS JOIN LATERAL (
+                SELECT count(*)::int AS n FROM \(unescaped: schema).jobs j
+                WHERE j.lane = n.lane AND j.state IN ('available', 'running', 'retryable')) held
+            CROSS JOIN LATERAL (
+                SELECT count(*)::int AS n FROM \(unescaped: schema).jobs j
+                WHERE j.lane = n.lane AND j.state = 'waiting') w
+            ORDER BY n.lane
+            """, logger: logger)
+        var lanes: [LaneStatus] = []
+        for row in rows {
+            let (lane, waiting, held, width, id, queue, state, stage, task, attempt, runAt, error) =
+                try row.decode(
+                    (String, Int, Int, Int, Int64?, String?, String?, Int?, String?, Int?, Date?, String?).self)
+            var head: LaneStatus.Head?
+            if let id, let queue, let state, let stage, let attempt, let runAt {
+                head = LaneStatus.Head(
+                    id: id, queue: queue, state: JobState(rawValue: state) ?? .available, stage: stage, task: task,
+                    attempt: attempt, runAt: runAt, lastError: error)
+            }
+            lanes.append(LaneStatus(lane: lane, head: head, held: held, width: width, waiting: waiting))
+        }
+        return lanes
+    }
+
+    /// How many lanes have a holder or jobs waiting, and how many of them are blocked (a holder
+    /// failed and waits to retry): two index scans (`jobs_lane_head`, `jobs_lane_waiting`).
+    package func laneCounts() async throws -> (lanes: Int, blocked: Int) {
+        let rows = try await pool.read(
+            """
+            SELECT (SELECT count(*) FROM (
+                        SELECT lane FROM \(unescaped: schema).jobs
+                        WHERE lane IS NOT NULL AND state IN ('available', 'running', 'retryable')
+                        UNION
+                        SELECT lane FROM \(unescaped: schema).jobs WHERE lane IS NOT NULL AND state = 'waiting') l)::int,
+                   (SELECT count(DISTINCT lane) FROM \(unescaped: schema).jobs
+                    WHERE lane IS NOT NULL AND state = 'retryable')::int
+            """, logger: logger)
+        for row in rows { return try row.decode((Int, Int).self) }
+        return (0, 0)
+    }
+}
+
+/// Lane widths: set through the API or a settings file, read by every hand-over (`lane_width`).
+extension Store {
+    /// Every lane setting, by name.
+    package func laneSettings() async throws -> [LaneSetting] {
+        let rows = try await pool.read(
+            "SELECT lane, width, source, updated_at FROM \(unescaped: schema).lane_settings ORDER BY lane",
+            logger: logger)
+        return try rows.map { row in
+            let (lane, width, source, updated) = try row.decode((String, Int, String, Date).self)
+            return LaneSetting(lane: lane, width: width, source: SettingSource(rawValue: source) ?? .api, updatedAt: updated)
+        }
+    }
+
+    /// Sets the width of `lane` (a lane, or a prefix ending in `*`), or deletes its setting
+    /// (`width` nil). The lanes it widens admit their waiting jobs in the same transaction.
+    package func setLaneWidth(_ width: Int?, lane: String, source: SettingSource = .api) async throws {
+        let queues = try await pool.withTransaction(logger: logger) { connection in
+            try await self.setLaneWidth(width, lane: lane, source: source, on: connection)
+        }
+        if !queues.isEmpty { try await notify(queues.map { "q:" + $0 }) }
+    }
+
+    /// Makes the lane settings owned by the settings file exactly `settings`: saves each, deletes
+    /// the file's others, in one transaction.
+    package func syncSettingsLanes(_ settings: [LaneSetting]) async throws {
+        let queues = try await pool.withTransaction(logger: logger) { connection in
+            var queues: Set<String> = []
+            for setting in settings {
+                queues.formUnion(
+                    try await self.setLaneWidth(setting.width, lane: setting.lane, source: .settings, on: connection))
+            }
+            let dropped = try await connection.rows(
+                """
+                SELECT lane FROM \(unescaped: self.schema).lane_settings
+                WHERE source = 'settings' AND lane <> ALL(\(settings.map(\.lane)))
+                """, logger: self.logger)
+            for row in dropped {
+                let lane = try row.decode(String.self)
+                queues.formUnion(try await self.setLaneWidth(nil, lane: lane, source: .settings, on: connection))
+            }
+            return queues
+        }
+        if !queues.isEmpty { try await notify(queues.sorted().map { "q:" + $0 }) }
+    }
+
+    private func setLaneWidth(
+        _ width: Int?, lane: String, source: SettingSource, on connection: PostgresConnection
+    ) async throws -> Set<String> {
+        try ChainDefinition.checkName(lane, path: "lane", what: "lane")
+        if let width, !LaneSetting.widths.contains(width) {
+            throw BatonError.invalidChain(
+                path: "width", reason: "a lane's width is \(LaneSetting.widths.lowerBound) to \(LaneSetting.widths.upperBound)")
+        }
+        let rows = try await connection.rows(
+            "SELECT queue FROM \(unescaped: schema).save_lane_setting(\(lane), \(width)::int, \(source.rawValue))",
+            logger: logger)
+        return Set(try rows.map { try $0.decode(String.self) })
+    }
+}

@@ -1,0 +1,26 @@
+-- For each lane, the waiting jobs it admits now: while fewer than its width hold it (available,
+-- running or retryable), its oldest waiting jobs, each with the lowest slot free. Call with the
+-- lanes locked. `first`: no other holder of its lane waits for a worker, and no job admitted
+-- before it in this call either: a worker may claim it at once without starting it before an
+-- older holder (`apply_outcomes_for`). Each lane costs a few index probes, whatever its backlog.
+-- (Replaces `lane_heads`, which admitted one job per lane; a later migration drops it.)
+CREATE OR REPLACE FUNCTION lane_admissions(p_lanes text[]) RETURNS TABLE (id bigint, slot smallint, first boolean)
+LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    RETURN QUERY
+    SELECT w.id, f.slot, h.available = 0 AND w.k = 1
+    FROM (SELECT DISTINCT l FROM unnest(p_lanes) AS l WHERE l IS NOT NULL) lanes
+    CROSS JOIN LATERAL (SELECT lane_width(lanes.l) AS width) d
+    CROSS JOIN LATERAL (
+        SELECT count(*)::int AS n, count(*) FILTER (WHERE x.state = 'available')::int AS available,
+               coalesce(array_agg(x.lane_slot), '{}') AS taken
+        FROM jobs x WHERE x.lane = lanes.l AND x.state IN ('available', 'running', 'retryable')) h
+    CROSS JOIN LATERAL (
+        SELECT x.id, row_number() OVER (ORDER BY x.lane_ready_at, x.id) AS k FROM jobs x
+        WHERE x.lane = lanes.l AND x.state = 'waiting'
+        ORDER BY x.lane_ready_at, x.id LIMIT greatest(d.width - h.n, 0)) w
+    -- The k-th free slot lies below n + k.
+    CROSS JOIN LATERAL (
+        SELECT s::smallint AS slot FROM generate_series(0, h.n + w.k - 1) s
+        WHERE s <> ALL (h.taken) ORDER BY s OFFSET w.k - 1 LIMIT 1) f;
+END $$;

@@ -84,7 +84,8 @@ extension Store {
             logger: logger)
         return try rows.map { row in
             let (lane, width, source, updated) = try row.decode((String, Int, String, Date).self)
-            return LaneSetting(lane: lane, width: width, source: SettingSource(rawValue: source) ?? .api, updatedAt: updated)
+            return LaneSetting(
+                lane: lane, width: width, source: SettingSource(rawValue: source) ?? .api, updatedAt: updated)
         }
     }
 
@@ -126,7 +127,8 @@ extension Store {
         try ChainDefinition.checkName(lane, path: "lane", what: "lane")
         if let width, !LaneSetting.widths.contains(width) {
             throw BatonError.invalidChain(
-                path: "width", reason: "a lane's width is \(LaneSetting.widths.lowerBound) to \(LaneSetting.widths.upperBound)")
+                path: "width",
+                reason: "a lane's width is \(LaneSetting.widths.lowerBound) to \(LaneSetting.widths.upperBound)")
         }
         let rows = try await connection.rows(
             "SELECT queue FROM \(unescaped: schema).save_lane_setting(\(lane), \(width)::int, \(source.rawValue))",

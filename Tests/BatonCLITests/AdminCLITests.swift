@@ -417,10 +417,37 @@ struct AdminCLITests {
             #expect(lanes.lines.map { $0.split(separator: " ").first } == ["LANE", "acct-idle", "acct-stuck"])
             let row = try #require(lanes.lines.first { $0.hasPrefix("acct-stuck") })
             #expect(row.contains("\(stuck)") && row.contains("retryable") && row.contains("http"))
+            #expect(row.contains(" 1/1 "), "held of width")
             let blocked = try await Self.baton(["lanes", "--blocked", "--json"], server)
             let page = try blocked.json(LanePage.self)
             #expect(page.lanes.map(\.lane) == ["acct-stuck"])
             #expect(page.lanes.first?.waiting == 1)
+        }
+    }
+
+    /// `baton lanes set` widens a lane at once (its waiting job is admitted), `lanes settings`
+    /// lists the widths, `lanes unset` deletes one; a bad width is the API's 400, exit 1.
+    @Test func laneWidthsAreSetListedAndUnset() async throws {
+        try await withServer(worker: nil) { server async throws in
+            for _ in 0..<2 {
+                try await server.enqueue(
+                    ["queue": "idle", "stages": [["task": "noop", "lane": "acct-1"]]], query: "?unchecked=true")
+            }
+            let set = try await Self.baton(["lanes", "set", "acct-*", "--width", "2"], server)
+            #expect(set.status == 0, "\(set.err)")
+            #expect(set.out == "lane acct-*: width 2\n")
+            let lanes = try await Self.baton(["lanes", "--json"], server)
+            #expect(try lanes.json(LanePage.self).lanes.map { "\($0.held)/\($0.width)" } == ["2/2"])
+            let settings = try await Self.baton(["lanes", "settings"], server, token: Token.read)
+            #expect(settings.status == 0, "\(settings.err)")
+            #expect(
+                settings.lines.count == 2 && settings.lines[1].hasPrefix("acct-*") && settings.lines[1].contains(" 2 "))
+            let bad = try await Self.baton(["lanes", "set", "acct-1", "--width", "0"], server)
+            #expect(bad.status == 1)
+            #expect(bad.err.contains("1 to 10000"), "\(bad.err)")
+            #expect(try await Self.baton(["lanes", "unset", "acct-*"], server).status == 0)
+            let none = try await Self.baton(["lanes", "settings"], server)
+            #expect(none.err.contains("no lane settings"))
         }
     }
 

@@ -187,10 +187,10 @@ final class SettingsTests: Sendable {
     }
 
     /// `baton worker --metrics-port` serves Prometheus text and a health check, no token needed.
-    /// The settings file's schedules are saved when a worker starts, the file's own (the API may
-    /// not change them); one the file no longer lists is deleted; a malformed one refuses the
-    /// start, naming the file and the field.
-    @Test func theSettingsFilesSchedulesAreWhatRuns() async throws {
+    /// The settings file's schedules and lane widths are saved when a worker starts, the file's
+    /// own (the API may not change them); one the file no longer lists is deleted; a malformed one
+    /// refuses the start, naming the file and the field.
+    @Test func theSettingsFilesSchedulesAndLaneWidthsAreWhatRuns() async throws {
         try await TestDatabase.with { db async throws in
             func start(_ config: String) async throws {
                 let worker = try await ChildProcess(
@@ -199,7 +199,8 @@ final class SettingsTests: Sendable {
                 defer { if worker.isRunning { worker.signal(SIGKILL) } }
                 try await eventually("the worker to start") {
                     guard worker.isRunning else { throw TestFailure("the worker exited: \(worker.standardError)") }
-                    return worker.standardError.contains("schedules from the settings file")
+                    // logged last, after the schedules
+                    return worker.standardError.contains("lane settings from the settings file")
                 }
                 worker.signal(SIGTERM)
                 #expect(try await worker.waitForExit() == 0)
@@ -217,6 +218,9 @@ final class SettingsTests: Sendable {
                         cron: "@hourly"
                         paused: true
                         job: {stages: [{task: noop}]}
+                    lanes:
+                      "tenant-*": {width: 3}
+                      tenant-vip: {width: 10}
                     """))
             var schedules = try await db.store.schedules()
             #expect(schedules.map(\.name) == ["hourly", "nightly"])
@@ -224,20 +228,37 @@ final class SettingsTests: Sendable {
             #expect(schedules.last?.job.queue == "reports")
             #expect(schedules.last?.job.chain.input["big"]?.numberValue == JSONNumber("12345678901234567890123"))
             #expect(schedules.first?.paused == true)
+            #expect(
+                try await db.store.laneSettings().map { "\($0.lane)=\($0.width) \($0.source)" } == [
+                    "tenant-*=3 settings", "tenant-vip=10 settings",
+                ])
 
             try await start(
                 try file(
                     "baton.json",
-                    #"{"schedules": {"nightly": {"cron": "0 3 * * *", "job": {"stages": [{"task": "noop"}]}}}}"#))
+                    #"{"schedules": {"nightly": {"cron": "0 3 * * *", "job": {"stages": [{"task": "noop"}]}}}, "#
+                        + #""lanes": {"tenant-*": {"width": 2}}}"#))
             schedules = try await db.store.schedules()
             #expect(schedules.map(\.name) == ["nightly"])
             #expect(schedules.first?.cron.description == "0 3 * * *")
+            #expect(try await db.store.laneSettings().map { "\($0.lane)=\($0.width)" } == ["tenant-*=2"])
 
             let bad = try file(
                 "bad.yaml", "schedules:\n  broken:\n    cron: \"61 * * * *\"\n    job: {stages: [{task: noop}]}\n")
             let run = try await Self.baton(["worker", "--database-url", db.url, "--config", bad])
             #expect(run.status == 2)
             #expect(run.err.contains("config file bad.yaml: schedules.broken.cron: minute \"61\""), "\(run.err)")
+            for (lanes, message) in [
+                ("lanes: [3]", "lanes must map lanes"),
+                ("lanes:\n  a: {width: 0}", "lanes.a.width: a whole number from 1 to 10000"),
+                ("lanes:\n  a: {width: 2, rate: 5}", "lanes.a.rate: unknown lane setting"),
+                ("lanes:\n  a: 3", "lanes.a: a lane's settings are an object"),
+            ] {
+                let refused = try await Self.baton(
+                    ["worker", "--database-url", db.url, "--config", try file("lanes.yaml", lanes)])
+                #expect(refused.status == 2)
+                #expect(refused.err.contains("config file lanes.yaml: " + message), "\(refused.err)")
+            }
         }
     }
 

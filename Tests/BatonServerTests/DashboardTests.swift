@@ -354,6 +354,37 @@ struct DashboardTests {
         }
     }
 
+    /// The lanes page shows how many hold each lane of how many may; an admin sets a width (in
+    /// effect at once) and deletes it from there, a bad width is refused, a reader sees no form.
+    @Test func laneWidthsAreShownSetAndDeleted() async throws {
+        try await withServer(worker: nil) { server async throws in
+            for _ in 0..<3 {
+                try await server.enqueue(
+                    ["stages": [["task": "noop", "lane": "tenant-1"]], "queue": "idle"], query: "?unchecked=true")
+            }
+            var admin = Visitor(base: server.base)
+            try await admin.signIn(Token.admin)
+            #expect(try await admin.get("/ui/lanes").html.contains("<td class=\"num\">1 of 1</td>"))
+            let csrf = try await admin.csrf(on: "/ui/lanes")
+            let set = try await admin.post("/ui/lanes/width", [("csrf", csrf), ("lane", "tenant-*"), ("width", "2")])
+            #expect(set.location == "/ui/lanes?done=lane-width&what=tenant-%2A")
+            let page = try await admin.get(set.location ?? "").html
+            #expect(page.contains("Lane tenant-*: width set, in effect now."))
+            #expect(page.contains("<td class=\"num\">2 of 2</td>"), "the second job was admitted at once")
+            #expect(page.contains("<th scope=\"row\">tenant-*</th>"))
+            let refused = try await admin.post(
+                "/ui/lanes/width", [("csrf", csrf), ("lane", "tenant-*"), ("width", "0")])
+            #expect(refused.status == 400)
+            #expect(refused.html.contains("1 to 10000"))
+            var reader = Visitor(base: server.base)
+            try await reader.signIn(Token.read)
+            let read = try await reader.get("/ui/lanes").html
+            #expect(read.contains("tenant-*") && !read.contains("/ui/lanes/width"))
+            #expect(try await admin.post("/ui/lanes/unset", [("csrf", csrf), ("lane", "tenant-*")]).status == 303)
+            #expect(try await server.call(.GET, "/v1/lane-settings")["settings"]?.items.isEmpty == true)
+        }
+    }
+
     /// A job waiting for a signal shows which; an admin delivers it from the job page (a reader
     /// sees no form), and the chain goes on with the payload.
     @Test func aSignalIsDeliveredFromTheJobPage() async throws {

@@ -117,7 +117,9 @@ struct OperatorTests {
             }
             let control = try await server.call(.PUT, "/v1/lane-settings/a%01b", body: ["width": 2])
             #expect((control.status, control["path"]?.stringValue) == (400, "lane"))
-            #expect(try await server.call(.PUT, "/v1/lane-settings/acct-1", token: Token.read, body: ["width": 2]).status == 403)
+            #expect(
+                try await server.call(.PUT, "/v1/lane-settings/acct-1", token: Token.read, body: ["width": 2]).status
+                    == 403)
             #expect(try await server.call(.DELETE, "/v1/lane-settings/acct-9").status == 404)
 
             // A setting the settings file owns is changed there.

@@ -85,6 +85,60 @@ struct ProcessTests {
         }
     }
 
+    /// Lanes of width 3 across worker processes: three of each run at once while a gate holds
+    /// them, never a fourth; a worker killed while it holds slots gives them back after its lease,
+    /// and every stage completes on the others.
+    @Test func aWiderLaneHoldsItsWidthAcrossProcessesAndThroughAKill() async throws {
+        try await TestDatabase.with { db async throws in
+            try await db.createRunsTable()
+            try await db.store.setLaneWidth(3, lane: "wide-*")
+            let gate = try await Gate(db)
+            let doomed = try await WorkerProcess(url: db.url, queue: "default:8", lease: .seconds(1))
+            let jobs = (0..<24).map { index in
+                NewJob(
+                    chain: ChainDefinition(
+                        input: .number(index),
+                        stages: [
+                            record(
+                                ["gate": .number(gate.key), "min_ms": 0, "max_ms": 5], lane: "wide-\(index % 2)",
+                                attempts: 3)
+                        ]))
+            }
+            _ = try await db.store.enqueue(jobs)
+            try await eventually("three stages of each lane to run") {
+                try await count(db, "state = 'running'") == 6
+            }
+            #expect(try await count(db, "state = 'waiting'") == 18)
+            doomed.signal(SIGKILL)
+            _ = try await doomed.waitForExit()
+            let workers = [
+                try await WorkerProcess(url: db.url, queue: "default:8", lease: .seconds(1)),
+                try await WorkerProcess(url: db.url, queue: "default:8", lease: .seconds(1)),
+            ]
+            try await gate.open()
+            try await eventually(timeout: .seconds(60), "every job to complete") {
+                try await count(db, "state = 'completed'") == 24
+            }
+            for worker in workers { worker.signal(SIGTERM) }
+            for worker in workers { #expect(try await worker.waitForExit() == 0) }
+
+            let schema = db.configuration.schema
+            // The killed worker's six stages ran again elsewhere, after its lease.
+            #expect(try await count(db, "attempt = 2") == 6)
+            // Never more than three runs of a lane at once (each run lies inside the time its
+            // stage held the lane): the most that were running when any one of them started.
+            let most = try await db.values(
+                """
+                SELECT max((SELECT count(*) FROM \(unescaped: schema).test_runs o
+                                    WHERE o.lane = r.lane AND o.started_at <= r.started_at
+                                      AND o.ended_at > r.started_at))::int
+                FROM \(unescaped: schema).test_runs r GROUP BY r.lane ORDER BY r.lane
+                """, as: Int.self)
+            #expect(most.count == 2)
+            #expect(most.allSatisfy { $0 <= 3 }, "\(most)")
+        }
+    }
+
     @Test func aKilledWorkersStageFinishesElsewhereAfterTheLease() async throws {
         try await TestDatabase.with { db async throws in
             try await db.createRunsTable()

@@ -53,6 +53,9 @@ struct Dashboard: Sendable {
                 request, name: context.parameters.require("name"), action: context.parameters.require("action"))
         }
         ui.get("lanes") { request, _ in try await lanes(request) }
+        ui.post("lanes/:action") { request, context in
+            try await actOnLanes(request, action: context.parameters.require("action"))
+        }
         ui.get("workers") { request, _ in try await workers(request) }
         ui.get("schedules") { request, _ in try await schedules(request) }
         ui.post("schedules/:name/:action") { request, context in

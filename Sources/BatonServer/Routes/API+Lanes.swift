@@ -25,7 +25,9 @@ extension API {
     func listLaneSettings(_ input: Operations.ListLaneSettings.Input) async throws
         -> Operations.ListLaneSettings.Output
     {
-        .ok(.init(body: .json(.init(settings: try await store.laneSettings().map(Components.Schemas.LaneSetting.init)))))
+        .ok(
+            .init(body: .json(.init(settings: try await store.laneSettings().map(Components.Schemas.LaneSetting.init))))
+        )
     }
 
     /// `PUT /v1/lane-settings/{lane}`: takes effect at once (a wider lane admits its waiting stages

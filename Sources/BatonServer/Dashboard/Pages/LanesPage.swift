@@ -3,8 +3,8 @@ import Foundation
 import Hummingbird
 
 /// `/ui/lanes`: blocked lanes first (their head failed and waits to retry: why, since when, until
-/// when), then every lane by name, a hundred at a time; each with its head job and how many wait
-/// behind it.
+/// when), then every lane by name, a hundred at a time; each with its head job, how many hold it of
+/// how many may, and how many wait behind. Below, the widths set; admins set and delete them.
 extension Dashboard {
     struct Lanes: Sendable {
         struct Row: Sendable {
@@ -21,6 +21,14 @@ extension Dashboard {
             var waiting: Int
             /// The jobs waiting in the lane (found through `jobs_lane_waiting`), if any.
             var waitingLink: String?
+            /// "2 of 3": how many hold the lane, of its width.
+            var held: String
+        }
+
+        struct Setting: Sendable {
+            var lane: String
+            var width: Int
+            var fromSettings: Bool
         }
 
         var rows: [Row]
@@ -32,6 +40,7 @@ extension Dashboard {
         /// one would show the page's link instead).
         var nextPage: String?
         var firstPage: String?
+        var settings: [Setting]
     }
 
     static let lanesPerPage = 100
@@ -39,14 +48,15 @@ extension Dashboard {
     func lanes(_ request: Request) async throws -> Response {
         let session = try session(request, roles: Section.lanes.roles)
         let cursor = request.uri.queryParameters["cursor"].map(String.init)
-        // The three reads at once.
-        let (blocked, listed, counts) = try await asCaller(session) {
+        // The four reads at once.
+        let (blocked, listed, counts, settings) = try await asCaller(session) {
             async let blocked =
                 cursor == nil
                 ? api.listLanes(.init(query: .init(blocked: true, limit: Self.lanesPerPage))).ok.body.json.lanes : []
             async let listed = api.listLanes(.init(query: .init(limit: Self.lanesPerPage, cursor: cursor))).ok.body.json
             async let counts = api.store.laneCounts()
-            return try await (blocked, listed, counts)
+            async let settings = api.listLaneSettings(.init()).ok.body.json.settings
+            return try await (blocked, listed, counts, settings)
         }
         let now = Date()
         // The blocked ones were listed first on the first page; by name they are not repeated.
@@ -57,14 +67,38 @@ extension Dashboard {
                 headState: lane.head?.state.rawValue, task: lane.head?.task, attempts: lane.head?.attempts,
                 next: lane.blocked ? lane.head.map { DashboardText.relative($0.runAt, now: now) } : nil,
                 lastError: lane.head?.lastError.map { Self.firstLine($0) }, waiting: lane.waiting,
-                waitingLink: lane.waiting > 0 ? "/ui/jobs?lane=" + Self.query(lane.lane) + "&state=waiting" : nil)
+                waitingLink: lane.waiting > 0 ? "/ui/jobs?lane=" + Self.query(lane.lane) + "&state=waiting" : nil,
+                held: "\(lane.held) of \(lane.width)")
         }
         return page(
-            "lanes", title: "Lanes", section: .lanes, session: session,
+            "lanes", title: "Lanes", section: .lanes, session: session, notice: Self.notice(request),
             Lanes(
                 rows: rows, total: counts.lanes, blocked: counts.blocked,
                 moreBlocked: cursor == nil && counts.blocked > blocked.count ? counts.blocked - blocked.count : nil,
                 nextPage: listed.nextCursor.map { "/ui/lanes?cursor=" + Self.query($0) },
-                firstPage: cursor == nil ? nil : "/ui/lanes"))
+                firstPage: cursor == nil ? nil : "/ui/lanes",
+                settings: settings.map {
+                    Lanes.Setting(lane: $0.lane, width: $0.width, fromSettings: $0.source == .settings)
+                }))
+    }
+
+    /// `POST /ui/lanes/width` (fields `lane`, `width`) or `/ui/lanes/unset` (`lane`), then back to
+    /// the lanes; a refusal (a width out of range, a setting of the settings file) is the API's.
+    func actOnLanes(_ request: Request, action: String) async throws -> Response {
+        let session = try session(request, roles: [.admin])
+        let form = try await postedForm(request, session: session)
+        let lane = form["lane"] ?? ""
+        try await asCaller(session) {
+            switch action {
+            case "width":
+                guard let width = form["width"].flatMap({ Int($0.trimmingCharacters(in: .whitespaces)) }) else {
+                    throw DashboardError.refused(.badRequest, "A lane's width is a whole number, from 1 to 10000.")
+                }
+                _ = try await api.setLaneSetting(.init(path: .init(lane: lane), body: .json(.init(width: width)))).ok
+            case "unset": _ = try await api.deleteLaneSetting(.init(path: .init(lane: lane))).noContent
+            default: throw DashboardError.refused(.notFound, "There is no such action.")
+            }
+        }
+        return Self.redirect("/ui/lanes?done=lane-\(action)&what=" + Self.query(lane))
     }
 }

@@ -151,6 +151,8 @@ extension Dashboard {
         case "signal-resumed": return "Job \(what) received the signal and goes on."
         case "signal-kept": return "Job \(what) keeps the signal for when its chain reaches the stage."
         case "signal-duplicate": return "Job \(what) had this signal already: nothing changed."
+        case "lane-width": return "Lane \(what): width set, in effect now."
+        case "lane-unset": return "Lane \(what): setting deleted; it takes its prefix's width, or 1."
         case "schedule-pause": return "Schedule \(what) paused."
         case "schedule-resume": return "Schedule \(what) resumed from its next run."
         case let done? where done.hasPrefix("schedule-run-"):

@@ -28,6 +28,7 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Jobs to run.") var jobs: Int = 10_000
     @Option(help: "Stages per job.") var chain: Int = 1
     @Option(help: "Ordered lanes the jobs are spread over (0: background stages only).") var lanes: Int = 0
+    @Option(help: "How many stages of each lane run at once (its width).") var laneWidth: Int = 1
     @Option(help: "Stages the worker runs at once.") var concurrency: Int = 100
     @Option(help: "burn-down: enqueue all, then start the worker; steady: producer and worker together.")
     var mode: Mode = .burnDown
@@ -40,9 +41,10 @@ struct Bench: AsyncParsableCommand {
 
     func validate() throws {
         guard jobs >= 1, chain >= 1, chain <= ChainDefinition.maxStages, lanes >= 0, concurrency >= 1,
-            pickupSamples >= 0
+            pickupSamples >= 0, LaneSetting.widths.contains(laneWidth)
         else {
-            throw ValidationError("--jobs, --chain (≤ 100) and --concurrency must be positive; --lanes ≥ 0")
+            throw ValidationError(
+                "--jobs, --chain (≤ 100) and --concurrency must be positive; --lanes ≥ 0; --lane-width 1 to 10000")
         }
     }
 
@@ -105,6 +107,7 @@ struct Bench: AsyncParsableCommand {
             defer { timings.ended(job: context.jobID, stage: context.stageIndex) }
             return input
         }
+        if laneWidth > 1 { try await baton.setLaneWidth(laneWidth, lane: "lane-*") }
         let statsAvailable = await resetStatementStatistics(pool)
         let worker = BatonWorker.Worker(
             pool: pool, tasks: tasks,
@@ -183,7 +186,8 @@ struct Bench: AsyncParsableCommand {
             await group.triggerGracefulShutdown()
             try await running.waitForAll()
             return Report(
-                mode: mode.rawValue, jobs: jobs, stages: total, lanes: lanes, concurrency: concurrency,
+                mode: mode.rawValue, jobs: jobs, stages: total, lanes: lanes, laneWidth: laneWidth,
+                concurrency: concurrency,
                 enqueuePerSecond: Double(jobs) / max(enqueueSeconds, 1e-9),
                 processPerSecond: Double(jobs) / max(processSeconds, 1e-9),
                 stagesPerSecond: Double(total) / max(processSeconds, 1e-9),
@@ -299,6 +303,7 @@ struct Report {
     var jobs: Int
     var stages: Int
     var lanes: Int
+    var laneWidth: Int
     var concurrency: Int
     var enqueuePerSecond: Double
     var processPerSecond: Double
@@ -316,6 +321,7 @@ struct Report {
         }
         var fields: [String: JSONValue] = [
             "mode": .string(mode), "jobs": .number(jobs), "stages": .number(stages), "lanes": .number(lanes),
+            "lane_width": .number(laneWidth),
             "concurrency": .number(concurrency), "enqueue_per_s": number(enqueuePerSecond),
             "process_per_s": number(processPerSecond), "stages_per_s": number(stagesPerSecond),
             "pickup_p50_ms": number(pickupP50), "pickup_p99_ms": number(pickupP99), "hop_p50_ms": number(hopP50),
@@ -331,7 +337,7 @@ struct Report {
     var summary: String {
         func f(_ value: Double, _ digits: Int = 0) -> String { String(format: "%.\(digits)f", value) }
         return """
-            baton bench: \(mode), \(jobs) jobs × \(stages / max(jobs, 1)) stages, \(lanes == 0 ? "background" : "\(lanes) lanes"), concurrency \(concurrency)
+            baton bench: \(mode), \(jobs) jobs × \(stages / max(jobs, 1)) stages, \(lanes == 0 ? "background" : "\(lanes) lanes" + (laneWidth > 1 ? " of width \(laneWidth)" : "")), concurrency \(concurrency)
               enqueue     \(f(enqueuePerSecond)) jobs/s
               process     \(f(processPerSecond)) jobs/s (\(f(stagesPerSecond)) stages/s)
               pickup      p50 \(f(pickupP50, 2)) ms   p99 \(f(pickupP99, 2)) ms

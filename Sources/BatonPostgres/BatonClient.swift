@@ -116,6 +116,24 @@ public final class BatonClient: Service, Sendable {
         try await signalTokens.token(job: job, signal: signal)
     }
 
+    // MARK: lanes
+
+    /// Lets at most `width` stages of `lane` hold it at once (a lane is 1 wide unless set), or of
+    /// every lane that `lane`, a prefix ending in `*`, starts (`"customer-*"`); nil deletes the
+    /// setting. In effect at once: a wider lane admits its waiting stages now, in order; a
+    /// narrower one lets its holders finish first.
+    ///
+    /// - Throws: ``BatonError/invalidChain(path:reason:)`` for a width outside 1…10000 or a lane
+    ///   name with control characters.
+    public func setLaneWidth(_ width: Int?, lane: String) async throws {
+        try await store.setLaneWidth(width, lane: lane)
+    }
+
+    /// The lane widths set, by lane or prefix.
+    public func laneSettings() async throws -> [LaneSetting] {
+        try await store.laneSettings()
+    }
+
     // MARK: follow
 
     /// The job as stored now.

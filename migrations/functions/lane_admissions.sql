@@ -10,7 +10,15 @@ BEGIN
     RETURN QUERY
     SELECT w.id, f.slot, h.available = 0 AND w.k = 1
     FROM (SELECT DISTINCT l FROM unnest(p_lanes) AS l WHERE l IS NOT NULL) lanes
-    CROSS JOIN LATERAL (SELECT lane_width(lanes.l) AS width) d
+    -- `lane_width`, written out: a call of a function with its own search_path cannot be inlined
+    -- and cost ~17 µs a lane, more than the rest of the admission (docs/benchmarks.md, "Wider lanes").
+    CROSS JOIN LATERAL (
+        SELECT coalesce(
+            (SELECT s.width FROM lane_settings s WHERE s.lane = lanes.l),
+            (SELECT s.width FROM lane_settings s
+             WHERE right(s.lane, 1) = '*' AND starts_with(lanes.l, left(s.lane, -1))
+             ORDER BY length(s.lane) DESC LIMIT 1),
+            1) AS width) d
     CROSS JOIN LATERAL (
         SELECT count(*)::int AS n, count(*) FILTER (WHERE x.state = 'available')::int AS available,
                coalesce(array_agg(x.lane_slot), '{}') AS taken

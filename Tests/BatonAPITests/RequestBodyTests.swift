@@ -71,7 +71,7 @@ struct OpenAPIDocumentTests {
                 }
             }
         }
-        #expect(ids.count == 25)
+        #expect(ids.count == 28)
     }
 
     @Test func everyReferenceResolves() {

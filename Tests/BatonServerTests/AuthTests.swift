@@ -27,6 +27,10 @@ struct AuthTests {
         (.POST, "/v1/queues/{name}/pause", .roles(["admin"])),
         (.POST, "/v1/queues/{name}/resume", .roles(["admin"])),
         (.GET, "/v1/lanes", .roles(["admin", "read"])),
+        (.GET, "/v1/lane-settings", .roles(["admin", "read"])),
+        // Set before it is deleted: the admin's delete finds the admin's setting.
+        (.PUT, "/v1/lane-settings/{lane}", .roles(["admin"])),
+        (.DELETE, "/v1/lane-settings/{lane}", .roles(["admin"])),
         (.GET, "/v1/workers", .roles(["admin", "read"])),
         (.GET, "/v1/schedules", .roles(["admin", "read"])),
         (.GET, "/v1/schedules/{name}", .roles(["admin", "read"])),
@@ -68,7 +72,8 @@ struct AuthTests {
                     // A job of the caller's own for the routes on one job, so that the role decides.
                     let id = try await server.enqueue(["stages": [["task": "noop"]]], token: Token.enqueue)
                     var path = template.replacingOccurrences(of: "{id}", with: "\(id)")
-                        .replacingOccurrences(of: "{name}", with: "q-auth")
+                        .replacingOccurrences(of: "{name}", with: "q-auth").replacingOccurrences(
+                            of: "{lane}", with: "q-auth")
                     // A queue no job is in: paused only when asked to be anyway.
                     if template == "/v1/queues/{name}/pause" { path += "?unchecked=true" }
                     let body: JSONValue? =
@@ -78,6 +83,7 @@ struct AuthTests {
                         // A dry run: counting changes nothing for the next rows.
                         case (.POST, "/v1/jobs/bulk"): ["action": "cancel", "dry_run": true, "filter": [:]]
                         case (.PUT, "/v1/schedules/{name}"): Self.schedule
+                        case (.PUT, "/v1/lane-settings/{lane}"): ["width": 2]
                         case (.POST, "/v1/jobs/{id}/signals/{name}"): ["approved": true]
                         default: nil
                         }

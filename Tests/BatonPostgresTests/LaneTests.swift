@@ -170,9 +170,9 @@ struct LaneTests {
         }
     }
 
-    /// A worker finishing a stage of a wider lane is handed the next one at once only when no older
-    /// holder waits for a worker: it must not start before them.
-    @Test func aHandOverDoesNotOvertakeAnOlderHolderWaitingForAWorker() async throws {
+    /// A worker finishing a stage of a wider lane is handed the lane's oldest holder still waiting
+    /// for a worker before the stage just admitted: a lane's stages start in the order admitted.
+    @Test func aHandOverStartsTheOldestHolderWaitingForAWorkerFirst() async throws {
         try await TestDatabase.with { db async throws in
             try await db.store.setLaneWidth(2, lane: "w")
             let ids = try await db.store.enqueue((0..<4).map { laned("w", $0) }).map(\.id)
@@ -180,15 +180,16 @@ struct LaneTests {
             _ = try await db.store.claim(queue: "default", limit: 1, worker: "w")
             let applied = try await db.store.apply(
                 [Outcome(jobID: ids[0], stage: 0, attempt: 1, transition: .complete(output: "0"))], worker: "w",
-                slots: ["default": 5])
-            #expect(applied.claimed.isEmpty)
-            #expect(try await states(db, ids) == [.completed, .available, .available, .waiting])
-            // With both holders claimed, the next admitted is handed over.
-            _ = try await db.store.claim(queue: "default", limit: 2, worker: "w")
+                slots: ["default": 1])
+            #expect(applied.claimed.map(\.id) == [ids[1]])
+            #expect(try await states(db, ids) == [.completed, .running, .available, .waiting])
+            // With no older holder waiting, the stage admitted is the one handed over.
+            _ = try await db.store.claim(queue: "default", limit: 1, worker: "w")
             let next = try await db.store.apply(
                 [Outcome(jobID: ids[1], stage: 0, attempt: 1, transition: .complete(output: "0"))], worker: "w",
                 slots: ["default": 5])
             #expect(next.claimed.map(\.id) == [ids[3]])
+            #expect(try await states(db, ids) == [.completed, .completed, .running, .running])
         }
     }
 

@@ -24,8 +24,9 @@
 -- A lane holder promoted here in a queue of `p_queues` is claimed for the worker at once, up to
 -- `p_slots` (its free slots in that queue; not in a paused queue): the next stage of a lane starts
 -- without a claim round trip, and is returned as a ('claimed', …) row with the columns of
--- `claim_runnable` but the wait; only if the worker runs its task (`p_tasks`, as in `claim_runnable`),
--- and only if no older holder of its lane waits for a worker (a wider lane starts in order).
+-- `claim_runnable` but the wait; only if the worker runs its task (`p_tasks`, as in `claim_runnable`).
+-- In a wider lane, an older holder still waiting for a worker is claimed before it (a lane's stages
+-- start in the order they were admitted).
 CREATE OR REPLACE FUNCTION apply_outcomes_for(p_worker text, p_batch jsonb, p_queues text[], p_slots int[],
                                               p_tasks text[])
 RETURNS TABLE (event text, id bigint, queue text, stage int, attempt int, chain text, input text, results text,
@@ -184,32 +185,44 @@ BEGIN
     END IF;
 
     -- The lanes' next holders: each made available, or, when this worker runs its task and has a
-    -- free slot in its queue, claimed for it in the same update (one row version, not two).
+    -- free slot in its queue, claimed for it in the same update (one row version, not two). In a
+    -- wider lane an older holder may still wait for a worker: it is a candidate too, and the
+    -- oldest go first, so that a lane's stages start in the order they were admitted.
     IF v_lanes IS NOT NULL THEN
         RETURN QUERY
-        WITH heads AS (
-            SELECT j.id, j.queue, a.slot,
-                   -- not before an older holder of its lane that waits for a worker
-                   a.first
-                   AND (p_tasks IS NULL OR NOT (j.chain -> j.stage ? 'task') OR j.chain -> j.stage ->> 'task' = ANY (p_tasks))
+        WITH admitted AS MATERIALIZED (
+            SELECT * FROM lane_admissions(v_lanes)
+        ), candidates AS (
+            SELECT a.id, a.slot, true AS admitted FROM admitted a
+            UNION ALL
+            SELECT o.id, o.lane_slot, false FROM jobs o
+            WHERE o.state = 'available'
+              AND o.lane IN (SELECT j.lane FROM admitted a JOIN jobs j ON j.id = a.id WHERE NOT a.first)
+        ), heads AS (
+            SELECT c.id, c.slot, c.admitted, j.queue, j.lane_ready_at,
+                   (p_tasks IS NULL OR NOT (j.chain -> j.stage ? 'task') OR j.chain -> j.stage ->> 'task' = ANY (p_tasks))
                    -- the next holder of a lane in a paused queue waits for resume, like any job.
                    AND NOT EXISTS (SELECT 1 FROM paused_queues q WHERE q.queue = j.queue) AS runnable
-            FROM lane_admissions(v_lanes) a JOIN jobs j ON j.id = a.id
+            FROM candidates c JOIN jobs j ON j.id = c.id
         ), decided AS (
-            SELECT r.id, r.queue, r.slot, r.runnable AND r.n <= coalesce(s.slots, 0) AS taken
-            FROM (SELECT heads.*, row_number() OVER (PARTITION BY heads.queue, heads.runnable ORDER BY heads.id) AS n
+            SELECT r.id, r.queue, r.slot, r.admitted, r.runnable AND r.n <= coalesce(s.slots, 0) AS taken
+            FROM (SELECT heads.*, row_number() OVER (PARTITION BY heads.queue, heads.runnable
+                                                     ORDER BY heads.lane_ready_at, heads.id) AS n
                   FROM heads) r
             LEFT JOIN unnest(p_queues, p_slots) AS s(queue, slots) ON s.queue = r.queue
         ), moved AS (
             UPDATE jobs j SET
                 state = (CASE WHEN d.taken THEN 'running' ELSE 'available' END)::job_state,
-                run_at = now(),
+                run_at = CASE WHEN d.admitted THEN now() ELSE j.run_at END,
                 lane_slot = d.slot,
                 attempt = CASE WHEN d.taken THEN j.attempt + 1 ELSE j.attempt END,
                 worker_id = CASE WHEN d.taken THEN p_worker ELSE j.worker_id END,
                 attempted_at = CASE WHEN d.taken THEN now() ELSE j.attempted_at END
-            FROM decided d WHERE j.id = d.id
-            RETURNING d.taken, j.id, j.queue, j.stage, j.attempt, j.chain::text AS chain,
+            FROM decided d
+            -- An older holder is taken only if no worker claimed it meanwhile (re-checked on the
+            -- row as it is once a claim holding it commits); one not taken is left as it is.
+            WHERE j.id = d.id AND (d.admitted OR (d.taken AND j.state = 'available'))
+            RETURNING d.taken, d.admitted, j.id, j.queue, j.stage, j.attempt, j.chain::text AS chain,
                 (CASE WHEN jsonb_array_length(j.results) = 0 THEN j.input ELSE j.results -> -1 -> 'output' END)::text AS input,
                 CASE WHEN jsonb_array_length(j.results) = 0 THEN NULL ELSE j.results::text END AS results,
                 j.metadata::text AS metadata, j.group_output::text AS group_output
@@ -217,10 +230,10 @@ BEGIN
         SELECT 'claimed', m.id, m.queue, m.stage, m.attempt, m.chain, m.input, m.results, m.metadata, m.group_output
         FROM moved m WHERE m.taken
         UNION ALL
-        -- Those not taken wait for any worker of their queue.
+        -- Those admitted and not taken wait for any worker of their queue.
         SELECT DISTINCT 'wake', NULL::bigint, m.queue, NULL::int, NULL::int, NULL::text, NULL::text,
                NULL::text, NULL::text, NULL::text
-        FROM moved m WHERE NOT m.taken;
+        FROM moved m WHERE NOT m.taken AND m.admitted;
     END IF;
 
     RETURN QUERY

@@ -1,8 +1,8 @@
 -- For each lane, the waiting jobs it admits now: while fewer than its width hold it (available,
 -- running or retryable), its oldest waiting jobs, each with the lowest slot free. Call with the
 -- lanes locked. `first`: no other holder of its lane waits for a worker, and no job admitted
--- before it in this call either: a worker may claim it at once without starting it before an
--- older holder (`apply_outcomes_for`). Each lane costs a few index probes, whatever its backlog.
+-- before it in this call either (else `apply_outcomes_for` looks for the older holders, to start
+-- them first). Each lane costs a few index probes, whatever its backlog.
 -- (Replaces `lane_heads`, which admitted one job per lane; a later migration drops it.)
 CREATE OR REPLACE FUNCTION lane_admissions(p_lanes text[]) RETURNS TABLE (id bigint, slot smallint, first boolean)
 LANGUAGE plpgsql SET search_path FROM CURRENT AS $$

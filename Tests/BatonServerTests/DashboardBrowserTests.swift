@@ -99,6 +99,32 @@ struct DashboardBrowserTests {
         }
     }
 
+    /// An admin widens a lane from the lanes page: the width is listed and in effect at once (the
+    /// lane's second job is admitted: it holds 2 of 2).
+    @Test func anAdminSetsALanesWidthFromTheLanesPage() async throws {
+        try await withServer(worker: nil) { server async throws in
+            for _ in 0..<3 {
+                try await server.enqueue(
+                    ["stages": [["task": "noop", "lane": "tenant-7"]], "queue": "idle"], query: "?unchecked=true")
+            }
+            try await Browser.with { browser in
+                try await Self.signIn(browser, server, token: Token.admin)
+                try await browser.waitForText("h1") { $0 == "Overview" }
+                try await browser.open(server.base + "/ui/lanes")
+                #expect(try await browser.text("table.lanes tbody td.num") == "1 of 1")
+                try await browser.type("tenant-*", into: "form.lane-width input[name=lane]")
+                try await browser.run("document.querySelector('form.lane-width input[name=width]').value = ''")
+                try await browser.type("2", into: "form.lane-width input[name=width]")
+                try await browser.click("form.lane-width button")
+                try await browser.waitForText(".notice") { $0 == "Lane tenant-*: width set, in effect now." }
+                #expect(try await browser.text("table.lane-widths tbody th") == "tenant-*")
+                #expect(try await browser.text("table.lanes tbody td.num") == "2 of 2")
+                #expect(try await browser.consoleErrors() == [])
+            }
+            #expect(try await server.call(.GET, "/v1/lane-settings")["settings"]?.items.map { $0["width"] } == [2])
+        }
+    }
+
     /// A read token sees every page and no action; markup in a job's payload shows as text and
     /// never runs, on every page.
     @Test func aReadTokenSeesNoActionAndPayloadsStayText() async throws {

@@ -164,6 +164,13 @@ public struct Chain<Output: Codable & Sendable>: Sendable {
         modifyingLastTask { $0.queue = queue }
     }
 
+    /// Counts the starts of the stage added last (each member, for a group) against the rate
+    /// limit `key` (set with `BatonClient.setRateLimit`, `PUT /v1/rate-limits/{key}` or
+    /// `baton rate-limits set`): it starts only when the key has a token.
+    public func rate(_ key: String) -> Chain {
+        modifyingLastTask { $0.rate = key }
+    }
+
     /// Sets the timeout of the stage added last.
     public func timeout(_ timeout: Duration) -> Chain {
         modifyingLastTask { $0.timeout = timeout }

@@ -91,6 +91,7 @@ public struct ChainDefinition: Sendable, Hashable {
                 try task.args.checkStorable(at: "\(here).args")
                 if let lane = task.lane { try checkName(lane, path: "\(here).lane", what: "lane") }
                 if let queue = task.queue { try checkName(queue, path: "\(here).queue", what: "queue name") }
+                if let rate = task.rate { try checkName(rate, path: "\(here).rate", what: "rate limit key") }
                 guard task.retry.maxAttempts >= 1 else {
                     throw .invalidChain(path: "\(here).max_attempts", reason: "must be at least 1")
                 }

@@ -23,14 +23,14 @@ public struct StageSpec: Sendable, Hashable, Codable {
     public static func task(
         _ task: String, args: JSONValue = .object([:]), name: String? = nil, lane: String? = nil,
         retry: RetryPolicy = .default, timeout: Duration = TaskStage.defaultTimeout, repeat: RepeatRule? = nil,
-        next: [FlowRule] = [], queue: String? = nil
+        next: [FlowRule] = [], queue: String? = nil, rate: String? = nil
     ) -> StageSpec {
         StageSpec(
             name: name,
             .task(
                 TaskStage(
                     task: task, args: args, lane: lane, retry: retry, timeout: timeout, repeat: `repeat`, next: next,
-                    queue: queue)))
+                    queue: queue, rate: rate)))
     }
 
     public static func group(_ members: [StageSpec], name: String? = nil) -> StageSpec {
@@ -71,7 +71,7 @@ public struct StageSpec: Sendable, Hashable, Codable {
 
     enum CodingKeys: String, CodingKey {
         case name, task, args, lane, retry, timeout = "timeout_ms", group, await, maxAttempts = "max_attempts"
-        case `repeat`, next, queue
+        case `repeat`, next, queue, rate
     }
 
     public init(from decoder: any Decoder) throws {
@@ -109,6 +109,7 @@ public struct StageSpec: Sendable, Hashable, Codable {
                     DecodingError.Context(codingPath: decoder.codingPath, debugDescription: "\(error)"))
             }
             task.queue = try container.decodeIfPresent(String.self, forKey: .queue)
+            task.rate = try container.decodeIfPresent(String.self, forKey: .rate)
             body = .task(task)
         }
     }
@@ -117,7 +118,8 @@ public struct StageSpec: Sendable, Hashable, Codable {
         try json.encode(to: encoder)
     }
 
-    /// The stored form: `{"task", "name"?, "args"?, "lane"?, "queue"?, "retry"?, "timeout_ms"?, "repeat"?, "next"?}`,
+    /// The stored form: `{"task", "name"?, "args"?, "lane"?, "queue"?, "rate"?, "retry"?, "timeout_ms"?, "repeat"?,
+    /// "next"?}`,
     /// `{"name"?, "group": [...]}` or `{"await", "name"?, "timeout_ms"?, "max_attempts"?}` (the
     /// schema's `expire_waits` reads the last two); `Codable` encoding writes exactly this. Fields at their
     /// defaults (`{}` args, `RetryPolicy.default`, `TaskStage.defaultTimeout`) are left out, which
@@ -133,6 +135,7 @@ public struct StageSpec: Sendable, Hashable, Codable {
             if task.args != [:] { fields["args"] = task.args }
             if let lane = task.lane { fields["lane"] = .string(lane) }
             if let queue = task.queue { fields["queue"] = .string(queue) }
+            if let rate = task.rate { fields["rate"] = .string(rate) }
             if task.retry != .default { fields["retry"] = task.retry.json }
             if task.timeout != TaskStage.defaultTimeout {
                 fields["timeout_ms"] = .number(task.timeout.milliseconds)
@@ -184,6 +187,11 @@ public struct TaskStage: Sendable, Hashable {
     /// serving that queue, and a worker runs it straight after the stage before only if it serves
     /// that queue (and task).
     public var queue: String?
+    /// The rate limit this stage's starts count against (`PUT /v1/rate-limits/{key}` sets it; a key
+    /// without a limit does not limit). A stage waiting for a token stays `available`, its attempt
+    /// not spent; a worker claims it when the key has a token, and never runs it straight after the
+    /// stage before without one.
+    public var rate: String?
     public var retry: RetryPolicy
     public var timeout: Duration
     /// Run again, fed its own output, while this holds (see ``RepeatRule``).
@@ -194,12 +202,13 @@ public struct TaskStage: Sendable, Hashable {
     public init(
         task: String, args: JSONValue = .object([:]), lane: String? = nil, retry: RetryPolicy = .default,
         timeout: Duration = TaskStage.defaultTimeout, repeat: RepeatRule? = nil, next: [FlowRule] = [],
-        queue: String? = nil
+        queue: String? = nil, rate: String? = nil
     ) {
         self.task = task
         self.args = args
         self.lane = lane
         self.queue = queue
+        self.rate = rate
         self.retry = retry
         self.timeout = timeout
         self.repeat = `repeat`

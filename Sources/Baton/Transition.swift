@@ -116,7 +116,8 @@ public enum Transition: Sendable, Hashable {
         let to = target == position + 1 ? nil : target
         let queue = next.task?.queue
         if let lane = next.lane { return .advance(output: output, lane: lane, to: to, queue: queue) }
-        if next.task != nil, canHop(next) { return .hop(output: output, to: to, queue: queue) }
+        // A rate-limited stage starts only with a token, which a claim takes.
+        if next.task != nil, next.task?.rate == nil, canHop(next) { return .hop(output: output, to: to, queue: queue) }
         return .advance(output: output, lane: nil, to: to, queue: queue)
     }
 

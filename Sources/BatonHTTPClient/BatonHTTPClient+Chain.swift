@@ -62,7 +62,7 @@ extension Components.Schemas.StageRequest {
             self = .TaskStageRequest(
                 .init(
                     task: task.task, name: stage.name, args: task.args == [:] ? nil : task.args, lane: task.lane,
-                    queue: task.queue,
+                    queue: task.queue, rate: task.rate,
                     maxAttempts: retry.map { Int32(clamping: $0.maxAttempts) },
                     backoff: retry.map { retry in
                         .init(

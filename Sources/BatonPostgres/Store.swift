@@ -136,20 +136,33 @@ extension Store {
 
     /// Claims up to `limit` available jobs of `queue` for `worker`, in priority, due time and id
     /// order, skipping rows other workers hold and task stages of tasks not in `tasks` (nil: any)
-    /// (`claim_runnable` in the schema; `jobs_available` index), each with how long it waited to be
+    /// (`claim_for` in the schema; `jobs_available` index), each with how long it waited to be
     /// picked up.
     package func claim(queue: String, limit: Int, worker: String, tasks: [String]? = nil) async throws
         -> [ClaimedJob]
     {
+        try await claimCountingTokens(queue: queue, limit: limit, worker: worker, tasks: tasks).jobs
+    }
+
+    /// ``claim(queue:limit:worker:tasks:)``, and when a rate limit key ran out of tokens with
+    /// stages of this queue still waiting for one, how long until the first of them has one.
+    package func claimCountingTokens(queue: String, limit: Int, worker: String, tasks: [String]? = nil)
+        async throws -> (jobs: [ClaimedJob], nextToken: Duration?)
+    {
         let asked = ContinuousClock.now
         let rows = try await pool.rows(
-            "SELECT * FROM \(unescaped: schema).claim_runnable(\(queue), \(limit)::int, \(worker), \(tasks)::text[])",
+            "SELECT * FROM \(unescaped: schema).claim_for(\(queue), \(limit)::int, \(worker), \(tasks)::text[])",
             logger: logger)
         var decoder = ClaimDecoder()
         var claimed: [ClaimedJob] = []
+        var nextToken: Duration?
         for row in rows {
             let (id, stage, attempt, chain, input, results, metadata, groupOutput, waited) = try row.decode(
-                (Int64, Int, Int, String, String, String?, String, String?, Double).self)
+                (Int64?, Int?, Int?, String?, String?, String?, String?, String?, Double).self)
+            guard let id, let stage, let attempt, let chain, let input, let metadata else {
+                nextToken = .milliseconds(Int64((waited * 1000).rounded(.up)))
+                continue
+            }
             var job = try decoder.job(
                 id: id, queue: queue, stage: stage, attempt: attempt, chain: chain, input: input, results: results,
                 metadata: metadata, groupOutput: groupOutput)
@@ -157,7 +170,7 @@ extension Store {
             job.claimedSince = asked
             claimed.append(job)
         }
-        return claimed
+        return (claimed, nextToken)
     }
 
     /// Builds claimed jobs from the columns `claim` returns.

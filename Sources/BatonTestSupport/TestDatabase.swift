@@ -65,7 +65,7 @@ extension TestDatabase {
             """
             CREATE TABLE \(unescaped: configuration.schema).test_runs (
                 job bigint, stage int, attempt int, lane text, pid int,
-                started_at timestamptz, ended_at timestamptz, failed boolean)
+                started_at timestamptz, ended_at timestamptz, failed boolean, claimed_at timestamptz)
             """)
     }
 

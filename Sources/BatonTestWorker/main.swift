@@ -1,6 +1,7 @@
 // A worker process for the tests that need several processes (lanes across workers, SIGKILL,
 // SIGTERM drain). It serves the built-in tasks and `record`, which logs each attempt's start and
-// end to `<schema>.test_runs` and fails at random when asked to. With `"gate": N` it first waits
+// end (and when it was claimed, the job's `attempted_at`) to `<schema>.test_runs` and fails at
+// random when asked to. With `"gate": N` it first waits
 // until no one holds PostgreSQL's advisory lock N exclusively: a test holds it to keep the stage
 // running for as long as it needs, and lets go to end it.
 //
@@ -46,9 +47,11 @@ tasks.register(name: "record") { args, input, context in
     let failed = Int.random(in: 0..<100) < failPercent
     try await pool.perform(
         """
-        INSERT INTO \(unescaped: schema).test_runs (job, stage, attempt, lane, pid, started_at, ended_at, failed)
+        INSERT INTO \(unescaped: schema).test_runs
+            (job, stage, attempt, lane, pid, started_at, ended_at, failed, claimed_at)
         VALUES (\(context.jobID), \(context.stageIndex), \(context.attempt), \(context.lane),
-                \(Int(ProcessInfo.processInfo.processIdentifier)), \(started), \(Date()), \(failed))
+                \(Int(ProcessInfo.processInfo.processIdentifier)), \(started), \(Date()), \(failed),
+                (SELECT attempted_at FROM \(unescaped: schema).jobs WHERE id = \(context.jobID)))
         """, logger: logger)
     if failed { throw TaskFailure.retry(after: .milliseconds(Int64.random(in: 0...30)), "record failed on purpose") }
     return input

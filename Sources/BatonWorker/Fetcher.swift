@@ -6,8 +6,9 @@ import Synchronization
 /// Claims stages of one queue, never more than its free slots, and hands them to the ``Intake``.
 ///
 /// It claims when told that jobs are available (NOTIFY, or an outcome of this worker's), when a
-/// quarter of the slots has freed up while the last claim filled every one, and every
-/// `pollInterval` regardless. On graceful shutdown it stops claiming and returns.
+/// quarter of the slots has freed up while the last claim filled every one, when a rate limit
+/// key the last claim found out of tokens has one again, and every `pollInterval` regardless. On
+/// graceful shutdown it stops claiming and returns.
 final class Fetcher: Service, Sendable, CustomStringConvertible {
     let queue: String
     let store: Store
@@ -20,6 +21,8 @@ final class Fetcher: Service, Sendable, CustomStringConvertible {
     let logger: Logger
     /// When the loop last came round (it does at least every poll interval).
     private let tick = Mutex(ContinuousClock.now)
+    /// The wake-up asked for by the last claim that found a rate limit key out of tokens.
+    private let tokenWake = Mutex<ContinuousClock.Instant?>(nil)
 
     init(
         queue: String, store: Store, workerID: String, tasks: [String], intake: Intake, metrics: WorkerMetrics,
@@ -52,7 +55,7 @@ final class Fetcher: Service, Sendable, CustomStringConvertible {
                         self.intake.wake(self.queue)
                     }
                 }
-                await self.fetchUntilDrained()
+                await self.fetchUntilDrained(in: &group)
                 group.cancelAll()
             }
         } onGracefulShutdown: {
@@ -60,7 +63,7 @@ final class Fetcher: Service, Sendable, CustomStringConvertible {
         }
     }
 
-    private func fetchUntilDrained() async {
+    private func fetchUntilDrained(in group: inout DiscardingTaskGroup) async {
         var backoff = Duration.milliseconds(50)
         while !Task.isCancelled {
             tick.withLock { $0 = .now }
@@ -71,8 +74,10 @@ final class Fetcher: Service, Sendable, CustomStringConvertible {
                 await intake.waitForWork(in: queue)
             case .claim(let limit):
                 do {
-                    let jobs = try await store.claim(queue: queue, limit: limit, worker: workerID, tasks: tasks)
+                    let (jobs, nextToken) = try await store.claimCountingTokens(
+                        queue: queue, limit: limit, worker: workerID, tasks: tasks)
                     backoff = .milliseconds(50)
+                    if let nextToken { wake(after: nextToken, in: &group) }
                     for job in jobs {
                         if let waited = job.waited { metrics.pickedUp(queue: queue, waited: waited) }
                     }
@@ -86,6 +91,23 @@ final class Fetcher: Service, Sendable, CustomStringConvertible {
                     backoff = min(backoff * 2, .seconds(2))
                 }
             }
+        }
+    }
+
+    /// Claims again once `delay` has passed (a rate limit key's next token), unless a wake-up as
+    /// early is already set: one sleeping child task, not one per claim.
+    private func wake(after delay: Duration, in group: inout DiscardingTaskGroup) {
+        let at = ContinuousClock.now + delay
+        let sooner = tokenWake.withLock { wake in
+            guard wake.map({ at < $0 }) ?? true else { return false }
+            wake = at
+            return true
+        }
+        guard sooner else { return }
+        group.addTask {
+            try? await Task.sleep(until: at)
+            self.tokenWake.withLock { if $0 == at { $0 = nil } }
+            self.intake.wake(self.queue)
         }
     }
 }

@@ -22,6 +22,12 @@ struct TransitionTests {
         #expect(decide(.succeeded(output: "1"), next: background, canHop: false) == .advance(output: "1", lane: nil))
     }
 
+    /// A rate-limited stage starts with a token, which only a claim takes: never a hop.
+    @Test func successBeforeARateLimitedStageGoesThroughTheQueue() {
+        let limited = StageSpec.task("call", rate: "partner")
+        #expect(decide(.succeeded(output: "1"), next: limited) == .advance(output: "1", lane: nil))
+    }
+
     @Test func successBeforeAnOrderedStageEntersItsLaneEvenWhenHopIsAllowed() {
         #expect(decide(.succeeded(output: "1"), next: laned) == .advance(output: "1", lane: "customer-1"))
         #expect(

@@ -139,6 +139,47 @@ struct ProcessTests {
         }
     }
 
+    /// A rate limit across worker processes: over any stretch of time, the stages of a key claimed
+    /// (the instant each took its token, recorded by the database) never exceed the rate times the
+    /// stretch plus the burst; every stage runs, none spends an attempt waiting.
+    @Test func aRateLimitHoldsAcrossProcesses() async throws {
+        try await TestDatabase.with { db async throws in
+            try await db.createRunsTable()
+            try await db.store.setRateLimit(RateLimit(key: "partner", rate: 20, per: .seconds(1), burst: 5))
+            let workers = [
+                try await WorkerProcess(url: db.url, queue: "default:8"),
+                try await WorkerProcess(url: db.url, queue: "default:8"),
+            ]
+            let jobs = (0..<60).map { index in
+                NewJob(
+                    chain: ChainDefinition(
+                        input: .number(index),
+                        stages: [.task("record", args: ["min_ms": 0, "max_ms": 3], retry: .none, rate: "partner")]))
+            }
+            _ = try await db.store.enqueue(jobs)
+            try await eventually(timeout: .seconds(60), "every job to complete") {
+                try await count(db, "state = 'completed'") == 60
+            }
+            for worker in workers { worker.signal(SIGTERM) }
+            for worker in workers { #expect(try await worker.waitForExit() == 0) }
+            let schema = db.configuration.schema
+            #expect(try await count(db, "attempt = 1") == 60)
+            // For each claim, the claims in the second from it: at most 20 × 1 + 5.
+            let most = try await db.values(
+                """
+                SELECT max((SELECT count(*) FROM \(unescaped: schema).test_runs o
+                            WHERE o.claimed_at >= r.claimed_at AND o.claimed_at < r.claimed_at + interval '1 second'))::int
+                FROM \(unescaped: schema).test_runs r
+                """, as: Int.self)[0]
+            #expect(most <= 25, "\(most) claims within a second")
+            // And the limit was what paced them: 60 stages took at least (60 − 5) / 20 s.
+            let span = try await db.values(
+                "SELECT extract(epoch FROM max(claimed_at) - min(claimed_at))::float8 FROM \(unescaped: schema).test_runs",
+                as: Double.self)[0]
+            #expect(span >= 2.7, "\(span) s")
+        }
+    }
+
     @Test func aKilledWorkersStageFinishesElsewhereAfterTheLease() async throws {
         try await TestDatabase.with { db async throws in
             try await db.createRunsTable()

@@ -94,6 +94,8 @@ BEGIN
                           WHEN b.kind IN ('advance', 'release') THEN now() ELSE j.run_at END,
             lane = CASE WHEN b.kind IN ('hop', 'advance') THEN b.lane ELSE j.lane END,
             queue = CASE WHEN b.kind IN ('hop', 'advance') THEN coalesce(b.queue, j.home_queue, j.queue) ELSE j.queue END,
+            rate_key = CASE WHEN b.kind IN ('hop', 'advance')
+                            THEN coalesce(j.chain -> coalesce(b.target, j.stage + 1) ->> 'rate', '') ELSE j.rate_key END,
             home_queue = CASE WHEN b.queue IS NOT NULL THEN coalesce(j.home_queue, j.queue) ELSE j.home_queue END,
             -- After the lane lock: entry times follow the order the lock serialises entries in.
             -- A stage repeated in its lane keeps its place: it is promoted again before any other.
@@ -144,12 +146,13 @@ BEGIN
         RETURN QUERY
         WITH members AS (
         INSERT INTO jobs (queue, priority, state, chain, stage_count, input, metadata, lane, lane_ready_at,
-                          parent_id, parent_stage, member_index)
+                          parent_id, parent_stage, member_index, rate_key)
         SELECT coalesce(m.value ->> 'queue', p.queue), p.priority,
                CASE WHEN m.value ->> 'lane' IS NULL THEN 'available' ELSE 'waiting' END::job_state,
                jsonb_build_array(m.value), 1,
                CASE WHEN jsonb_array_length(p.results) = 0 THEN p.input ELSE p.results -> -1 -> 'output' END,
-               p.metadata, m.value ->> 'lane', clock_timestamp(), p.id, p.stage, (m.ordinality - 1)::int
+               p.metadata, m.value ->> 'lane', clock_timestamp(), p.id, p.stage, (m.ordinality - 1)::int,
+               coalesce(m.value ->> 'rate', '')
         FROM unnest(v_applied) a
         JOIN jobs p ON p.id = a.id
         CROSS JOIN LATERAL jsonb_array_elements(p.chain -> p.stage -> 'group') WITH ORDINALITY m
@@ -201,6 +204,8 @@ BEGIN
         ), heads AS (
             SELECT c.id, c.slot, c.admitted, j.queue, j.lane_ready_at,
                    (p_tasks IS NULL OR NOT (j.chain -> j.stage ? 'task') OR j.chain -> j.stage ->> 'task' = ANY (p_tasks))
+                   -- a rate-limited stage starts with a token, which only a claim takes
+                   AND j.rate_key = ''
                    -- the next holder of a lane in a paused queue waits for resume, like any job.
                    AND NOT EXISTS (SELECT 1 FROM paused_queues q WHERE q.queue = j.queue) AS runnable
             FROM candidates c JOIN jobs j ON j.id = c.id

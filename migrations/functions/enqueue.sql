@@ -47,21 +47,23 @@ BEGIN
         -- Jobs without a uniqueness rule: the idempotency key's index is the only arbiter (naming
         -- none would make every unique index one, checked for every row).
         INSERT INTO jobs (id, queue, priority, state, run_at, chain, stage_count, input, metadata,
-                          idempotency_key, lane, lane_ready_at, enqueued_by, home_queue)
+                          idempotency_key, lane, lane_ready_at, enqueued_by, home_queue, rate_key)
         OVERRIDING SYSTEM VALUE
         SELECT i.new_id, coalesce(i.queue, 'default'), coalesce(i.priority, 0),
                CASE WHEN i.run_at > now() THEN 'scheduled'
                     WHEN i.chain -> 0 ->> 'lane' IS NOT NULL THEN 'waiting'
                     ELSE 'available' END::job_state,
                coalesce(i.run_at, now()), i.chain, jsonb_array_length(i.chain), coalesce(i.input, 'null'),
-               coalesce(i.metadata, '{}'), i.key, i.chain -> 0 ->> 'lane', i.ready_at, i.owner, i.home_queue
+               coalesce(i.metadata, '{}'), i.key, i.chain -> 0 ->> 'lane', i.ready_at, i.owner, i.home_queue,
+               coalesce(i.chain -> 0 ->> 'rate', '')
         FROM input i WHERE i.unique_key IS NULL ORDER BY i.ord
         ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
         RETURNING jobs.id, jobs.queue, jobs.state, jobs.run_at, jobs.created_at
     ), uniq AS (
         -- Jobs with one: its index and the idempotency key's are both arbiters.
         INSERT INTO jobs (id, queue, priority, state, run_at, chain, stage_count, input, metadata,
-                          idempotency_key, lane, lane_ready_at, enqueued_by, unique_key, unique_states, home_queue)
+                          idempotency_key, lane, lane_ready_at, enqueued_by, unique_key, unique_states, home_queue,
+                          rate_key)
         OVERRIDING SYSTEM VALUE
         SELECT i.new_id, coalesce(i.queue, 'default'), coalesce(i.priority, 0),
                CASE WHEN i.run_at > now() THEN 'scheduled'
@@ -69,7 +71,7 @@ BEGIN
                     ELSE 'available' END::job_state,
                coalesce(i.run_at, now()), i.chain, jsonb_array_length(i.chain), coalesce(i.input, 'null'),
                coalesce(i.metadata, '{}'), i.key, i.chain -> 0 ->> 'lane', i.ready_at, i.owner, i.unique_key,
-               i.unique_states, i.home_queue
+               i.unique_states, i.home_queue, coalesce(i.chain -> 0 ->> 'rate', '')
         FROM input i WHERE i.unique_key IS NOT NULL ORDER BY i.ord
         ON CONFLICT DO NOTHING
         RETURNING jobs.id, jobs.queue, jobs.state, jobs.run_at, jobs.created_at

@@ -116,7 +116,7 @@ struct JobReader {
                 try flow(rule, at: "\(path).next[\(index)]") { (json, at) throws(BatonError) in
                     try FlowRule(json: json, at: at)
                 }
-            }, queue: stage.queue)
+            }, queue: stage.queue, rate: stage.rate)
     }
 
     /// A `repeat` or `next` rule, read by Baton's own reader from its JSON form: one set of rules

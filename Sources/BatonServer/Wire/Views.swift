@@ -68,7 +68,7 @@ extension Components.Schemas.Stage {
         var isGroup: Bool { if case .group = spec.body { true } else { false } }
         self.init(
             index: index, name: spec.name, task: spec.task?.task, args: spec.task?.args, _await: spec.awaited?.signal,
-            lane: spec.lane, queue: spec.task?.queue, state: state,
+            lane: spec.lane, queue: spec.task?.queue, rate: spec.task?.rate, state: state,
             attempts: attempts, runs: runs.count,
             maxAttempts: spec.task?.retry.maxAttempts ?? spec.awaited?.maxAttempts, startedAt: startedAt,
             finishedAt: result?.finishedAt.flatMap(RFC3339.parse), output: result?.output ?? .null,

@@ -1,0 +1,85 @@
+import Baton
+import BatonPostgres
+import BatonTestSupport
+import Foundation
+import PostgresNIO
+import Testing
+
+/// Rate limits as the database keeps them, without a worker: a claim spends one token per stage
+/// of a limited key, and says when the next token comes.
+@Suite(.timeLimit(.minutes(2)))
+struct RateLimitTests {
+    func limited(_ key: String, _ input: Int, lane: String? = nil) -> NewJob {
+        NewJob(chain: ChainDefinition(input: .number(input), stages: [.task("t", lane: lane, rate: key)]))
+    }
+
+    @Test func aClaimTakesNoMoreStagesOfAKeyThanItHasTokens() async throws {
+        try await TestDatabase.with { db async throws in
+            try await db.store.setRateLimit(RateLimit(key: "partner", rate: 2, per: .seconds(3600)))
+            let limitedIDs = try await db.store.enqueue((0..<5).map { limited("partner", $0) }).map(\.id)
+            let free = try await db.store.enqueue([NewJob(chain: ChainDefinition(stages: [.task("t")]))])[0].id
+            let first = try await db.store.claimCountingTokens(queue: "default", limit: 10, worker: "w")
+            #expect(Set(first.jobs.map(\.id)) == Set([free] + limitedIDs.prefix(2)))
+            // The next token comes after half an hour (2 an hour).
+            let wait = try #require(first.nextToken)
+            #expect(wait > .seconds(1790) && wait <= .seconds(1800))
+            let second = try await db.store.claimCountingTokens(queue: "default", limit: 10, worker: "w")
+            #expect(second.jobs.isEmpty)
+            #expect(try await db.store.rateLimits().map(\.key) == ["partner"])
+            #expect(try await db.store.rateLimits().first.map { $0.tokens < 0.01 } == true)
+            // The limit gone, the key no longer limits.
+            #expect(try await db.store.deleteRateLimit("partner"))
+            #expect(
+                try await db.store.claim(queue: "default", limit: 10, worker: "w").map(\.id) == Array(limitedIDs[2...]))
+        }
+    }
+
+    @Test func tokensComeBackAtTheRateUpToTheBurst() async throws {
+        try await TestDatabase.with { db async throws in
+            try await db.store.setRateLimit(RateLimit(key: "k", rate: 1, per: .milliseconds(200), burst: 1))
+            _ = try await db.store.enqueue((0..<3).map { limited("k", $0) })
+            #expect(try await db.store.claim(queue: "default", limit: 10, worker: "w").count == 1)
+            let wait = try #require(
+                try await db.store.claimCountingTokens(queue: "default", limit: 10, worker: "w").nextToken)
+            #expect(wait <= .milliseconds(200))
+            try await Task.sleep(for: wait)
+            #expect(try await db.store.claim(queue: "default", limit: 10, worker: "w").count == 1)
+        }
+    }
+
+    /// A stage naming a key nobody limited is claimed like any other; a limited stage entering a
+    /// lane is not handed to the worker that freed the lane (that would start it without a token).
+    @Test func anUnlimitedKeyDoesNotLimitAndALaneHandOverTakesNoLimitedStage() async throws {
+        try await TestDatabase.with { db async throws in
+            let ids = try await db.store.enqueue((0..<3).map { limited("nobody", $0) }).map(\.id)
+            #expect(try await db.store.claim(queue: "default", limit: 10, worker: "w").map(\.id) == ids)
+
+            try await db.store.setRateLimit(RateLimit(key: "slow", rate: 1, per: .seconds(3600)))
+            let laned = try await db.store.enqueue((0..<2).map { limited("slow", $0, lane: "l") }).map(\.id)
+            let claimed = try await db.store.claim(queue: "default", limit: 10, worker: "w")
+            #expect(claimed.map(\.id) == [laned[0]])
+            let applied = try await db.store.apply(
+                [Outcome(jobID: laned[0], stage: 0, attempt: 1, transition: .complete(output: "0"))], worker: "w",
+                slots: ["default": 5])
+            #expect(applied.claimed.isEmpty)
+            #expect(try await db.store.job(laned[1])?.state == .available)
+            #expect(try await db.store.claim(queue: "default", limit: 10, worker: "w").isEmpty, "no token left")
+        }
+    }
+
+    @Test func badLimitsAreRefusedNamingTheField() async throws {
+        try await TestDatabase.with { db async throws in
+            for (limit, path) in [
+                (RateLimit(key: "k", rate: 0, per: .seconds(1)), "rate"),
+                (RateLimit(key: "k", rate: 1, per: .zero), "per"),
+                (RateLimit(key: "k", rate: 1, per: .seconds(1), burst: 0), "burst"),
+                (RateLimit(key: "", rate: 1, per: .seconds(1)), "key"),
+            ] {
+                await #expect(throws: BatonError.self) { try await db.store.setRateLimit(limit) }
+                do { try await db.store.setRateLimit(limit) } catch let BatonError.invalidChain(at, _) {
+                    #expect(at == path)
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,23 @@
+-- Baton schema, version 15: rate limits.
+--
+-- A task stage may name a rate limit key (`"rate": "partner-api"`); `rate_key` is the current
+-- stage's ('' for none), set whenever the stage changes. A stage counts against its key when a
+-- worker claims it (`claim_for`), which takes one of the key's tokens: a bucket of `burst` tokens
+-- refilled at `rate` per `per_ms`, read and written under the row's lock, so the bound holds across
+-- every worker. A stage waiting for a token stays `available` and costs nothing while it waits:
+-- `jobs_available` is keyed by (queue, rate_key, …), so claims of unlimited stages never walk over
+-- limited ones, and each key's stages are claimed from their own range of the index.
+ALTER TABLE jobs ADD COLUMN rate_key text NOT NULL DEFAULT '';
+DROP INDEX jobs_available;
+CREATE INDEX jobs_available ON jobs (queue, rate_key, priority, run_at, id) WHERE state = 'available';
+
+CREATE TABLE rate_limits (
+    key         text PRIMARY KEY,
+    rate        int NOT NULL CHECK (rate BETWEEN 1 AND 1000000),
+    per_ms      bigint NOT NULL CHECK (per_ms BETWEEN 1 AND 2678400000),
+    burst       int NOT NULL CHECK (burst BETWEEN 1 AND 1000000),
+    tokens      float8 NOT NULL,
+    refilled_at timestamptz NOT NULL DEFAULT now(),
+    source      text NOT NULL DEFAULT 'api' CHECK (source IN ('api', 'settings')),
+    updated_at  timestamptz NOT NULL DEFAULT now()
+);

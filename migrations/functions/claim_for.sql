@@ -1,0 +1,100 @@
+-- Claim up to `p_limit` available jobs of a queue for a worker, in priority, due time and id order,
+-- skipping rows other workers hold; nothing from a paused queue (one primary-key probe). A plain
+-- scan of the `jobs_available` partial index: lanes cost nothing here (a job waiting for its lane
+-- is not available). A function so that its plan is cached per connection: planning this
+-- statement costs more than running it on an idle queue. `waited`: seconds since the stage became
+-- claimable (`run_at` is that instant in every path), the worker's pickup latency.
+-- `p_tasks`: the tasks the worker runs; a task stage of another task is left for a worker that
+-- runs it (group and await stages are every worker's). NULL: any.
+--
+-- Stages without a rate limit key first; then, while slots are left, each key with stages
+-- available here (found by a skip scan of the index: one probe per key) takes what its bucket
+-- allows: its row locked and refilled, one token spent per stage claimed. A key with no limit set
+-- does not limit. When a key ran out of tokens with stages still waiting, a last row (id NULL)
+-- says in `waited` how many seconds until the first of them has one again: the worker claims then,
+-- and nothing runs for the stages in between.
+CREATE OR REPLACE FUNCTION claim_for(p_queue text, p_limit int, p_worker text, p_tasks text[])
+RETURNS TABLE (id bigint, stage int, attempt int, chain text, input text, results text, metadata text,
+               group_output text, waited float8)
+LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    v_left int := p_limit;
+    v_taken int;
+    v_key text;
+    v_bucket rate_limits;
+    v_next float8;
+BEGIN
+    IF EXISTS (SELECT 1 FROM paused_queues q WHERE q.queue = p_queue) THEN
+        RETURN;
+    END IF;
+    RETURN QUERY
+    WITH next AS (
+        SELECT n.id FROM jobs n
+        WHERE n.state = 'available' AND n.queue = p_queue AND n.rate_key = '' AND n.run_at <= now()
+          AND (p_tasks IS NULL OR NOT (n.chain -> n.stage ? 'task') OR n.chain -> n.stage ->> 'task' = ANY (p_tasks))
+        ORDER BY n.priority, n.run_at, n.id
+        LIMIT p_limit FOR UPDATE SKIP LOCKED
+    )
+    UPDATE jobs j
+    SET state = 'running', attempt = j.attempt + 1, worker_id = p_worker, attempted_at = now()
+    FROM next WHERE j.id = next.id
+    RETURNING j.id, j.stage, j.attempt, j.chain::text,
+        (CASE WHEN jsonb_array_length(j.results) = 0 THEN j.input ELSE j.results -> -1 -> 'output' END)::text,
+        CASE WHEN jsonb_array_length(j.results) = 0 THEN NULL ELSE j.results::text END,
+        j.metadata::text, j.group_output::text, extract(epoch FROM now() - j.run_at)::float8;
+    GET DIAGNOSTICS v_taken = ROW_COUNT;
+    v_left := v_left - v_taken;
+
+    FOR v_key IN
+        WITH RECURSIVE k(key) AS (
+            SELECT (SELECT min(n.rate_key) FROM jobs n
+                    WHERE n.state = 'available' AND n.queue = p_queue AND n.rate_key > '')
+            UNION ALL
+            SELECT (SELECT min(n.rate_key) FROM jobs n
+                    WHERE n.state = 'available' AND n.queue = p_queue AND n.rate_key > k.key)
+            FROM k WHERE k.key IS NOT NULL
+        )
+        SELECT k.key FROM k WHERE k.key IS NOT NULL
+    LOOP
+        EXIT WHEN v_left <= 0;
+        UPDATE rate_limits r
+        SET tokens = least(r.burst, r.tokens + extract(epoch FROM now() - r.refilled_at) * 1000.0 * r.rate / r.per_ms),
+            refilled_at = now()
+        WHERE r.key = v_key
+        RETURNING r.* INTO v_bucket;
+        v_taken := 0;
+        IF v_bucket.key IS NULL OR v_bucket.tokens >= 1 THEN
+            RETURN QUERY
+            WITH next AS (
+                SELECT n.id FROM jobs n
+                WHERE n.state = 'available' AND n.queue = p_queue AND n.rate_key = v_key AND n.run_at <= now()
+                  AND (p_tasks IS NULL OR NOT (n.chain -> n.stage ? 'task') OR n.chain -> n.stage ->> 'task' = ANY (p_tasks))
+                ORDER BY n.priority, n.run_at, n.id
+                LIMIT CASE WHEN v_bucket.key IS NULL THEN v_left ELSE least(v_left, floor(v_bucket.tokens)::int) END
+                FOR UPDATE SKIP LOCKED
+            )
+            UPDATE jobs j
+            SET state = 'running', attempt = j.attempt + 1, worker_id = p_worker, attempted_at = now()
+            FROM next WHERE j.id = next.id
+            RETURNING j.id, j.stage, j.attempt, j.chain::text,
+                (CASE WHEN jsonb_array_length(j.results) = 0 THEN j.input ELSE j.results -> -1 -> 'output' END)::text,
+                CASE WHEN jsonb_array_length(j.results) = 0 THEN NULL ELSE j.results::text END,
+                j.metadata::text, j.group_output::text, extract(epoch FROM now() - j.run_at)::float8;
+            GET DIAGNOSTICS v_taken = ROW_COUNT;
+            v_left := v_left - v_taken;
+            IF v_bucket.key IS NOT NULL AND v_taken > 0 THEN
+                UPDATE rate_limits r SET tokens = r.tokens - v_taken WHERE r.key = v_key;
+            END IF;
+        END IF;
+        -- Out of tokens: when the next one comes (a stage may still wait; the worker looks then).
+        IF v_bucket.key IS NOT NULL AND v_bucket.tokens - v_taken < 1 THEN
+            v_next := least(coalesce(v_next, 'infinity'::float8),
+                            (1 - (v_bucket.tokens - v_taken)) * v_bucket.per_ms / v_bucket.rate / 1000.0);
+        END IF;
+    END LOOP;
+    IF v_next IS NOT NULL THEN
+        RETURN QUERY SELECT NULL::bigint, NULL::int, NULL::int, NULL::text, NULL::text, NULL::text, NULL::text,
+                            NULL::text, v_next;
+    END IF;
+END $$;

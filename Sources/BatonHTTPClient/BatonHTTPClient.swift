@@ -25,6 +25,7 @@ public struct BatonHTTPClient: Sendable {
     public typealias Queue = Components.Schemas.Queue
     public typealias LanePage = Components.Schemas.LanePage
     public typealias LaneSetting = Components.Schemas.LaneSetting
+    public typealias RateLimit = Components.Schemas.RateLimit
     public typealias Worker = Components.Schemas.Worker
     public typealias BulkFilter = Components.Schemas.BulkFilter
     public typealias SignalReceipt = Components.Schemas.SignalReceipt
@@ -307,6 +308,28 @@ public struct BatonHTTPClient: Sendable {
     /// Deletes a lane's setting: it takes its prefix's width, or 1.
     public func deleteLaneSetting(_ lane: String) async throws {
         let output = try await call { try await client.deleteLaneSetting(path: .init(lane: lane)) }
+        guard case .noContent = output else { throw Self.unexpected(output) }
+    }
+
+    /// Every rate limit, by key, with the tokens each has now.
+    public func rateLimits() async throws -> [RateLimit] {
+        let output = try await call { try await client.listRateLimits() }
+        guard case .ok(let ok) = output else { throw Self.unexpected(output) }
+        return try Self.json(ok.body.json).rateLimits
+    }
+
+    /// Lets at most `rate` stages naming `key` start per `per` (`"1s"`), `burst` at once.
+    public func setRateLimit(_ key: String, rate: Int, per: String, burst: Int? = nil) async throws -> RateLimit {
+        let output = try await call {
+            try await client.setRateLimit(path: .init(key: key), body: .json(.init(rate: rate, per: per, burst: burst)))
+        }
+        guard case .ok(let ok) = output else { throw Self.unexpected(output) }
+        return try Self.json(ok.body.json)
+    }
+
+    /// Deletes the rate limit of `key`.
+    public func deleteRateLimit(_ key: String) async throws {
+        let output = try await call { try await client.deleteRateLimit(path: .init(key: key)) }
         guard case .noContent = output else { throw Self.unexpected(output) }
     }
 

@@ -134,6 +134,20 @@ public final class BatonClient: Service, Sendable {
         try await store.laneSettings()
     }
 
+    /// Lets at most `limit.rate` stages naming `limit.key` (`.rate("partner")`) start per
+    /// `limit.per`, `limit.burst` at once after a quiet spell, across every worker.
+    ///
+    /// - Throws: ``BatonError/invalidChain(path:reason:)`` naming `rate`, `per`, `burst` or `key`.
+    public func setRateLimit(_ limit: RateLimit) async throws {
+        try await store.setRateLimit(limit)
+    }
+
+    /// Deletes the rate limit of `key`; false if it had none.
+    @discardableResult
+    public func deleteRateLimit(_ key: String) async throws -> Bool {
+        try await store.deleteRateLimit(key)
+    }
+
     // MARK: follow
 
     /// The job as stored now.

@@ -71,7 +71,7 @@ struct OpenAPIDocumentTests {
                 }
             }
         }
-        #expect(ids.count == 28)
+        #expect(ids.count == 31)
     }
 
     @Test func everyReferenceResolves() {

@@ -31,6 +31,9 @@ struct AuthTests {
         // Set before it is deleted: the admin's delete finds the admin's setting.
         (.PUT, "/v1/lane-settings/{lane}", .roles(["admin"])),
         (.DELETE, "/v1/lane-settings/{lane}", .roles(["admin"])),
+        (.GET, "/v1/rate-limits", .roles(["admin", "read"])),
+        (.PUT, "/v1/rate-limits/{key}", .roles(["admin"])),
+        (.DELETE, "/v1/rate-limits/{key}", .roles(["admin"])),
         (.GET, "/v1/workers", .roles(["admin", "read"])),
         (.GET, "/v1/schedules", .roles(["admin", "read"])),
         (.GET, "/v1/schedules/{name}", .roles(["admin", "read"])),
@@ -73,7 +76,8 @@ struct AuthTests {
                     let id = try await server.enqueue(["stages": [["task": "noop"]]], token: Token.enqueue)
                     var path = template.replacingOccurrences(of: "{id}", with: "\(id)")
                         .replacingOccurrences(of: "{name}", with: "q-auth").replacingOccurrences(
-                            of: "{lane}", with: "q-auth")
+                            of: "{lane}", with: "q-auth"
+                        ).replacingOccurrences(of: "{key}", with: "q-auth")
                     // A queue no job is in: paused only when asked to be anyway.
                     if template == "/v1/queues/{name}/pause" { path += "?unchecked=true" }
                     let body: JSONValue? =
@@ -84,6 +88,7 @@ struct AuthTests {
                         case (.POST, "/v1/jobs/bulk"): ["action": "cancel", "dry_run": true, "filter": [:]]
                         case (.PUT, "/v1/schedules/{name}"): Self.schedule
                         case (.PUT, "/v1/lane-settings/{lane}"): ["width": 2]
+                        case (.PUT, "/v1/rate-limits/{key}"): ["rate": 5, "per": "1s"]
                         case (.POST, "/v1/jobs/{id}/signals/{name}"): ["approved": true]
                         default: nil
                         }

@@ -134,6 +134,51 @@ struct OperatorTests {
         }
     }
 
+    /// A rate limit is set over the API, listed with its tokens, and paces the stages naming its
+    /// key (a stage waiting for a token is available, no attempt spent); bad input is a 400 naming
+    /// the field.
+    @Test func rateLimitsAreSetListedAndRefusedWhenWrong() async throws {
+        try await withServer(worker: nil) { server async throws in
+            let set = try await server.call(
+                .PUT, "/v1/rate-limits/partner", body: ["rate": 2, "per": "1h", "burst": 1])
+            #expect(set.status == 200, "\(set.text)")
+            #expect(set["per"] == "1h")
+            #expect(set["burst"] == 1)
+            #expect(set["tokens"] == 1)
+            var ids: [Int64] = []
+            for _ in 0..<2 {
+                ids.append(
+                    try await server.enqueue(
+                        ["stages": [["task": "noop", "rate": "partner"]], "queue": "idle"], query: "?unchecked=true"))
+            }
+            let job = try await server.call(.GET, "/v1/jobs/\(ids[0])")
+            #expect(job["stages"]?.items.first?["rate"] == "partner")
+            let claimed = try await server.db.store.claim(queue: "idle", limit: 10, worker: "probe")
+            #expect(claimed.map(\.id) == [ids[0]], "one token, one start")
+            #expect(try await server.call(.GET, "/v1/jobs/\(ids[1])")["state"] == "available")
+            let listed = try await server.call(.GET, "/v1/rate-limits", token: Token.read)
+            #expect(listed["rate_limits"]?.items.map { $0["key"] } == ["partner"])
+            #expect(listed["rate_limits"]?.items.first?["tokens"]?.numberValue.map { $0.double < 1 } == true)
+
+            for (body, path) in [
+                (["rate": 0, "per": "1s"] as JSONValue, "rate"), (["rate": 1, "per": "1 fortnight"], "per"),
+                (["rate": 1, "per": "0s"], "per"), (["rate": 1, "per": "32d"], "per"),
+                (["rate": 1, "per": "1s", "burst": 0], "burst"), (["rate": 1], ""),
+                (["rate": 1, "per": "1s", "x": 1], ""),
+            ] {
+                let refused = try await server.call(.PUT, "/v1/rate-limits/k", body: body)
+                #expect(refused.status == 400, "\(body)")
+                if !path.isEmpty { #expect(refused["path"]?.stringValue == path, "\(refused.text)") }
+            }
+            let badStage = try await server.call(
+                .POST, "/v1/jobs?unchecked=true", body: ["stages": [["task": "noop", "rate": ""]]])
+            #expect((badStage.status, badStage["path"]?.stringValue) == (400, "stages[0].rate"))
+            #expect(try await server.call(.DELETE, "/v1/rate-limits/nothing").status == 404)
+            #expect(try await server.call(.DELETE, "/v1/rate-limits/partner").status == 204)
+            #expect(try await server.db.store.claim(queue: "idle", limit: 10, worker: "probe").map(\.id) == [ids[1]])
+        }
+    }
+
     /// A lane whose head failed and waits to retry is blocked: `?blocked=true` lists only such
     /// lanes, the overview counts them and the lanes page shows them first.
     @Test func blockedLanesAreListedCountedAndShownFirst() async throws {

@@ -3,7 +3,8 @@ import BatonAPI
 import BatonPostgres
 import Foundation
 
-/// `/v1/lanes` and `/v1/lane-settings`: what holds and waits in each lane, and how wide lanes are.
+/// `/v1/lanes`, `/v1/lane-settings` and `/v1/rate-limits`: flow control. What holds and waits in
+/// each lane, how wide lanes are, and how often the stages of a key may start.
 extension API {
     /// `GET /v1/lanes`: each lane's head (a holder waiting to retry, else the oldest), how many
     /// hold it and may, and how many jobs wait; by lane name, `limit` at a time.
@@ -76,5 +77,59 @@ extension API {
 
     private static func laneOwnedBySettings(_ lane: String) -> Problem {
         Problem.conflict("the setting of lane \"\(lane)\" is defined in the settings file: change it there")
+    }
+
+    // MARK: rate limits
+
+    func listRateLimits(_ input: Operations.ListRateLimits.Input) async throws -> Operations.ListRateLimits.Output {
+        .ok(.init(body: .json(.init(rateLimits: try await store.rateLimits().map(Components.Schemas.RateLimit.init)))))
+    }
+
+    /// `PUT /v1/rate-limits/{key}`: in effect at the next claim.
+    func setRateLimit(_ input: Operations.SetRateLimit.Input) async throws -> Operations.SetRateLimit.Output {
+        guard case .json(let request) = input.body else { throw Problem.invalid("", "the body must be JSON") }
+        let key = try Self.rateLimitKey(input.path.key)
+        guard RateLimit.rates.contains(request.rate) else {
+            throw Problem.invalid("rate", "a rate is 1 to 1000000 starts per period, not \(request.rate)")
+        }
+        guard let per = DurationFormat.parse(request.per), RateLimit.periods.contains(per) else {
+            throw Problem.invalid("per", "per is a period from 1ms to 31d, such as \"1s\", \"1m\" or \"1h\"")
+        }
+        if let burst = request.burst, !RateLimit.rates.contains(burst) {
+            throw Problem.invalid("burst", "a burst is 1 to 1000000 starts, not \(burst)")
+        }
+        if try await rateLimit(key)?.source == .settings { throw Self.rateLimitOwnedBySettings(key) }
+        try await store.setRateLimit(RateLimit(key: key, rate: request.rate, per: per, burst: request.burst))
+        RequestScope.logger.notice(
+            "rate limit set",
+            metadata: ["key": .string(key), "rate": "\(request.rate)", "per": .string(request.per)])
+        guard let saved = try await rateLimit(key) else { throw Problem.notFound("no rate limit for \"\(key)\"") }
+        return .ok(.init(body: .json(.init(saved))))
+    }
+
+    func deleteRateLimit(_ input: Operations.DeleteRateLimit.Input) async throws -> Operations.DeleteRateLimit.Output {
+        let key = try Self.rateLimitKey(input.path.key)
+        guard let limit = try await rateLimit(key) else { throw Problem.notFound("no rate limit for \"\(key)\"") }
+        guard limit.source == .api else { throw Self.rateLimitOwnedBySettings(key) }
+        try await store.deleteRateLimit(key)
+        RequestScope.logger.notice("rate limit deleted", metadata: ["key": .string(key)])
+        return .noContent(.init())
+    }
+
+    private func rateLimit(_ key: String) async throws -> RateLimit? {
+        try await store.rateLimits().first { $0.key == key }
+    }
+
+    private static func rateLimitKey(_ key: String) throws -> String {
+        do {
+            try ChainDefinition.checkName(key, path: "key", what: "rate limit key")
+        } catch {
+            throw Problem.invalid(error)
+        }
+        return key
+    }
+
+    private static func rateLimitOwnedBySettings(_ key: String) -> Problem {
+        Problem.conflict("the rate limit \"\(key)\" is defined in the settings file: change it there")
     }
 }

@@ -160,3 +160,11 @@ extension Components.Schemas.Worker {
             startedAt: worker.startedAt, lastHeartbeatAt: worker.heartbeatAt, runningJobs: worker.runningJobs)
     }
 }
+
+extension Components.Schemas.RateLimit {
+    init(_ limit: BatonPostgres.RateLimit) {
+        self.init(
+            key: limit.key, rate: limit.rate, per: DurationFormat.format(limit.per), burst: limit.burst,
+            tokens: limit.tokens, source: limit.source == .api ? .api : .settings, updatedAt: limit.updatedAt)
+    }
+}

@@ -19,6 +19,7 @@ struct BatonCommand: AsyncParsableCommand {
         version: BatonVersion.current,
         subcommands: [
             Dev.self, Serve.self, Worker.self, Migrate.self, Enqueue.self, Jobs.self, Queues.self, Lanes.self,
+            RateLimits.self,
             Workers.self, Schedules.self, Bench.self, SettingsCommand.self,
         ]
     )

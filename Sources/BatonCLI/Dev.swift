@@ -37,6 +37,7 @@ struct Dev: AsyncParsableCommand {
         let tasks = try settings.builtinTasks()
         let schedules = try settings.schedules?.definitions()
         let lanes = try settings.lanes?.settings()
+        let rateLimits = try settings.rateLimits?.limits()
         let dataDirectory = URL(fileURLWithPath: data, isDirectory: true).standardizedFileURL
         try FileManager.default.createDirectory(
             at: dataDirectory.deletingLastPathComponent(), withIntermediateDirectories: true)
@@ -83,7 +84,8 @@ struct Dev: AsyncParsableCommand {
                 })
             try await runServices(pool: pool, main: [worker, client, api], logger: logger) {
                 try await Migrator(schema: database.schema, logger: logger).migrate(pool)
-                try await syncSettingsFile(schedules: schedules, lanes: lanes, pool, logger: logger)
+                try await syncSettingsFile(
+                    schedules: schedules, lanes: lanes, rateLimits: rateLimits, pool, logger: logger)
             }
         } catch {
             session.withLock { $0?.remove() }

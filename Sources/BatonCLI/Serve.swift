@@ -88,6 +88,7 @@ struct Serve: AsyncParsableCommand {
         let serverConfiguration = try settings.server()
         let schedules = try settings.schedules?.definitions()
         let lanes = try settings.lanes?.settings()
+        let rateLimits = try settings.rateLimits?.limits()
         let pool = try await settings.connect(logger: logger)
         let client = BatonClient(pool: pool, logger: logger)
         let server = BatonServer(
@@ -95,7 +96,8 @@ struct Serve: AsyncParsableCommand {
             onListening: { port in say("Baton API listening on http://\(serverConfiguration.host):\(port)") })
         try await runServices(pool: pool, main: [client, server], logger: logger) {
             try await requireMigrated(pool, logger: logger)
-            try await syncSettingsFile(schedules: schedules, lanes: lanes, pool, logger: logger)
+            try await syncSettingsFile(
+                schedules: schedules, lanes: lanes, rateLimits: rateLimits, pool, logger: logger)
         }
     }
 }

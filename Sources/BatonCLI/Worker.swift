@@ -154,6 +154,7 @@ struct Worker: AsyncParsableCommand {
         let listener = try settings.workerMetrics()
         let schedules = try settings.schedules?.definitions()
         let lanes = try settings.lanes?.settings()
+        let rateLimits = try settings.rateLimits?.limits()
         let pool = try await settings.connect(logger: logger)
         let worker = BatonWorker.Worker(pool: pool, tasks: tasks, configuration: workerConfiguration, logger: logger)
         var services: [any Service] = [worker]
@@ -165,7 +166,8 @@ struct Worker: AsyncParsableCommand {
         }
         try await runServices(pool: pool, main: services, logger: logger) {
             try await requireMigrated(pool, logger: logger)
-            try await syncSettingsFile(schedules: schedules, lanes: lanes, pool, logger: logger)
+            try await syncSettingsFile(
+                schedules: schedules, lanes: lanes, rateLimits: rateLimits, pool, logger: logger)
         }
     }
 }

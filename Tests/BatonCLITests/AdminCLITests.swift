@@ -451,6 +451,26 @@ struct AdminCLITests {
         }
     }
 
+    /// `baton rate-limits set` limits a key, `rate-limits` lists it with its tokens, `unset`
+    /// deletes it; a bad period is the API's 400 naming `per`.
+    @Test func rateLimitsAreSetListedAndUnset() async throws {
+        try await withServer(worker: nil) { server async throws in
+            let set = try await Self.baton(
+                ["rate-limits", "set", "partner", "--rate", "10", "--per", "1s", "--burst", "20"], server)
+            #expect(set.status == 0, "\(set.err)")
+            #expect(set.out == "rate limit partner: 10 per 1s, burst 20\n")
+            let list = try await Self.baton(["rate-limits"], server, token: Token.read)
+            #expect(list.status == 0, "\(list.err)")
+            Self.expectFits(list.out)
+            #expect(list.lines.count == 2 && list.lines[1].hasPrefix("partner") && list.lines[1].contains("10/1s"))
+            let bad = try await Self.baton(["rate-limits", "set", "k", "--rate", "1", "--per", "soon"], server)
+            #expect(bad.status == 1)
+            #expect(bad.err.contains("per"), "\(bad.err)")
+            #expect(try await Self.baton(["rate-limits", "unset", "partner"], server).status == 0)
+            #expect(try await Self.baton(["rate-limits"], server).err.contains("no rate limits"))
+        }
+    }
+
     @Test func workersShowTheirQueuesAndHeartbeat() async throws {
         try await withServer { server async throws in
             let workers = try await Self.baton(["workers"], server, token: Token.read)

@@ -221,6 +221,9 @@ final class SettingsTests: Sendable {
                     lanes:
                       "tenant-*": {width: 3}
                       tenant-vip: {width: 10}
+                    rate_limits:
+                      partner: {rate: 10, per: 1s, burst: 20}
+                      slow: {rate: 1000, per: 1h}
                     """))
             var schedules = try await db.store.schedules()
             #expect(schedules.map(\.name) == ["hourly", "nightly"])
@@ -232,16 +235,21 @@ final class SettingsTests: Sendable {
                 try await db.store.laneSettings().map { "\($0.lane)=\($0.width) \($0.source)" } == [
                     "tenant-*=3 settings", "tenant-vip=10 settings",
                 ])
+            #expect(
+                try await db.store.rateLimits().map { "\($0.key) \($0.rate)/\($0.per) \($0.burst) \($0.source)" } == [
+                    "partner 10/1.0 seconds 20 settings", "slow 1000/3600.0 seconds 1000 settings",
+                ])
 
             try await start(
                 try file(
                     "baton.json",
                     #"{"schedules": {"nightly": {"cron": "0 3 * * *", "job": {"stages": [{"task": "noop"}]}}}, "#
-                        + #""lanes": {"tenant-*": {"width": 2}}}"#))
+                        + #""lanes": {"tenant-*": {"width": 2}}, "rate_limits": {}}"#))
             schedules = try await db.store.schedules()
             #expect(schedules.map(\.name) == ["nightly"])
             #expect(schedules.first?.cron.description == "0 3 * * *")
             #expect(try await db.store.laneSettings().map { "\($0.lane)=\($0.width)" } == ["tenant-*=2"])
+            #expect(try await db.store.rateLimits().isEmpty, "the file no longer lists them")
 
             let bad = try file(
                 "bad.yaml", "schedules:\n  broken:\n    cron: \"61 * * * *\"\n    job: {stages: [{task: noop}]}\n")
@@ -253,6 +261,9 @@ final class SettingsTests: Sendable {
                 ("lanes:\n  a: {width: 0}", "lanes.a.width: a whole number from 1 to 10000"),
                 ("lanes:\n  a: {width: 2, rate: 5}", "lanes.a.rate: unknown lane setting"),
                 ("lanes:\n  a: 3", "lanes.a: a lane's settings are an object"),
+                ("rate_limits:\n  k: {rate: 0, per: 1s}", "rate_limits.k.rate: a whole number from 1 to 1000000"),
+                ("rate_limits:\n  k: {rate: 5, per: 1 fortnight}", "rate_limits.k.per: a period from 1ms to 31d"),
+                ("rate_limits:\n  k: {rate: 5, per: 1s, burst: -1}", "rate_limits.k.burst: a whole number"),
             ] {
                 let refused = try await Self.baton(
                     ["worker", "--database-url", db.url, "--config", try file("lanes.yaml", lanes)])

@@ -46,3 +46,54 @@ struct LaneSettings: Sendable {
         }
     }
 }
+
+/// The `rate_limits:` of a settings file, as `PUT /v1/rate-limits/KEY` takes each; what it lists is
+/// what is set, as for `lanes:`:
+///
+/// ```yaml
+/// rate_limits:
+///   partner-api: {rate: 10, per: 1s, burst: 20}
+/// ```
+struct RateLimitSettings: Sendable {
+    var value: JSONValue
+    var file: String
+
+    func limits() throws -> [RateLimit] {
+        guard case .object(let entries) = value else {
+            throw ValidationError("config file \(file): rate_limits must map keys to limits")
+        }
+        return try entries.keys.sorted().map { key in
+            let path = "rate_limits.\(key)"
+            func refuse(_ field: String, _ reason: String) -> ValidationError {
+                ValidationError("config file \(file): \(path)\(field.isEmpty ? "" : ".")\(field): \(reason)")
+            }
+            do {
+                try ChainDefinition.checkName(key, path: path, what: "rate limit key")
+            } catch {
+                throw refuse("", "\(error)")
+            }
+            guard case .object(let fields) = entries[key] ?? .null else {
+                throw refuse("", "a limit is an object, as {rate: 10, per: 1s}")
+            }
+            if let unknown = fields.keys.sorted().first(where: { !["rate", "per", "burst"].contains($0) }) {
+                throw refuse(unknown, "unknown; a limit has rate, per and burst")
+            }
+            guard let rate = fields["rate"]?.numberValue?.integer(as: Int.self), RateLimit.rates.contains(rate) else {
+                throw refuse("rate", "a whole number from 1 to 1000000")
+            }
+            guard let text = fields["per"]?.stringValue, let per = DurationFormat.parse(text),
+                RateLimit.periods.contains(per)
+            else {
+                throw refuse("per", "a period from 1ms to 31d, such as 1s, 1m or 1h")
+            }
+            var burst: Int?
+            if let value = fields["burst"] {
+                guard let number = value.numberValue?.integer(as: Int.self), RateLimit.rates.contains(number) else {
+                    throw refuse("burst", "a whole number from 1 to 1000000")
+                }
+                burst = number
+            }
+            return RateLimit(key: key, rate: rate, per: per, burst: burst, source: .settings)
+        }
+    }
+}

@@ -40,15 +40,18 @@ struct Settings: Sendable {
     let schedules: ScheduleSettings?
     /// The config file's `lanes`, if it has them.
     let lanes: LaneSettings?
+    /// The config file's `rate_limits`, if it has them.
+    let rateLimits: RateLimitSettings?
 
     init(
         sources: [Source], environment: [String: String], schedules: ScheduleSettings? = nil,
-        lanes: LaneSettings? = nil
+        lanes: LaneSettings? = nil, rateLimits: RateLimitSettings? = nil
     ) {
         self.sources = sources
         self.environment = environment
         self.schedules = schedules
         self.lanes = lanes
+        self.rateLimits = rateLimits
     }
 
     /// The flags given (`flags`), this process's environment, and the config file either names.
@@ -72,18 +75,20 @@ struct Settings: Sendable {
         let early = Settings(sources: sources, environment: environment)
         var schedules: ScheduleSettings?
         var lanes: LaneSettings?
+        var rateLimits: RateLimitSettings?
         if let path = try early.string(.config) {
             let file = try await configFile(path)
             sources.append(file.source)
-            (schedules, lanes) = (file.schedules, file.lanes)
+            (schedules, lanes, rateLimits) = (file.schedules, file.lanes, file.rateLimits)
         }
-        return Settings(sources: sources, environment: environment, schedules: schedules, lanes: lanes)
+        return Settings(
+            sources: sources, environment: environment, schedules: schedules, lanes: lanes, rateLimits: rateLimits)
     }
 
     /// A JSON or YAML file of settings, its keys checked against the known ones, and its
-    /// `schedules` and `lanes` (structured, read apart).
+    /// `schedules`, `lanes` and `rate_limits` (structured, read apart).
     private static func configFile(_ path: String) async throws -> (
-        source: Source, schedules: ScheduleSettings?, lanes: LaneSettings?
+        source: Source, schedules: ScheduleSettings?, lanes: LaneSettings?, rateLimits: RateLimitSettings?
     ) {
         let url = URL(fileURLWithPath: path)
         let data: Data
@@ -115,7 +120,7 @@ struct Settings: Sendable {
         }
         let tree = document.objectTree
         let known = Set(Setting.all.map(\.key)).subtracting(["config"])
-        let structured = ["schedules", "lanes"]
+        let structured = ["schedules", "lanes", "rate_limits"]
         for key in leafKeys(tree)
         where !known.contains(key) && !structured.contains(where: { key == $0 || key.hasPrefix($0 + ".") }) {
             throw ValidationError(
@@ -123,12 +128,14 @@ struct Settings: Sendable {
             )
         }
         // The other settings through swift-configuration's JSON snapshot, which reads scalars and
-        // lists of them (a YAML file is written as JSON for it): `schedules` and `lanes` are read apart.
+        // lists of them (a YAML file is written as JSON for it): the structured sections are read apart.
         var schedules: ScheduleSettings?
         var lanes: LaneSettings?
+        var rateLimits: RateLimitSettings?
         if case .object(var object) = document {
             schedules = object.removeValue(forKey: "schedules").map { ScheduleSettings(value: $0, file: name) }
             lanes = object.removeValue(forKey: "lanes").map { LaneSettings(value: $0, file: name) }
+            rateLimits = object.removeValue(forKey: "rate_limits").map { RateLimitSettings(value: $0, file: name) }
             document = .object(object)
         }
         let bytes = Array((document == .null ? "{}" : document.jsonText).utf8)
@@ -138,7 +145,7 @@ struct Settings: Sendable {
         } catch {
             throw ValidationError("config file \(path): \(error)")
         }
-        return (Source(describe: { "\($0.key) in \(name)" }, snapshot: snapshot), schedules, lanes)
+        return (Source(describe: { "\($0.key) in \(name)" }, snapshot: snapshot), schedules, lanes, rateLimits)
     }
 
     /// The dotted paths of a parsed file's values (an empty file has none).

@@ -82,6 +82,13 @@ extension Store {
                 'queue_workers', count(*),
                 'task_workers', count(*) FILTER (WHERE j.chain -> j.stage ->> 'task' = ANY (w.tasks)),
                 'pending', j.pending, 'snoozed', j.snoozed,
+                -- the rate limit of an available stage: key, rate, period, tokens now, ms to the next
+                'rate', (SELECT json_build_array(r.key, r.rate, r.per_ms, t.tokens,
+                                                 (1 - t.tokens) * r.per_ms / r.rate)
+                         FROM \(schema).rate_limits r,
+                              LATERAL (SELECT least(r.burst, r.tokens + extract(epoch FROM now() - r.refilled_at)
+                                                             * 1000.0 * r.rate / r.per_ms) AS tokens) t
+                         WHERE j.state = 'available' AND j.rate_key <> '' AND r.key = j.rate_key),
                 -- a holder waiting to retry (it keeps its place), else the oldest; and how many hold it
                 'head', (SELECT json_build_array(h.id, h.state, h.run_at, count(*) OVER ()) FROM \(schema).jobs h
                          WHERE j.state = 'waiting' AND h.lane = j.lane
@@ -146,7 +153,15 @@ extension Store {
             taskWorkers: try json["task_workers"]?.decode(as: Int.self) ?? 0, laneHead: head,
             laneAhead: try json["ahead"]?.decode(as: Int.self) ?? 0,
             pendingMembers: json["pending"] == .null ? nil : try json["pending"]?.decode(as: Int.self),
-            snoozed: json["snoozed"] == .bool(true))
+            snoozed: json["snoozed"] == .bool(true),
+            rateLimit: try json["rate"]?.arrayValue.flatMap { fields in
+                guard fields.count == 5, let key = fields[0].stringValue else { return nil }
+                return WaitFacts.RateLimitFacts(
+                    key: key, rate: try fields[1].decode(as: Int.self),
+                    per: .milliseconds(try fields[2].decode(as: Int64.self)),
+                    tokens: fields[3].numberValue?.double ?? 0,
+                    nextIn: .milliseconds(Int64((fields[4].numberValue?.double ?? 0).rounded(.up))))
+            })
     }
 
     /// Ids of the group members of `parent` at `stage`, in member order.

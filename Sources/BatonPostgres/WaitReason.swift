@@ -24,6 +24,8 @@ public struct WaitReason: Sendable, Hashable {
         case signal
         /// Its task snoozed: it runs again at ``until``, no attempt spent.
         case snoozed
+        /// Its stage's rate limit key has no token; the next comes at ``until``.
+        case rateLimited = "rate-limited"
     }
 
     public var kind: Kind
@@ -69,10 +71,22 @@ package struct WaitFacts: Sendable, Hashable {
     package var pendingMembers: Int? = nil
     /// Its task snoozed (the job is `retryable` without a failure).
     package var snoozed = false
+    /// The rate limit of its stage's key, when it is available and has one.
+    package var rateLimit: RateLimitFacts? = nil
+
+    package struct RateLimitFacts: Sendable, Hashable {
+        package var key: String
+        package var rate: Int
+        package var per: Duration
+        /// In the bucket now.
+        package var tokens: Double
+        /// Until the next whole token (when `tokens` < 1).
+        package var nextIn: Duration
+    }
 
     package init(
         queuePaused: Bool, queueWorkers: Int, taskWorkers: Int, laneHead: LaneHead? = nil, laneAhead: Int = 0,
-        pendingMembers: Int? = nil, snoozed: Bool = false
+        pendingMembers: Int? = nil, snoozed: Bool = false, rateLimit: RateLimitFacts? = nil
     ) {
         self.queuePaused = queuePaused
         self.queueWorkers = queueWorkers
@@ -81,6 +95,7 @@ package struct WaitFacts: Sendable, Hashable {
         self.laneAhead = laneAhead
         self.pendingMembers = pendingMembers
         self.snoozed = snoozed
+        self.rateLimit = rateLimit
     }
 }
 
@@ -136,6 +151,16 @@ extension WaitReason {
                     until: job.runAt))
         case .waiting where job.lane != nil:
             reasons.append(laneReason(job.lane ?? "", facts: facts))
+        case .available:
+            if let limit = facts.rateLimit, limit.tokens < 1 {
+                let next = Date().addingTimeInterval(Double(limit.nextIn.milliseconds) / 1000)
+                reasons.append(
+                    WaitReason(
+                        kind: .rateLimited,
+                        message: "waits for a token of rate limit \(quoted(limit.key)) (\(limit.rate) per "
+                            + "\(DurationFormat.format(limit.per))); the next comes at \(RFC3339.format(next))",
+                        until: next))
+            }
         default: break
         }
         return reasons

@@ -385,6 +385,30 @@ struct DashboardTests {
         }
     }
 
+    /// The lanes page lists the rate limits with their tokens; an admin sets one (the burst left
+    /// empty: the rate) and deletes it there; a bad period is refused with the API's words.
+    @Test func rateLimitsAreShownSetAndDeleted() async throws {
+        try await withServer(worker: nil) { server async throws in
+            var admin = Visitor(base: server.base)
+            try await admin.signIn(Token.admin)
+            #expect(try await admin.get("/ui/lanes").html.contains("No rate limits."))
+            let csrf = try await admin.csrf(on: "/ui/lanes")
+            let set = try await admin.post(
+                "/ui/lanes/rate", [("csrf", csrf), ("key", "partner"), ("rate", "10"), ("per", "1m"), ("burst", "")])
+            #expect(set.location == "/ui/lanes?done=lane-rate&what=partner")
+            let page = try await admin.get(set.location ?? "").html
+            #expect(page.contains("Rate limit partner set, in effect at the next claim."))
+            #expect(
+                page.contains("<th scope=\"row\">partner</th>\n    <td>10 per 1m</td>\n    <td class=\"num\">10</td>"))
+            let refused = try await admin.post(
+                "/ui/lanes/rate", [("csrf", csrf), ("key", "partner"), ("rate", "10"), ("per", "soon")])
+            #expect(refused.status == 400)
+            #expect(refused.html.contains("1ms to 31d"))
+            #expect(try await admin.post("/ui/lanes/unrate", [("csrf", csrf), ("key", "partner")]).status == 303)
+            #expect(try await server.call(.GET, "/v1/rate-limits")["rate_limits"]?.items.isEmpty == true)
+        }
+    }
+
     /// A job waiting for a signal shows which; an admin delivers it from the job page (a reader
     /// sees no form), and the chain goes on with the payload.
     @Test func aSignalIsDeliveredFromTheJobPage() async throws {

@@ -31,6 +31,15 @@ extension Dashboard {
             var fromSettings: Bool
         }
 
+        struct Limit: Sendable {
+            var key: String
+            /// "10 per 1s"
+            var rate: String
+            var burst: Int
+            var tokens: String
+            var fromSettings: Bool
+        }
+
         var rows: [Row]
         var total: Int
         var blocked: Int
@@ -41,6 +50,7 @@ extension Dashboard {
         var nextPage: String?
         var firstPage: String?
         var settings: [Setting]
+        var limits: [Limit]
     }
 
     static let lanesPerPage = 100
@@ -48,15 +58,16 @@ extension Dashboard {
     func lanes(_ request: Request) async throws -> Response {
         let session = try session(request, roles: Section.lanes.roles)
         let cursor = request.uri.queryParameters["cursor"].map(String.init)
-        // The four reads at once.
-        let (blocked, listed, counts, settings) = try await asCaller(session) {
+        // The five reads at once.
+        let (blocked, listed, counts, settings, limits) = try await asCaller(session) {
             async let blocked =
                 cursor == nil
                 ? api.listLanes(.init(query: .init(blocked: true, limit: Self.lanesPerPage))).ok.body.json.lanes : []
             async let listed = api.listLanes(.init(query: .init(limit: Self.lanesPerPage, cursor: cursor))).ok.body.json
             async let counts = api.store.laneCounts()
             async let settings = api.listLaneSettings(.init()).ok.body.json.settings
-            return try await (blocked, listed, counts, settings)
+            async let limits = api.listRateLimits(.init()).ok.body.json.rateLimits
+            return try await (blocked, listed, counts, settings, limits)
         }
         let now = Date()
         // The blocked ones were listed first on the first page; by name they are not repeated.
@@ -79,15 +90,21 @@ extension Dashboard {
                 firstPage: cursor == nil ? nil : "/ui/lanes",
                 settings: settings.map {
                     Lanes.Setting(lane: $0.lane, width: $0.width, fromSettings: $0.source == .settings)
+                },
+                limits: limits.map {
+                    Lanes.Limit(
+                        key: $0.key, rate: "\($0.rate) per \($0.per)", burst: $0.burst,
+                        tokens: String(format: "%.1f", $0.tokens), fromSettings: $0.source == .settings)
                 }))
     }
 
-    /// `POST /ui/lanes/width` (fields `lane`, `width`) or `/ui/lanes/unset` (`lane`), then back to
-    /// the lanes; a refusal (a width out of range, a setting of the settings file) is the API's.
+    /// `POST /ui/lanes/width` (fields `lane`, `width`), `/ui/lanes/unset` (`lane`), `/ui/lanes/rate`
+    /// (`key`, `rate`, `per`, `burst`) or `/ui/lanes/unrate` (`key`), then back to the lanes; a
+    /// refusal (a width out of range, a setting of the settings file) is the API's.
     func actOnLanes(_ request: Request, action: String) async throws -> Response {
         let session = try session(request, roles: [.admin])
         let form = try await postedForm(request, session: session)
-        let lane = form["lane"] ?? ""
+        let lane = form["lane"] ?? form["key"] ?? ""
         try await asCaller(session) {
             switch action {
             case "width":
@@ -96,6 +113,14 @@ extension Dashboard {
                 }
                 _ = try await api.setLaneSetting(.init(path: .init(lane: lane), body: .json(.init(width: width)))).ok
             case "unset": _ = try await api.deleteLaneSetting(.init(path: .init(lane: lane))).noContent
+            case "rate":
+                guard let rate = form["rate"].flatMap({ Int($0.trimmingCharacters(in: .whitespaces)) }) else {
+                    throw DashboardError.refused(.badRequest, "A rate is a whole number, from 1 to 1000000.")
+                }
+                let burst = form["burst"].flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+                let request = Components.Schemas.RateLimitRequest(rate: rate, per: form["per"] ?? "", burst: burst)
+                _ = try await api.setRateLimit(.init(path: .init(key: lane), body: .json(request))).ok
+            case "unrate": _ = try await api.deleteRateLimit(.init(path: .init(key: lane))).noContent
             default: throw DashboardError.refused(.notFound, "There is no such action.")
             }
         }

@@ -153,6 +153,8 @@ extension Dashboard {
         case "signal-duplicate": return "Job \(what) had this signal already: nothing changed."
         case "lane-width": return "Lane \(what): width set, in effect now."
         case "lane-unset": return "Lane \(what): setting deleted; it takes its prefix's width, or 1."
+        case "lane-rate": return "Rate limit \(what) set, in effect at the next claim."
+        case "lane-unrate": return "Rate limit \(what) deleted."
         case "schedule-pause": return "Schedule \(what) paused."
         case "schedule-resume": return "Schedule \(what) resumed from its next run."
         case let done? where done.hasPrefix("schedule-run-"):

@@ -71,12 +71,19 @@ public struct TaskFailure: Error, Sendable, Hashable, CustomStringConvertible {
 ///
 /// ```swift
 /// guard export.isReady else { throw Snooze(for: .seconds(30)) }
+/// // a partner answered 429: nothing of its rate limit key starts for a minute
+/// if response.status == .tooManyRequests { throw Snooze(for: .seconds(60), pausingRateLimit: true) }
 /// ```
 public struct Snooze: Error, Sendable, Hashable {
     /// How long until the stage runs again (at most a year).
     public var delay: Duration
+    /// Whether the stage's rate limit key (`.rate("partner")`) gives no token for `delay` either:
+    /// the whole key pauses, across every worker. Without a key, or a limit for it, only this
+    /// stage waits.
+    public var pausesRateLimit: Bool
 
-    public init(for delay: Duration) {
+    public init(for delay: Duration, pausingRateLimit: Bool = false) {
         self.delay = max(.zero, min(delay, .seconds(365 * 86_400)))
+        self.pausesRateLimit = pausingRateLimit
     }
 }

@@ -9,8 +9,9 @@ public enum StageOutcome: Sendable, Hashable {
     case fanOut
     /// The stage awaits a signal that has not come: the job is to wait for it.
     case awaiting
-    /// The task asked to run again after this delay, its attempt not counted (``Snooze``).
-    case snoozed(Duration)
+    /// The task asked to run again after this delay, its attempt not counted (``Snooze``); with
+    /// `pausingRateLimit`, no stage of its rate limit key starts meanwhile either.
+    case snoozed(Duration, pausingRateLimit: Bool = false)
 
     public enum RetryRequest: Sendable, Hashable {
         /// Retry by the stage's policy.
@@ -45,7 +46,8 @@ public enum Transition: Sendable, Hashable {
     /// Wait, holding no worker, for the signal the stage awaits, up to `timeout`.
     case await(timeout: Duration)
     /// Run the stage again after `delay`, the attempt given back; a laned stage keeps its lane.
-    case snooze(delay: Duration)
+    /// `pauseRateLimit`: the stage's rate limit key gives no token for `delay` either.
+    case snooze(delay: Duration, pauseRateLimit: Bool = false)
 
     /// Decides what follows `outcome` of attempt number `attempt` (1-based) at position `stage`
     /// of `chain`; a success follows the stage's `repeat` and `next` rules.
@@ -65,8 +67,8 @@ public enum Transition: Sendable, Hashable {
             return .spawn
         case .awaiting:
             return .await(timeout: stage.awaited?.timeout ?? AwaitStage.defaultTimeout)
-        case .snoozed(let delay):
-            return .snooze(delay: delay)
+        case .snoozed(let delay, let pausing):
+            return .snooze(delay: delay, pauseRateLimit: pausing)
         case .succeeded(let output, let decided?):
             switch decided {
             case .finish:

@@ -276,8 +276,9 @@ extension Store {
                 json += "\"kind\":\"spawn\""
             case .release:
                 json += "\"kind\":\"release\""
-            case .snooze(let delay):
+            case .snooze(let delay, let pause):
                 json += "\"kind\":\"snooze\",\"delay_ms\":\(delay.milliseconds)"
+                if pause { json += ",\"pause\":true" }
             case .await(let timeout):
                 json += "\"kind\":\"await\",\"delay_ms\":\(timeout.milliseconds)"
             }

@@ -135,7 +135,7 @@ struct Executor: Sendable {
         case .finished(.success(let result)):
             return .ended(.succeeded(output: result.output, then: result.then))
         case .finished(.failure(let snooze as Snooze)):
-            return .ended(.snoozed(snooze.delay))
+            return .ended(.snoozed(snooze.delay, pausingRateLimit: snooze.pausesRateLimit))
         case .finished(.failure(let failure as TaskFailure)):
             return .ended(.failed(error: failure.error, retry: failure.retry))
         case .finished(.failure(let error as StageError)):

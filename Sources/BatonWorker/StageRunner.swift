@@ -166,7 +166,7 @@ final class StageRunner: Service, Sendable {
             logger.debug("stage done", metadata: metadata)
         case .release:
             logger.info("stage put back: the worker is stopping", metadata: metadata)
-        case .snooze(let delay):
+        case .snooze(let delay, _):
             metadata["until"] = "\(DurationFormat.format(delay)) from now"
             logger.debug("stage snoozed", metadata: metadata)
         case .await(let timeout):

@@ -83,3 +83,29 @@ struct RateLimitTests {
         }
     }
 }
+
+extension RateLimitTests {
+    /// A snooze that pauses its key: no stage of the key starts until the snooze is over, across
+    /// workers, while a plain snooze leaves the key's tokens alone.
+    @Test func aSnoozePausingItsKeyStopsTheWholeKey() async throws {
+        try await TestDatabase.with { db async throws in
+            try await db.store.setRateLimit(RateLimit(key: "partner", rate: 100, per: .seconds(1)))
+            let ids = try await db.store.enqueue((0..<3).map { limited("partner", $0) }).map(\.id)
+            let first = try await db.store.claim(queue: "default", limit: 1, worker: "w")
+            #expect(first.map(\.id) == [ids[0]])
+            _ = try await db.store.apply(
+                [Outcome(jobID: ids[0], stage: 0, attempt: 1, transition: .snooze(delay: .seconds(60)))], worker: "w")
+            #expect(try await db.store.claim(queue: "default", limit: 1, worker: "w").map(\.id) == [ids[1]])
+            _ = try await db.store.apply(
+                [
+                    Outcome(
+                        jobID: ids[1], stage: 0, attempt: 1,
+                        transition: .snooze(delay: .seconds(60), pauseRateLimit: true))
+                ], worker: "w")
+            let paused = try await db.store.claimCountingTokens(queue: "default", limit: 10, worker: "w")
+            #expect(paused.jobs.isEmpty, "the key gives no token while paused")
+            let wait = try #require(paused.nextToken)
+            #expect(wait > .seconds(59) && wait <= .seconds(60))
+        }
+    }
+}

@@ -9,13 +9,14 @@
 --   spawn    the current (group) stage fans out into member jobs; the job waits for them
 --   release  put back untouched (a draining worker); the attempt does not count
 --   snooze   the task asked to run again after `delay_ms`, its attempt not counted (retryable,
---            keeping its lane, `snoozed`)
+--            keeping its lane, `snoozed`); with `"pause": true`, its rate limit key gives no
+--            token for as long
 --   await    the stage awaits a signal not yet delivered: the job waits for it, holding no worker,
 --            until `delay_ms` from now (then expire_awaits fails the attempt)
 -- Returns what the caller must act on after commit: ('applied', id), ('wake', queue) for queues
 -- with newly available jobs, ('finished', id) for finished jobs someone awaits.
 --   p_batch: [{"id", "stage", "attempt", "kind", "output"?, "error"?, "code"?, "details"?, "delay_ms"?,
---             "lane"?, "target"?, "queue"?}, …]
+--             "lane"?, "target"?, "queue"?, "pause"?}, …]
 -- `target`: the position a hop or advance goes to, when a `goto` or `repeat` chose it (else the next).
 -- `results` is the path taken: one entry per run, with the position it ran at (`stage`); a stage's
 -- input is the last entry's output (the job's input before any). A repeated stage keeps its place
@@ -40,12 +41,13 @@ DECLARE
     v_awaits boolean;
     v_applied applied_outcome[];
     v_repeats boolean;
+    v_pauses boolean;
 BEGIN
     SELECT array_agg(b.id), array_agg(b.id) FILTER (WHERE b.kind = 'spawn'),
            array_agg(b.lane) FILTER (WHERE b.lane IS NOT NULL), bool_or(b.kind = 'await'),
-           bool_or(b.target = b.stage)
-    INTO v_ids, v_spawn, v_lanes, v_awaits, v_repeats
-    FROM jsonb_to_recordset(p_batch) AS b(id bigint, stage int, kind text, lane text, target int);
+           bool_or(b.target = b.stage), bool_or(b.pause)
+    INTO v_ids, v_spawn, v_lanes, v_awaits, v_repeats, v_pauses
+    FROM jsonb_to_recordset(p_batch) AS b(id bigint, stage int, kind text, lane text, target int, pause boolean);
 
     -- Every lane whose holder may change: the lanes left, entered, and entered by new members.
     -- (`= ANY(array)`: an index scan on the primary key whatever the batch size.)
@@ -120,6 +122,22 @@ BEGIN
         RETURNING j.id, b.kind, j.state, j.queue, j.watched, j.parent_id
     )
     SELECT array_agg(ROW(upd.*)::applied_outcome) INTO v_applied FROM upd;
+
+    -- A snooze that pauses its stage's rate limit key: the key gives no token before the stage's
+    -- own delay is over (its bucket set so that the next token comes then), across every worker.
+    IF v_pauses THEN
+        UPDATE rate_limits r
+        SET tokens = least(least(r.burst, r.tokens + extract(epoch FROM now() - r.refilled_at) * 1000.0 * r.rate / r.per_ms),
+                           1 - p.delay_ms * r.rate::float8 / r.per_ms),
+            refilled_at = now()
+        FROM (SELECT j.rate_key, max(b.delay_ms) AS delay_ms
+              FROM jsonb_to_recordset(p_batch) AS b(id bigint, kind text, pause boolean, delay_ms bigint)
+              JOIN unnest(v_applied) a ON a.id = b.id
+              JOIN jobs j ON j.id = b.id
+              WHERE b.kind = 'snooze' AND b.pause AND j.rate_key <> ''
+              GROUP BY j.rate_key) p
+        WHERE r.key = p.rate_key;
+    END IF;
 
     IF v_repeats THEN
         DELETE FROM job_progress p

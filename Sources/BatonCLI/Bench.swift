@@ -29,6 +29,8 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Stages per job.") var chain: Int = 1
     @Option(help: "Ordered lanes the jobs are spread over (0: background stages only).") var lanes: Int = 0
     @Option(help: "How many stages of each lane run at once (its width).") var laneWidth: Int = 1
+    @Option(help: "Every stage names the rate limit key \"bench\", limited to RATE per second (0: no key).")
+    var rateLimit: Int = 0
     @Option(help: "Stages the worker runs at once.") var concurrency: Int = 100
     @Option(help: "burn-down: enqueue all, then start the worker; steady: producer and worker together.")
     var mode: Mode = .burnDown
@@ -41,10 +43,12 @@ struct Bench: AsyncParsableCommand {
 
     func validate() throws {
         guard jobs >= 1, chain >= 1, chain <= ChainDefinition.maxStages, lanes >= 0, concurrency >= 1,
-            pickupSamples >= 0, LaneSetting.widths.contains(laneWidth)
+            pickupSamples >= 0, LaneSetting.widths.contains(laneWidth),
+            rateLimit == 0 || RateLimit.rates.contains(rateLimit)
         else {
             throw ValidationError(
-                "--jobs, --chain (≤ 100) and --concurrency must be positive; --lanes ≥ 0; --lane-width 1 to 10000")
+                "--jobs, --chain (≤ 100) and --concurrency must be positive; --lanes ≥ 0; --lane-width 1 to 10000; "
+                    + "--rate-limit 0 to 1000000")
         }
     }
 
@@ -91,7 +95,9 @@ struct Bench: AsyncParsableCommand {
                 chain: ChainDefinition(
                     input: .number(index),
                     stages: Array(
-                        repeating: .task("bench", lane: lane, retry: .constant(.zero, attempts: 3)), count: chain)),
+                        repeating: .task(
+                            "bench", lane: lane, retry: .constant(.zero, attempts: 3),
+                            rate: rateLimit > 0 ? "bench" : nil), count: chain)),
                 queue: "bench")
         }
     }
@@ -108,6 +114,7 @@ struct Bench: AsyncParsableCommand {
             return input
         }
         if laneWidth > 1 { try await baton.setLaneWidth(laneWidth, lane: "lane-*") }
+        if rateLimit > 0 { try await baton.setRateLimit(RateLimit(key: "bench", rate: rateLimit, per: .seconds(1))) }
         let statsAvailable = await resetStatementStatistics(pool)
         let worker = BatonWorker.Worker(
             pool: pool, tasks: tasks,
@@ -187,6 +194,7 @@ struct Bench: AsyncParsableCommand {
             try await running.waitForAll()
             return Report(
                 mode: mode.rawValue, jobs: jobs, stages: total, lanes: lanes, laneWidth: laneWidth,
+                rateLimit: rateLimit,
                 concurrency: concurrency,
                 enqueuePerSecond: Double(jobs) / max(enqueueSeconds, 1e-9),
                 processPerSecond: Double(jobs) / max(processSeconds, 1e-9),
@@ -304,6 +312,7 @@ struct Report {
     var stages: Int
     var lanes: Int
     var laneWidth: Int
+    var rateLimit: Int
     var concurrency: Int
     var enqueuePerSecond: Double
     var processPerSecond: Double
@@ -321,7 +330,7 @@ struct Report {
         }
         var fields: [String: JSONValue] = [
             "mode": .string(mode), "jobs": .number(jobs), "stages": .number(stages), "lanes": .number(lanes),
-            "lane_width": .number(laneWidth),
+            "lane_width": .number(laneWidth), "rate_limit_per_s": .number(rateLimit),
             "concurrency": .number(concurrency), "enqueue_per_s": number(enqueuePerSecond),
             "process_per_s": number(processPerSecond), "stages_per_s": number(stagesPerSecond),
             "pickup_p50_ms": number(pickupP50), "pickup_p99_ms": number(pickupP99), "hop_p50_ms": number(hopP50),

@@ -18,6 +18,11 @@ CREATE TABLE rate_limits (
     burst       int NOT NULL CHECK (burst BETWEEN 1 AND 1000000),
     tokens      float8 NOT NULL,
     refilled_at timestamptz NOT NULL DEFAULT now(),
-    source      text NOT NULL DEFAULT 'api' CHECK (source IN ('api', 'settings')),
+    source      text NOT NULL DEFAULT 'api' CHECK (source IN ('api', 'settings', 'prefix')),
     updated_at  timestamptz NOT NULL DEFAULT now()
 );
+-- A key ending in `*` is a prefix: every key it starts that has no limit of its own gets a bucket
+-- of its own with the prefix's rate (`customer-*`: each customer its own 10 a second), made by the
+-- first claim that needs it (`source` 'prefix'; the longest prefix wins).
+CREATE INDEX rate_limits_prefixes ON rate_limits (key) WHERE right(key, 1) = '*';
+

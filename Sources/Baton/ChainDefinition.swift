@@ -91,7 +91,13 @@ public struct ChainDefinition: Sendable, Hashable {
                 try task.args.checkStorable(at: "\(here).args")
                 if let lane = task.lane { try checkName(lane, path: "\(here).lane", what: "lane") }
                 if let queue = task.queue { try checkName(queue, path: "\(here).queue", what: "queue name") }
-                if let rate = task.rate { try checkName(rate, path: "\(here).rate", what: "rate limit key") }
+                if let rate = task.rate {
+                    try checkName(rate, path: "\(here).rate", what: "rate limit key")
+                    guard !rate.hasSuffix("*") else {
+                        throw .invalidChain(
+                            path: "\(here).rate", reason: "a stage names a key; a key ending in * is a prefix of keys")
+                    }
+                }
                 guard task.retry.maxAttempts >= 1 else {
                     throw .invalidChain(path: "\(here).max_attempts", reason: "must be at least 1")
                 }

@@ -4,29 +4,40 @@ import PostgresNIO
 
 /// Rate limits: a token bucket per key, spent by `claim_for` as it claims the stages naming it.
 extension Store {
-    /// Every rate limit, by key, its bucket refilled to now (read only: the claim refills it).
+    /// Every rate limit set, by key (the buckets a prefix made for its keys aside), its bucket
+    /// refilled to now (read only: the claim refills it).
     package func rateLimits() async throws -> [RateLimit] {
         let rows = try await pool.read(
             """
             SELECT key, rate, per_ms, burst,
                    least(burst, tokens + extract(epoch FROM now() - refilled_at) * 1000.0 * rate / per_ms)::float8,
                    source, updated_at
-            FROM \(unescaped: schema).rate_limits ORDER BY key
+            FROM \(unescaped: schema).rate_limits WHERE source <> 'prefix' ORDER BY key
             """, logger: logger)
         return try rows.map { row in
             let (key, rate, perMs, burst, tokens, source, updated) = try row.decode(
                 (String, Int, Int64, Int, Double, String, Date).self)
             return RateLimit(
-                key: key, rate: rate, per: .milliseconds(perMs), burst: burst, tokens: tokens,
-                source: SettingSource(rawValue: source) ?? .api, updatedAt: updated)
+                key: key, rate: rate, per: .milliseconds(perMs), burst: burst,
+                tokens: key.hasSuffix("*") ? Double(burst) : tokens, source: SettingSource(rawValue: source) ?? .api,
+                updatedAt: updated)
         }
     }
 
     /// Sets the limit of `limit.key` (its bucket starts full; a change keeps the tokens it has, up
-    /// to the new burst), or deletes it (`limit` nil for `key`). In effect at the next claim.
+    /// to the new burst). A key ending in `*` is a prefix: each key it starts without a limit of its
+    /// own gets a bucket of its own with this limit; the buckets it made before start afresh. In
+    /// effect at the next claim.
     package func setRateLimit(_ limit: RateLimit) async throws {
         try Self.check(limit)
-        _ = try await pool.rows(
+        try await pool.withTransaction(logger: logger) { connection in
+            try await self.setRateLimit(limit, on: connection)
+        }
+    }
+
+    private func setRateLimit(_ limit: RateLimit, on connection: PostgresConnection) async throws {
+        try await forgetPrefixBuckets(under: limit.key, on: connection)
+        _ = try await connection.rows(
             """
             INSERT INTO \(unescaped: schema).rate_limits AS r (key, rate, per_ms, burst, tokens, source)
             VALUES (\(limit.key), \(limit.rate)::int, \(limit.per.milliseconds), \(limit.burst)::int,
@@ -38,18 +49,36 @@ extension Store {
             """, logger: logger)
     }
 
+    /// Deletes the buckets a prefix made for its keys (`key`, a prefix: each is made afresh, from
+    /// the longest prefix then set, by the next claim that needs it).
+    private func forgetPrefixBuckets(under key: String, on connection: PostgresConnection) async throws {
+        guard key.hasSuffix("*") else { return }
+        _ = try await connection.rows(
+            """
+            DELETE FROM \(unescaped: schema).rate_limits
+            WHERE source = 'prefix' AND starts_with(key, \(String(key.dropLast())))
+            """, logger: logger)
+    }
+
     /// Deletes the limit of `key`: its stages start as workers claim them. False if it had none.
     @discardableResult
     package func deleteRateLimit(_ key: String) async throws -> Bool {
-        let rows = try await pool.rows(
-            "DELETE FROM \(unescaped: schema).rate_limits WHERE key = \(key) RETURNING key", logger: logger)
-        return !rows.isEmpty
+        try await pool.withTransaction(logger: logger) { connection in
+            try await self.forgetPrefixBuckets(under: key, on: connection)
+            let rows = try await connection.rows(
+                "DELETE FROM \(unescaped: self.schema).rate_limits WHERE key = \(key) RETURNING key",
+                logger: self.logger)
+            return !rows.isEmpty
+        }
     }
 
     /// Makes the rate limits owned by the settings file exactly `limits`, in one transaction.
     package func syncSettingsRateLimits(_ limits: [RateLimit]) async throws {
         for limit in limits { try Self.check(limit) }
         try await pool.withTransaction(logger: logger) { connection in
+            // Prefixes may have changed: their keys' buckets are made afresh.
+            _ = try await connection.rows(
+                "DELETE FROM \(unescaped: self.schema).rate_limits WHERE source = 'prefix'", logger: self.logger)
             for limit in limits {
                 _ = try await connection.rows(
                     """

@@ -109,3 +109,30 @@ extension RateLimitTests {
         }
     }
 }
+
+extension RateLimitTests {
+    /// A prefix's limit gives each key it starts a bucket of its own (each customer its own rate),
+    /// a key's own limit wins, and a stage cannot name a prefix.
+    @Test func aPrefixGivesEachOfItsKeysABucketOfItsOwn() async throws {
+        try await TestDatabase.with { db async throws in
+            try await db.store.setRateLimit(RateLimit(key: "customer-*", rate: 2, per: .seconds(3600)))
+            try await db.store.setRateLimit(RateLimit(key: "customer-vip", rate: 3, per: .seconds(3600)))
+            for key in ["customer-1", "customer-2", "customer-vip", "other"] {
+                _ = try await db.store.enqueue((0..<4).map { limited(key, $0) })
+            }
+            let claimed = try await db.store.claim(queue: "default", limit: 100, worker: "w")
+            var perKey: [String: Int] = [:]
+            for job in claimed { perKey[job.chain[0].task?.rate ?? "", default: 0] += 1 }
+            #expect(perKey == ["customer-1": 2, "customer-2": 2, "customer-vip": 3, "other": 4])
+            // The buckets the prefix made are not listed as limits of their own.
+            #expect(try await db.store.rateLimits().map(\.key) == ["customer-*", "customer-vip"])
+            // A new prefix limit: its keys' buckets start afresh from it.
+            try await db.store.setRateLimit(RateLimit(key: "customer-*", rate: 1, per: .seconds(3600)))
+            #expect(try await db.store.claim(queue: "default", limit: 100, worker: "w").count == 2)
+
+            await #expect(throws: BatonError.self) {
+                try await db.store.enqueue([limited("customer-*", 0)])
+            }
+        }
+    }
+}

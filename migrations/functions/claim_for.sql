@@ -10,6 +10,7 @@
 -- Stages without a rate limit key first; then, while slots are left, each key with stages
 -- available here (found by a skip scan of the index: one probe per key) takes what its bucket
 -- allows: its row locked and refilled, one token spent per stage claimed. A key with no limit set
+-- takes a bucket of its own from its longest prefix's limit (`customer-*`), if one is set; else it
 -- does not limit. When a key ran out of tokens with stages still waiting, a last row (id NULL)
 -- says in `waited` how many seconds until the first of them has one again: the worker claims then,
 -- and nothing runs for the stages in between.
@@ -58,6 +59,13 @@ BEGIN
         SELECT k.key FROM k WHERE k.key IS NOT NULL
     LOOP
         EXIT WHEN v_left <= 0;
+        -- A key with no limit of its own under a prefix's (`customer-*`): its bucket, made full.
+        INSERT INTO rate_limits (key, rate, per_ms, burst, tokens, source)
+        SELECT v_key, t.rate, t.per_ms, t.burst, t.burst, 'prefix' FROM rate_limits t
+        WHERE right(t.key, 1) = '*' AND starts_with(v_key, left(t.key, -1))
+          AND NOT EXISTS (SELECT 1 FROM rate_limits o WHERE o.key = v_key)
+        ORDER BY length(t.key) DESC LIMIT 1
+        ON CONFLICT (key) DO NOTHING;
         UPDATE rate_limits r
         SET tokens = least(r.burst, r.tokens + extract(epoch FROM now() - r.refilled_at) * 1000.0 * r.rate / r.per_ms),
             refilled_at = now()

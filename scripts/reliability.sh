@@ -9,7 +9,8 @@
 #
 # Scenarios: worker-crash database-restart connections-killed pool-pressure vacuum-held overload
 # lane-soak. Results are also appended as JSON lines to reliability-results.jsonl (--report).
-# Set BUILD=debug to use the debug build (what CI does with --quick); the default builds release.
+# Set BUILD=debug to use the debug build (quicker to build; see docs/reliability.md on what it
+# does under a retry storm); the default, and what CI runs, is release.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 configuration=${BUILD:-release}

@@ -25,10 +25,6 @@ struct ServerOptions: ParsableArguments, SettingFlags {
         help: "The longest a ?wait= holds a request; longer waits are cut to this (BATON_API_MAX_WAIT; default 5m).")
     var maxWait: Duration?
 
-    @Option(
-        help: "Requests answered at once; beyond, a 503 with Retry-After (BATON_API_MAX_IN_FLIGHT; default 1000).")
-    var maxInFlight: Int?
-
     var flags: [Setting: ConfigContent] {
         var flags: [Setting: ConfigContent] = [:]
         flags.add(.apiHost, host.map(ConfigContent.string))
@@ -36,7 +32,6 @@ struct ServerOptions: ParsableArguments, SettingFlags {
         flags.add(.apiMaxBody, maxBody.map(ConfigContent.int))
         flags.add(.apiMetricsOpen, metricsOpen ? .bool(true) : nil)
         flags.add(.apiMaxWait, maxWait.map { .string(DurationFormat.format($0)) })
-        flags.add(.apiMaxInFlight, maxInFlight.map(ConfigContent.int))
         return flags
     }
 }
@@ -57,11 +52,9 @@ extension Settings {
         guard maxWait > .zero, maxWait <= .seconds(3600) else {
             throw ValidationError("api.max-wait must be a duration from 1ms to 1h")
         }
-        let maxInFlight = try int(.apiMaxInFlight) ?? 1000
-        guard maxInFlight >= 1 else { throw ValidationError("api.max-in-flight must be at least 1") }
         return ServerConfiguration(
             host: try string(.apiHost) ?? "127.0.0.1", port: port, tokens: tokens, maxBodySize: maxBody,
-            metricsRequireToken: !(try bool(.apiMetricsOpen) ?? false), maxWait: maxWait, maxInFlight: maxInFlight)
+            metricsRequireToken: !(try bool(.apiMetricsOpen) ?? false), maxWait: maxWait)
     }
 
     /// `api.tokens` (`role:token,…`) or `api.token` (one admin token); nil if neither is set.

@@ -50,7 +50,6 @@ public struct BatonServer: Service {
         let router = Router(context: BatonRequestContext.self)
         router.add(middleware: RequestLogMiddleware(level: api.configuration.requestLogLevel))
         router.add(middleware: MetricsMiddleware())
-        router.add(middleware: InFlightMiddleware(limit: api.configuration.maxInFlight))
         // A span per request (a no-op until the process bootstraps a tracer); enqueues nest in it.
         router.add(middleware: TracingMiddleware())
         router.add(middleware: ProblemMiddleware(allowed: document.allowedMethods))

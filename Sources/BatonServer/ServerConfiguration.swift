@@ -18,14 +18,11 @@ public struct ServerConfiguration: Sendable {
     public var maxWait: Duration
     /// The level of the one line logged per request.
     public var requestLogLevel: Logger.Level
-    /// Requests answered at once; beyond, a 503 `overloaded` with `Retry-After` (a `?wait=` holds
-    /// one while it waits). The health checks are never refused.
-    public var maxInFlight: Int
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, tokens: APITokens, maxBodySize: Int = 1 << 20,
         metricsRequireToken: Bool = true, taskWindow: Duration = .seconds(300), maxWait: Duration = .seconds(300),
-        requestLogLevel: Logger.Level = .info, maxInFlight: Int = 1000
+        requestLogLevel: Logger.Level = .info
     ) {
         self.host = host
         self.port = port
@@ -35,6 +32,5 @@ public struct ServerConfiguration: Sendable {
         self.taskWindow = taskWindow
         self.maxWait = maxWait
         self.requestLogLevel = requestLogLevel
-        self.maxInFlight = maxInFlight
     }
 }

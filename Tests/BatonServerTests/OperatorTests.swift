@@ -185,36 +185,6 @@ struct OperatorTests {
         }
     }
 
-    /// Past `maxInFlight` requests being answered, the next is refused at once with a 503
-    /// (`overloaded`, `Retry-After`) rather than queued; the health check still answers; once the
-    /// requests in flight end, requests are taken again.
-    @Test func requestsBeyondTheBoundAreRefusedAtOnce() async throws {
-        try await withServer(worker: nil, configure: { $0.maxInFlight = 2 }) { server async throws in
-            let id = try await server.enqueue(
-                ["stages": [["task": "noop"]], "queue": "idle"], query: "?unchecked=true")
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                // Two long polls on a job that does not move hold the two places (each tries again
-                // if the probe below held a place as it came).
-                for _ in 0..<2 {
-                    group.addTask {
-                        while try await server.call(.GET, "/v1/jobs/\(id)?wait=10s").status == 503 {}
-                    }
-                }
-                try await eventually("both places to be held") {
-                    let reply = try await server.call(.GET, "/v1/queues")
-                    return reply.status == 503
-                }
-                let refused = try await server.call(.GET, "/v1/jobs/\(id)")
-                #expect(refused.status == 503)
-                #expect(refused["type"] == "urn:baton:problem:overloaded")
-                #expect(refused.headers.first(name: "Retry-After") == "1")
-                #expect(try await server.call(.GET, "/healthz", token: nil).status == 200)
-                try await group.waitForAll()
-            }
-            #expect(try await server.call(.GET, "/v1/jobs/\(id)").status == 200)
-        }
-    }
-
     /// A lane whose head failed and waits to retry is blocked: `?blocked=true` lists only such
     /// lanes, the overview counts them and the lanes page shows them first.
     @Test func blockedLanesAreListedCountedAndShownFirst() async throws {

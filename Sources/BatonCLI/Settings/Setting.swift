@@ -103,9 +103,6 @@ extension Setting {
     static let apiMaxWait = Setting(
         key: "api.max-wait", flag: "--max-wait", defaultValue: "5m",
         help: "The longest a `?wait=` holds a request (longer waits are cut to this).")
-    static let apiMaxInFlight = Setting(
-        key: "api.max-in-flight", flag: "--max-in-flight", defaultValue: "1000",
-        help: "Requests answered at once; beyond, a 503 with `Retry-After` (health checks excepted).")
     static let apiMetricsOpen = Setting(
         key: "api.metrics-open", flag: "--metrics-open", defaultValue: "false",
         help: "Serve the API's `/metrics` without a token.")
@@ -141,7 +138,7 @@ extension Setting {
         workerQueues, workerConcurrency, workerLease, workerGrace, workerRetention,
         workerRetentionDiscarded, workerRetentionCancelled, workerDiscardWebhook, workerMetricsPort,
         workerMetricsHost,
-        apiHost, apiPort, apiMaxBody, apiMaxWait, apiMaxInFlight, apiMetricsOpen, apiTokens, apiToken,
+        apiHost, apiPort, apiMaxBody, apiMaxWait, apiMetricsOpen, apiTokens, apiToken,
         httpAllow, httpDeny, httpTLS, logLevel, logFormat,
     ]
 

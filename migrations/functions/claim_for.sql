@@ -29,28 +29,10 @@ BEGIN
     IF EXISTS (SELECT 1 FROM paused_queues q WHERE q.queue = p_queue) THEN
         RETURN;
     END IF;
-    RETURN QUERY
-    WITH next AS (
-        SELECT n.id FROM jobs n
-        WHERE n.state = 'available' AND n.queue = p_queue AND n.rate_key = '' AND n.run_at <= now()
-          AND (p_tasks IS NULL OR NOT (n.chain -> n.stage ? 'task') OR n.chain -> n.stage ->> 'task' = ANY (p_tasks))
-        ORDER BY n.priority, n.run_at, n.id
-        LIMIT p_limit FOR UPDATE SKIP LOCKED
-    )
-    UPDATE jobs j
-    SET state = 'running', attempt = j.attempt + 1, worker_id = p_worker, attempted_at = now()
-    FROM next WHERE j.id = next.id
-    RETURNING j.id, j.stage, j.attempt, j.chain::text,
-        (CASE WHEN jsonb_array_length(j.results) = 0 THEN j.input ELSE j.results -> -1 -> 'output' END)::text,
-        CASE WHEN jsonb_array_length(j.results) = 0 THEN NULL ELSE j.results::text END,
-        j.metadata::text, j.group_output::text, extract(epoch FROM now() - j.run_at)::float8;
-    GET DIAGNOSTICS v_taken = ROW_COUNT;
-    v_left := v_left - v_taken;
-
     FOR v_key IN
+        -- '' (no key) first, then each key with stages available here: one index probe each.
         WITH RECURSIVE k(key) AS (
-            SELECT (SELECT min(n.rate_key) FROM jobs n
-                    WHERE n.state = 'available' AND n.queue = p_queue AND n.rate_key > '')
+            SELECT ''::text
             UNION ALL
             SELECT (SELECT min(n.rate_key) FROM jobs n
                     WHERE n.state = 'available' AND n.queue = p_queue AND n.rate_key > k.key)
@@ -59,18 +41,21 @@ BEGIN
         SELECT k.key FROM k WHERE k.key IS NOT NULL
     LOOP
         EXIT WHEN v_left <= 0;
-        -- A key with no limit of its own under a prefix's (`customer-*`): its bucket, made full.
-        INSERT INTO rate_limits (key, rate, per_ms, burst, tokens, source)
-        SELECT v_key, t.rate, t.per_ms, t.burst, t.burst, 'prefix' FROM rate_limits t
-        WHERE right(t.key, 1) = '*' AND starts_with(v_key, left(t.key, -1))
-          AND NOT EXISTS (SELECT 1 FROM rate_limits o WHERE o.key = v_key)
-        ORDER BY length(t.key) DESC LIMIT 1
-        ON CONFLICT (key) DO NOTHING;
-        UPDATE rate_limits r
-        SET tokens = least(r.burst, r.tokens + extract(epoch FROM now() - r.refilled_at) * 1000.0 * r.rate / r.per_ms),
-            refilled_at = now()
-        WHERE r.key = v_key
-        RETURNING r.* INTO v_bucket;
+        v_bucket := NULL;
+        IF v_key <> '' THEN
+            -- A key with no limit of its own under a prefix's (`customer-*`): its bucket, made full.
+            INSERT INTO rate_limits (key, rate, per_ms, burst, tokens, source)
+            SELECT v_key, t.rate, t.per_ms, t.burst, t.burst, 'prefix' FROM rate_limits t
+            WHERE right(t.key, 1) = '*' AND starts_with(v_key, left(t.key, -1))
+              AND NOT EXISTS (SELECT 1 FROM rate_limits o WHERE o.key = v_key)
+            ORDER BY length(t.key) DESC LIMIT 1
+            ON CONFLICT (key) DO NOTHING;
+            UPDATE rate_limits r
+            SET tokens = least(r.burst, r.tokens + extract(epoch FROM now() - r.refilled_at) * 1000.0 * r.rate / r.per_ms),
+                refilled_at = now()
+            WHERE r.key = v_key
+            RETURNING r.* INTO v_bucket;
+        END IF;
         v_taken := 0;
         IF v_bucket.key IS NULL OR v_bucket.tokens >= 1 THEN
             RETURN QUERY

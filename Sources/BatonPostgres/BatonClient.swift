@@ -142,6 +142,11 @@ public final class BatonClient: Service, Sendable {
         try await store.setRateLimit(limit)
     }
 
+    /// The rate limits set, by key, with the tokens each has now.
+    public func rateLimits() async throws -> [RateLimit] {
+        try await store.rateLimits()
+    }
+
     /// Deletes the rate limit of `key`; false if it had none.
     @discardableResult
     public func deleteRateLimit(_ key: String) async throws -> Bool {

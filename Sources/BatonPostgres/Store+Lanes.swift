@@ -92,6 +92,7 @@ extension Store {
     /// Sets the width of `lane` (a lane, or a prefix ending in `*`), or deletes its setting
     /// (`width` nil). The lanes it widens admit their waiting jobs in the same transaction.
     package func setLaneWidth(_ width: Int?, lane: String, source: SettingSource = .api) async throws {
+        try Self.check(width, lane: lane)
         let queues = try await pool.withTransaction(logger: logger) { connection in
             try await self.setLaneWidth(width, lane: lane, source: source, on: connection)
         }
@@ -101,6 +102,7 @@ extension Store {
     /// Makes the lane settings owned by the settings file exactly `settings`: saves each, deletes
     /// the file's others, in one transaction.
     package func syncSettingsLanes(_ settings: [LaneSetting]) async throws {
+        for setting in settings { try Self.check(setting.width, lane: setting.lane) }
         let queues = try await pool.withTransaction(logger: logger) { connection in
             var queues: Set<String> = []
             for setting in settings {
@@ -124,15 +126,20 @@ extension Store {
     private func setLaneWidth(
         _ width: Int?, lane: String, source: SettingSource, on connection: PostgresConnection
     ) async throws -> Set<String> {
+        let rows = try await connection.rows(
+            "SELECT queue FROM \(unescaped: schema).save_lane_setting(\(lane), \(width)::int, \(source.rawValue))",
+            logger: logger)
+        return Set(try rows.map { try $0.decode(String.self) })
+    }
+
+    /// Checked before the transaction, so that a refusal reaches the caller as itself (a 400
+    /// naming the field), not as the transaction's failure.
+    private static func check(_ width: Int?, lane: String) throws {
         try ChainDefinition.checkName(lane, path: "lane", what: "lane")
         if let width, !LaneSetting.widths.contains(width) {
             throw BatonError.invalidChain(
                 path: "width",
                 reason: "a lane's width is \(LaneSetting.widths.lowerBound) to \(LaneSetting.widths.upperBound)")
         }
-        let rows = try await connection.rows(
-            "SELECT queue FROM \(unescaped: schema).save_lane_setting(\(lane), \(width)::int, \(source.rawValue))",
-            logger: logger)
-        return Set(try rows.map { try $0.decode(String.self) })
     }
 }

@@ -80,15 +80,9 @@ extension Store {
             _ = try await connection.rows(
                 "DELETE FROM \(unescaped: self.schema).rate_limits WHERE source = 'prefix'", logger: self.logger)
             for limit in limits {
-                _ = try await connection.rows(
-                    """
-                    INSERT INTO \(unescaped: self.schema).rate_limits AS r (key, rate, per_ms, burst, tokens, source)
-                    VALUES (\(limit.key), \(limit.rate)::int, \(limit.per.milliseconds), \(limit.burst)::int,
-                            \(Double(limit.burst)), 'settings')
-                    ON CONFLICT (key) DO UPDATE SET
-                        rate = excluded.rate, per_ms = excluded.per_ms, burst = excluded.burst, source = 'settings',
-                        tokens = least(excluded.burst, r.tokens), updated_at = now()
-                    """, logger: self.logger)
+                var owned = limit
+                owned.source = .settings
+                try await self.setRateLimit(owned, on: connection)
             }
             _ = try await connection.rows(
                 """
@@ -107,7 +101,7 @@ extension Store {
             throw BatonError.invalidChain(path: "burst", reason: "a burst is 1 to 1000000 starts")
         }
         guard RateLimit.periods.contains(limit.per) else {
-            throw BatonError.invalidChain(path: "per", reason: "a period is 1ms to 31d")
+            throw BatonError.invalidChain(path: "per", reason: "a period is 1ms to 31d, such as 1s, 1m or 1h")
         }
     }
 }

@@ -57,6 +57,18 @@ struct Problem: Error, HTTPResponseError {
         return invalid(prefix + path, reason)
     }
 
+    /// Baton's own error as a problem: an unknown job is a 404, any other refusal a 400 naming the
+    /// field at fault. The API's and the dashboard's answer alike.
+    static func from(_ error: BatonError) -> Problem {
+        if case .jobNotFound(let id) = error { return .notFound("no job has id \(id)") }
+        return .invalid(error)
+    }
+
+    /// A schedule, lane setting or rate limit that a settings file defines: the file owns it.
+    static func ownedBySettings(_ what: String) -> Problem {
+        conflict("\(what) is defined in the settings file: change it there")
+    }
+
     static func idempotencyKeyTaken(path: String) -> Problem {
         Problem(
             .conflict, type: "idempotency-key-taken", title: "The idempotency key names another caller's job",

@@ -218,6 +218,9 @@ struct DashboardMiddleware: RouterMiddleware {
             return error(status, message, request)
         } catch let problem as Problem {
             return error(problem.status, problem.detail ?? problem.title, request)
+        } catch let refusal as BatonError {
+            let problem = Problem.from(refusal)
+            return error(problem.status, problem.detail ?? problem.title, request)
         } catch let error where (error is PSQLError || error is DatabaseUnavailable) && !error.isRefusalByDatabase {
             context.logger.warning("database unavailable", metadata: ["error": "\(error.logDescription)"])
             return self.error(

@@ -55,10 +55,8 @@ struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
             case .tooLarge(let limit): return .tooLarge(limit: limit)
             case .notJSON(let reason): return .invalid("", "the body is not valid JSON: \(reason)")
             }
-        case BatonError.jobNotFound(let id):
-            return .notFound("no job has id \(id)")
         case let error as BatonError:
-            return .invalid(error)
+            return .from(error)
         case let error as PSQLError where error.serverInfo?[.sqlState]?.hasPrefix("22") == true:
             // A value the checks let through but PostgreSQL cannot store: still the caller's input.
             return .invalid("", "a value cannot be stored: \(error.serverInfo?[.message] ?? "data exception")")

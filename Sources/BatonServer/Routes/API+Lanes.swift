@@ -32,17 +32,14 @@ extension API {
     }
 
     /// `PUT /v1/lane-settings/{lane}`: takes effect at once (a wider lane admits its waiting stages
-    /// in the same transaction).
+    /// in the same transaction). The lane's name and the width are checked by the store (400 naming
+    /// `lane` or `width`).
     func setLaneSetting(_ input: Operations.SetLaneSetting.Input) async throws -> Operations.SetLaneSetting.Output {
         guard case .json(let request) = input.body else { throw Problem.invalid("", "the body must be JSON") }
-        let lane = try Self.laneName(input.path.lane)
-        guard LaneSetting.widths.contains(request.width) else {
-            throw Problem.invalid(
-                "width",
-                "a lane's width is \(LaneSetting.widths.lowerBound) to \(LaneSetting.widths.upperBound), not \(request.width)"
-            )
+        let lane = input.path.lane
+        if try await laneSetting(lane)?.source == .settings {
+            throw Problem.ownedBySettings("the setting of lane \"\(lane)\"")
         }
-        if try await laneSetting(lane)?.source == .settings { throw Self.laneOwnedBySettings(lane) }
         try await store.setLaneWidth(request.width, lane: lane)
         RequestScope.logger.notice("lane width set", metadata: ["lane": .string(lane), "width": "\(request.width)"])
         guard let saved = try await laneSetting(lane) else { throw Problem.notFound("no setting for lane \"\(lane)\"") }
@@ -52,11 +49,11 @@ extension API {
     func deleteLaneSetting(_ input: Operations.DeleteLaneSetting.Input) async throws
         -> Operations.DeleteLaneSetting.Output
     {
-        let lane = try Self.laneName(input.path.lane)
+        let lane = try Self.name(input.path.lane, "lane") ?? ""
         guard let setting = try await laneSetting(lane) else {
             throw Problem.notFound("no setting for lane \"\(lane)\"")
         }
-        guard setting.source == .api else { throw Self.laneOwnedBySettings(lane) }
+        guard setting.source == .api else { throw Problem.ownedBySettings("the setting of lane \"\(lane)\"") }
         try await store.setLaneWidth(nil, lane: lane)
         RequestScope.logger.notice("lane width deleted", metadata: ["lane": .string(lane)])
         return .noContent(.init())
@@ -66,39 +63,23 @@ extension API {
         try await store.laneSettings().first { $0.lane == lane }
     }
 
-    private static func laneName(_ name: String) throws -> String {
-        do {
-            try ChainDefinition.checkName(name, path: "lane", what: "lane")
-        } catch {
-            throw Problem.invalid(error)
-        }
-        return name
-    }
-
-    private static func laneOwnedBySettings(_ lane: String) -> Problem {
-        Problem.conflict("the setting of lane \"\(lane)\" is defined in the settings file: change it there")
-    }
-
     // MARK: rate limits
 
     func listRateLimits(_ input: Operations.ListRateLimits.Input) async throws -> Operations.ListRateLimits.Output {
         .ok(.init(body: .json(.init(rateLimits: try await store.rateLimits().map(Components.Schemas.RateLimit.init)))))
     }
 
-    /// `PUT /v1/rate-limits/{key}`: in effect at the next claim.
+    /// `PUT /v1/rate-limits/{key}`: in effect at the next claim. The key, rate, period's range and
+    /// burst are checked by the store (400 naming the field).
     func setRateLimit(_ input: Operations.SetRateLimit.Input) async throws -> Operations.SetRateLimit.Output {
         guard case .json(let request) = input.body else { throw Problem.invalid("", "the body must be JSON") }
-        let key = try Self.rateLimitKey(input.path.key)
-        guard RateLimit.rates.contains(request.rate) else {
-            throw Problem.invalid("rate", "a rate is 1 to 1000000 starts per period, not \(request.rate)")
-        }
-        guard let per = DurationFormat.parse(request.per), RateLimit.periods.contains(per) else {
+        let key = input.path.key
+        guard let per = DurationFormat.parse(request.per) else {
             throw Problem.invalid("per", "per is a period from 1ms to 31d, such as \"1s\", \"1m\" or \"1h\"")
         }
-        if let burst = request.burst, !RateLimit.rates.contains(burst) {
-            throw Problem.invalid("burst", "a burst is 1 to 1000000 starts, not \(burst)")
+        if try await rateLimit(key)?.source == .settings {
+            throw Problem.ownedBySettings("the rate limit \"\(key)\"")
         }
-        if try await rateLimit(key)?.source == .settings { throw Self.rateLimitOwnedBySettings(key) }
         try await store.setRateLimit(RateLimit(key: key, rate: request.rate, per: per, burst: request.burst))
         RequestScope.logger.notice(
             "rate limit set",
@@ -108,9 +89,9 @@ extension API {
     }
 
     func deleteRateLimit(_ input: Operations.DeleteRateLimit.Input) async throws -> Operations.DeleteRateLimit.Output {
-        let key = try Self.rateLimitKey(input.path.key)
+        let key = try Self.name(input.path.key, "key") ?? ""
         guard let limit = try await rateLimit(key) else { throw Problem.notFound("no rate limit for \"\(key)\"") }
-        guard limit.source == .api else { throw Self.rateLimitOwnedBySettings(key) }
+        guard limit.source == .api else { throw Problem.ownedBySettings("the rate limit \"\(key)\"") }
         try await store.deleteRateLimit(key)
         RequestScope.logger.notice("rate limit deleted", metadata: ["key": .string(key)])
         return .noContent(.init())
@@ -118,18 +99,5 @@ extension API {
 
     private func rateLimit(_ key: String) async throws -> RateLimit? {
         try await store.rateLimits().first { $0.key == key }
-    }
-
-    private static func rateLimitKey(_ key: String) throws -> String {
-        do {
-            try ChainDefinition.checkName(key, path: "key", what: "rate limit key")
-        } catch {
-            throw Problem.invalid(error)
-        }
-        return key
-    }
-
-    private static func rateLimitOwnedBySettings(_ key: String) -> Problem {
-        Problem.conflict("the rate limit \"\(key)\" is defined in the settings file: change it there")
     }
 }

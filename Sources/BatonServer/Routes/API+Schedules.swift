@@ -20,14 +20,14 @@ extension API {
         let name = try Self.name(input.path.name, "name") ?? ""
         let definition = try Self.definition(name, request)
         try await checkTasks([definition.job], unchecked: input.query.unchecked, path: "job.stages")
-        if try await store.schedule(name)?.source == .settings { throw Self.ownedBySettings(name) }
+        if try await store.schedule(name)?.source == .settings { throw Problem.ownedBySettings("schedule \"\(name)\"") }
         try await store.saveSchedule(definition, source: .api, now: Date())
         return .ok(.init(body: .json(.init(try await schedule(name)))))
     }
 
     func deleteSchedule(_ input: Operations.DeleteSchedule.Input) async throws -> Operations.DeleteSchedule.Output {
         let schedule = try await schedule(input.path.name)
-        guard schedule.source == .api else { throw Self.ownedBySettings(schedule.name) }
+        guard schedule.source == .api else { throw Problem.ownedBySettings("schedule \"\(schedule.name)\"") }
         _ = try await store.deleteSchedule(schedule.name)
         return .noContent(.init())
     }
@@ -59,10 +59,6 @@ extension API {
             throw Problem.notFound("no schedule named \"\(name)\"")
         }
         return try await schedule(name)
-    }
-
-    private static func ownedBySettings(_ name: String) -> Problem {
-        Problem.conflict("schedule \"\(name)\" is defined in the settings file: change it there")
     }
 
     /// A schedule request as the store saves it; 400 naming the field at fault.

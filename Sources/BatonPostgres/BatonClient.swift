@@ -20,6 +20,7 @@ public final class BatonClient: Service, Sendable {
     package let listener: Listener
     package let signalTokens: SignalTokens
     let waker: Waker
+    let batcher: EnqueueBatcher
     let logger: Logger
 
     public init(pool: DatabasePool, logger: Logger) {
@@ -27,6 +28,7 @@ public final class BatonClient: Service, Sendable {
         self.signalTokens = SignalTokens(store: store)
         self.listener = Listener(configuration: pool.configuration, logger: logger)
         self.waker = Waker(store: store, logger: logger)
+        self.batcher = EnqueueBatcher(write: { [store] in try await store.enqueue($0) })
         self.logger = logger
     }
 
@@ -70,15 +72,16 @@ public final class BatonClient: Service, Sendable {
         return JobHandle(id: enqueued.id, inserted: enqueued.inserted, client: self)
     }
 
-    /// Enqueues jobs in one transaction: all or none.
-    /// A `baton.enqueue` span (swift-distributed-tracing) covers it.
+    /// Enqueues jobs in one transaction: all or none. Concurrent calls share transactions (group
+    /// commit, see `EnqueueBatcher`); each returns once its jobs are committed, and one caller's
+    /// refused job fails only that caller. A `baton.enqueue` span (swift-distributed-tracing) covers it.
     public func enqueue(_ jobs: [NewJob]) async throws -> [EnqueuedJob] {
         try await withSpan("baton.enqueue", ofKind: .producer) { span in
             span.attributes["baton.jobs"] = jobs.count
             if let queue = jobs.first?.queue, jobs.allSatisfy({ $0.queue == queue }) {
                 span.attributes["baton.queue"] = queue
             }
-            let enqueued = try await store.enqueue(jobs)
+            let enqueued = try await batcher.enqueue(jobs)
             if enqueued.count == 1 { span.attributes["baton.job.id"] = Int(enqueued[0].id) }
             waker.wake(enqueued.lazy.filter { $0.state == .available }.map(\.queue))
             return enqueued

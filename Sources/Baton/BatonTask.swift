@@ -49,11 +49,14 @@ public struct TaskFailure: Error, Sendable, Hashable, CustomStringConvertible {
         TaskFailure(message, code: code, details: details, retry: .never)
     }
 
-    /// Try again after `delay` (capped by the stage's maximum backoff), e.g. an HTTP 429's Retry-After.
+    /// Try again after `delay` (capped by the stage's maximum backoff), e.g. an HTTP 429's
+    /// Retry-After. With `pausingRateLimit`, the stage's rate limit key (`.rate("partner")`) gives no
+    /// token for that long either: the whole key pauses, across every worker.
     public static func retry(
-        after delay: Duration, _ message: String, code: String? = nil, details: JSONValue? = nil
+        after delay: Duration, _ message: String, code: String? = nil, details: JSONValue? = nil,
+        pausingRateLimit: Bool = false
     ) -> TaskFailure {
-        TaskFailure(message, code: code, details: details, retry: .after(delay))
+        TaskFailure(message, code: code, details: details, retry: .after(delay, pausingRateLimit: pausingRateLimit))
     }
 
     /// The failure as stored.

@@ -16,8 +16,9 @@ public enum StageOutcome: Sendable, Hashable {
     public enum RetryRequest: Sendable, Hashable {
         /// Retry by the stage's policy.
         case byPolicy
-        /// Retry after this delay (e.g. an HTTP Retry-After), capped by the policy's maximum backoff.
-        case after(Duration)
+        /// Retry after this delay (e.g. an HTTP Retry-After), capped by the policy's maximum backoff;
+        /// with `pausingRateLimit`, no stage of the stage's rate limit key starts meanwhile either.
+        case after(Duration, pausingRateLimit: Bool = false)
         /// Never retry.
         case never
     }
@@ -35,8 +36,9 @@ public enum Transition: Sendable, Hashable {
     case advance(output: String, lane: String?, to: Int? = nil, queue: String? = nil)
     /// The last stage succeeded, or a `finish` rule held: the job is completed with this output.
     case complete(output: String)
-    /// The attempt failed; try again after `delay`.
-    case retry(error: StageError, delay: Duration)
+    /// The attempt failed; try again after `delay`. `pauseRateLimit`: the stage's rate limit key
+    /// gives no token for `delay` either.
+    case retry(error: StageError, delay: Duration, pauseRateLimit: Bool = false)
     /// The stage failed for good: the job is discarded.
     case discard(error: StageError)
     /// Start the group's members; the job waits for them.
@@ -102,8 +104,8 @@ public enum Transition: Sendable, Hashable {
                 return .discard(error: error)
             case .byPolicy:
                 return .retry(error: error, delay: policy.backoff.delay(afterAttempt: attempt, random: random))
-            case .after(let delay):
-                return .retry(error: error, delay: max(.zero, min(delay, policy.backoff.max)))
+            case .after(let delay, let pausing):
+                return .retry(error: error, delay: max(.zero, min(delay, policy.backoff.max)), pauseRateLimit: pausing)
             }
         }
     }

@@ -268,8 +268,9 @@ extension Store {
                 if let queue { json += ",\"queue\":\(jsonString(queue))" }
             case .complete(let output):
                 json += "\"kind\":\"complete\",\"output\":\(output)"
-            case .retry(let error, let delay):
+            case .retry(let error, let delay, let pause):
                 json += "\"kind\":\"retry\",\(failure(error)),\"delay_ms\":\(delay.milliseconds)"
+                if pause { json += ",\"pause\":true" }
             case .discard(let error):
                 json += "\"kind\":\"discard\",\(failure(error))"
             case .spawn:

@@ -139,7 +139,7 @@ final class FailureReporter: Service, Sendable {
         let outcome: StageFailure.Outcome
         let error: StageError
         switch transition {
-        case .retry(let message, let delay):
+        case .retry(let message, let delay, _):
             (outcome, error) = (.retrying(at: Date().addingTimeInterval(Double(delay.milliseconds) / 1000)), message)
         case .discard(let message):
             (outcome, error) = (.discarded, message)

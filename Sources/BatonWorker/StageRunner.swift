@@ -155,7 +155,7 @@ final class StageRunner: Service, Sendable {
             "task": "\(job.spec.kind)", "ms": "\(duration.milliseconds)",
         ]
         switch transition {
-        case .retry(let error, let delay):
+        case .retry(let error, let delay, _):
             metadata["error"] = "\(error)"
             metadata["retry_in"] = "\(DurationFormat.format(delay))"
             logger.warning("stage failed; retrying", metadata: metadata)

@@ -85,9 +85,13 @@ struct RateLimitTests {
 }
 
 extension RateLimitTests {
-    /// A snooze that pauses its key: no stage of the key starts until the snooze is over, across
-    /// workers, while a plain snooze leaves the key's tokens alone.
-    @Test func aSnoozePausingItsKeyStopsTheWholeKey() async throws {
+    /// A snooze or a retry that pauses its key: no stage of the key starts until its delay is
+    /// over, across workers, while a plain snooze leaves the key's tokens alone.
+    @Test(arguments: [
+        Transition.snooze(delay: .seconds(60), pauseRateLimit: true),
+        Transition.retry(error: "HTTP 429", delay: .seconds(60), pauseRateLimit: true),
+    ])
+    func aSnoozeOrRetryPausingItsKeyStopsTheWholeKey(pausing: Transition) async throws {
         try await TestDatabase.with { db async throws in
             try await db.store.setRateLimit(RateLimit(key: "partner", rate: 100, per: .seconds(1)))
             let ids = try await db.store.enqueue((0..<3).map { limited("partner", $0) }).map(\.id)
@@ -100,7 +104,7 @@ extension RateLimitTests {
                 [
                     Outcome(
                         jobID: ids[1], stage: 0, attempt: 1,
-                        transition: .snooze(delay: .seconds(60), pauseRateLimit: true))
+                        transition: pausing)
                 ], worker: "w")
             let paused = try await db.store.claimCountingTokens(queue: "default", limit: 10, worker: "w")
             #expect(paused.jobs.isEmpty, "the key gives no token while paused")

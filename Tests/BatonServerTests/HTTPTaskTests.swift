@@ -721,6 +721,51 @@ struct HTTPTaskTests {
         }
     }
 
+    /// A 429 with Retry-After on a stage with a rate limit key pauses the key, not only the stage:
+    /// a stage of the same key enqueued after it waits out the Retry-After too, one of another key
+    /// does not.
+    @Test func a429WithRetryAfterPausesTheStagesRateLimitKey() async throws {
+        let calls = Mutex(0)
+        try await withTargetServer({ request in
+            guard request.path == "/limited" else { return TargetServer.json(["ok": true]) }
+            let first = calls.withLock { count in
+                count += 1
+                return count == 1
+            }
+            return first
+                ? TargetServer.text("slow down", status: .tooManyRequests, headers: [.retryAfter: "2"])
+                : TargetServer.json(["ok": true])
+        }) { target async throws in
+            try await withServer { server async throws in
+                for key in ["partner", "other"] {
+                    #expect(try await server.call(.PUT, "/v1/rate-limits/\(key)", body: ["rate": 100, "per": "1s"]).status == 200)
+                }
+                func call(_ path: String, rate: String) -> JSONValue {
+                    [
+                        "stages": [
+                            [
+                                "task": "http", "rate": .string(rate),
+                                "args": ["method": "GET", "url": .string("\(target.base)\(path)")],
+                            ]
+                        ]
+                    ]
+                }
+                let limited = try await server.enqueue(call("/limited", rate: "partner"))
+                _ = try await server.job(limited) { $0["state"] == "retryable" }
+                let sameKey = try await server.enqueue(call("/same", rate: "partner"))
+                let otherKey = try await server.enqueue(call("/other", rate: "other"))
+                for id in [limited, sameKey, otherKey] {
+                    #expect(try await Self.finished(server, id)["state"] == "completed")
+                }
+                let refused = try #require(target.received(path: "/limited").first?.at)
+                let same = try #require(target.received(path: "/same").first?.at)
+                let other = try #require(target.received(path: "/other").first?.at)
+                #expect(same - refused >= .milliseconds(1900), "the key's next stage waited \(same - refused)")
+                #expect(other - refused < .milliseconds(1900), "another key's stage waited \(other - refused)")
+            }
+        }
+    }
+
     @Test func expectOverridesWhatAStatusMeans() async throws {
         try await withTargetServer({ request in
             switch request.path {

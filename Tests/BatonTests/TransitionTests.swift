@@ -68,6 +68,11 @@ struct TransitionTests {
         #expect(decide(.seconds(3)) == .retry(error: "429", delay: .seconds(3)))
         #expect(decide(.seconds(60)) == .retry(error: "429", delay: .seconds(10)))
         #expect(decide(.seconds(3), attempt: 5) == .discard(error: "429"))
+        let pausing = Transition.decide(
+            chain: [exponential], stage: 0, attempt: 1,
+            outcome: .failed(error: "429", retry: .after(.seconds(60), pausingRateLimit: true)),
+            canHop: { _ in true }, random: 0.5)
+        #expect(pausing == .retry(error: "429", delay: .seconds(10), pauseRateLimit: true))
     }
 
     @Test func aSingleAttemptPolicyNeverRetries() {

@@ -4,7 +4,7 @@
 --   hop      next stage starts now on the same worker (state stays running)
 --   advance  next stage is ready: available, or waiting for its `lane`
 --   complete the chain's last stage succeeded
---   retry    failed attempt; due again after `delay_ms`
+--   retry    failed attempt; due again after `delay_ms` (with `"pause": true` as for snooze)
 --   discard  failed for good
 --   spawn    the current (group) stage fans out into member jobs; the job waits for them
 --   release  put back untouched (a draining worker); the attempt does not count
@@ -123,8 +123,9 @@ BEGIN
     )
     SELECT array_agg(ROW(upd.*)::applied_outcome) INTO v_applied FROM upd;
 
-    -- A snooze that pauses its stage's rate limit key: the key gives no token before the stage's
-    -- own delay is over (its bucket set so that the next token comes then), across every worker.
+    -- A snooze or a retry that pauses its stage's rate limit key: the key gives no token before
+    -- the stage's own delay is over (its bucket set so that the next token comes then), across
+    -- every worker.
     IF v_pauses THEN
         UPDATE rate_limits r
         SET tokens = least(least(r.burst, r.tokens + extract(epoch FROM now() - r.refilled_at) * 1000.0 * r.rate / r.per_ms),
@@ -134,7 +135,7 @@ BEGIN
               FROM jsonb_to_recordset(p_batch) AS b(id bigint, kind text, pause boolean, delay_ms bigint)
               JOIN unnest(v_applied) a ON a.id = b.id
               JOIN jobs j ON j.id = b.id
-              WHERE b.kind = 'snooze' AND b.pause AND j.rate_key <> ''
+              WHERE b.kind IN ('snooze', 'retry') AND b.pause AND j.rate_key <> ''
               GROUP BY j.rate_key) p
         WHERE r.key = p.rate_key;
     END IF;

@@ -266,9 +266,14 @@ public struct HTTPTask: Sendable {
                         contentType: response.headers.first(name: "Content-Type")),
                 ]
             case .retry:
+                // A 429 or 503 that says how long to stay away pauses the stage's rate limit key
+                // for that long, not only this stage: the other stages of the key would be
+                // refused too.
                 let wait = response.headers.first(name: "Retry-After").flatMap { HTTPExpectations.retryAfter($0) }
+                let pause = status == 429 || status == 503
                 throw await Self.statusFailure(
-                    status, method: method, url: url, response: response, retry: wait.map { .after($0) } ?? .byPolicy)
+                    status, method: method, url: url, response: response,
+                    retry: wait.map { .after($0, pausingRateLimit: pause) } ?? .byPolicy)
             case .fail:
                 throw await Self.statusFailure(status, method: method, url: url, response: response, retry: .never)
             }

@@ -738,7 +738,9 @@ struct HTTPTaskTests {
         }) { target async throws in
             try await withServer { server async throws in
                 for key in ["partner", "other"] {
-                    #expect(try await server.call(.PUT, "/v1/rate-limits/\(key)", body: ["rate": 100, "per": "1s"]).status == 200)
+                    #expect(
+                        try await server.call(.PUT, "/v1/rate-limits/\(key)", body: ["rate": 100, "per": "1s"]).status
+                            == 200)
                 }
                 func call(_ path: String, rate: String) -> JSONValue {
                     [

@@ -180,6 +180,54 @@ struct ProcessTests {
         }
     }
 
+    /// A worker killed while it runs rate-limited stages takes no token with it: a token is a
+    /// start, the stages it started run again after its lease with tokens of their own, and the
+    /// key goes on at its rate.
+    @Test func aKilledWorkerLeaksNoRateToken() async throws {
+        try await TestDatabase.with { db async throws in
+            try await db.createRunsTable()
+            try await db.store.setRateLimit(RateLimit(key: "partner", rate: 4, per: .seconds(1), burst: 4))
+            let gate = try await Gate(db)
+            let doomed = try await WorkerProcess(url: db.url, queue: "default:4", lease: .seconds(1))
+            let jobs = (0..<12).map { index in
+                NewJob(
+                    chain: ChainDefinition(
+                        input: .number(JSONNumber(index)),
+                        stages: [
+                            .task(
+                                "record", args: ["gate": .number(JSONNumber(gate.key))],
+                                retry: .constant(.milliseconds(10), attempts: 3), rate: "partner")
+                        ]))
+            }
+            _ = try await db.store.enqueue(jobs)
+            // The burst's four tokens spent by the doomed worker, its four stages held at the gate.
+            try await eventually("the doomed worker to start four stages") {
+                try await count(db, "state = 'running'") == 4
+            }
+            doomed.signal(SIGKILL)
+            _ = try await doomed.waitForExit()
+            try await gate.open()
+            let survivor = try await WorkerProcess(url: db.url, queue: "default:8", lease: .seconds(1))
+            try await eventually(timeout: .seconds(60), "every job to complete") {
+                try await count(db, "state = 'completed'") == 12
+            }
+            survivor.signal(SIGTERM)
+            #expect(try await survivor.waitForExit() == 0)
+            // The four killed stages ran again, once each.
+            #expect(try await count(db, "attempt = 2") == 4)
+            #expect(try await count(db, "attempt = 1") == 8)
+            // Every start the survivor made, its four retries among them, kept to the rate.
+            let schema = db.configuration.schema
+            let most = try await db.values(
+                """
+                SELECT max((SELECT count(*) FROM \(unescaped: schema).test_runs o
+                            WHERE o.claimed_at >= r.claimed_at AND o.claimed_at < r.claimed_at + interval '1 second'))::int
+                FROM \(unescaped: schema).test_runs r
+                """, as: Int.self)[0]
+            #expect(most <= 8, "\(most) claims within a second")
+        }
+    }
+
     @Test func aKilledWorkersStageFinishesElsewhereAfterTheLease() async throws {
         try await TestDatabase.with { db async throws in
             try await db.createRunsTable()

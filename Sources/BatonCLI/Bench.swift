@@ -35,6 +35,12 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "burn-down: enqueue all, then start the worker; steady: producer and worker together.")
     var mode: Mode = .burnDown
     @Option(help: "Idle-worker pickup samples (one job at a time).") var pickupSamples: Int = 200
+    @Option(
+        help: ArgumentHelp(
+            "Reach PostgreSQL through a proxy on loopback that holds each chunk this many milliseconds each way.",
+            discussion: "A round trip then costs twice as much more, as to a database on another host; 0 goes "
+                + "through the same proxy without waiting, the figure to compare with. Reports round trips too."))
+    var networkDelay: Double?
     @Flag(help: "Print one JSON object instead of a summary.") var json = false
     @ParentCommand var root: BatonCommand
 
@@ -43,12 +49,13 @@ struct Bench: AsyncParsableCommand {
 
     func validate() throws {
         guard jobs >= 1, chain >= 1, chain <= ChainDefinition.maxStages, lanes >= 0, concurrency >= 1,
-            pickupSamples >= 0, LaneSetting.widths.contains(laneWidth),
+            pickupSamples >= 0, LaneSetting.widths.contains(laneWidth), (networkDelay ?? 0) >= 0,
+            (networkDelay ?? 0) <= 1000,
             rateLimit == 0 || RateLimit.rates.contains(rateLimit)
         else {
             throw ValidationError(
                 "--jobs, --chain (≤ 100) and --concurrency must be positive; --lanes ≥ 0; --lane-width 1 to 10000; "
-                    + "--rate-limit 0 to 1000000")
+                    + "--rate-limit 0 to 1000000; --network-delay 0 to 1000 (ms)")
         }
     }
 
@@ -72,10 +79,20 @@ struct Bench: AsyncParsableCommand {
         }
         defer { server?.stop() }  // at exit; nothing else runs by then
         let schema = "bench_" + String(UInt32.random(in: 0...UInt32.max), radix: 36)
-        let database = try DatabaseConfiguration(url: baseURL).inSchema(schema)
-        let report = try await withPostgres(database, logger: logger) { pool in
+        var database = try DatabaseConfiguration(url: baseURL).inSchema(schema)
+        var proxy: DelayProxy?
+        if let networkDelay {
+            guard database.unixSocketPath == nil else {
+                throw ValidationError("--network-delay needs a database reached over TCP, not a Unix socket")
+            }
+            proxy = try await DelayProxy.start(
+                to: database.host, port: database.port, delay: .microseconds(Int64(networkDelay * 1000)))
+            database.host = "127.0.0.1"
+            database.port = proxy!.port
+        }
+        let report = try await withPostgres(database, logger: logger) { [proxy] pool in
             try await Migrator(schema: schema, logger: logger).migrate(pool)
-            let report = try await measure(pool: pool, logger: logger, progress: progress)
+            let report = try await measure(pool: pool, proxy: proxy, logger: logger, progress: progress)
             try? await pool.perform("DROP SCHEMA \(unescaped: schema) CASCADE")
             return report
         }
@@ -85,6 +102,7 @@ struct Bench: AsyncParsableCommand {
             progress.clear()
             say(report.summary)
         }
+        await proxy?.stop()
         if report.lost > 0 { throw ExitCode(1) }
     }
 
@@ -102,7 +120,7 @@ struct Bench: AsyncParsableCommand {
         }
     }
 
-    func measure(pool: DatabasePool, logger: Logger, progress: Progress) async throws -> Report {
+    func measure(pool: DatabasePool, proxy: DelayProxy?, logger: Logger, progress: Progress) async throws -> Report {
         let database = pool.configuration
         // Enqueue as a Swift service would: through the client, whose waker NOTIFYs the worker.
         let baton = BatonClient(pool: pool, logger: logger)
@@ -142,6 +160,7 @@ struct Bench: AsyncParsableCommand {
                 try await Task.sleep(for: .milliseconds(10))
             }
             let start = clock.now
+            let flightsAtStart = proxy?.flightsToServer ?? 0
             if mode == .steady {
                 running.addTask {
                     for offset in stride(from: 0, to: jobs, by: 100) {
@@ -166,6 +185,7 @@ struct Bench: AsyncParsableCommand {
                 try await Task.sleep(for: .milliseconds(20))
             } while clock.now - settle < .seconds(30)
             let processSeconds = (clock.now - start).seconds
+            let roundTripsPerJob = proxy.map { Double($0.flightsToServer - flightsAtStart) / Double(jobs) }
             if mode == .steady { enqueueSeconds = processSeconds }
             let statements = statsAvailable ? await statementsPerJob(pool, schema: database.schema, jobs: jobs) : nil
             let hops = timings.hopLatencies()
@@ -173,8 +193,10 @@ struct Bench: AsyncParsableCommand {
 
             // Pickup on an idle worker: one job at a time, from the enqueue's commit to the stage start.
             var pickups = steadyPickups
+            var roundTripsPerPickup: Double?
             if mode == .burnDown, pickupSamples > 0 {
                 timings.reset()
+                let flightsBefore = proxy?.flightsToServer ?? 0
                 for sample in 0..<pickupSamples {
                     let enqueued = try await baton.enqueue(
                         makeJobs(0..<1).map { job in
@@ -189,6 +211,7 @@ struct Bench: AsyncParsableCommand {
                     try await Task.sleep(for: .milliseconds(5))
                 }
                 pickups = timings.pickupLatencies()
+                roundTripsPerPickup = proxy.map { Double($0.flightsToServer - flightsBefore) / Double(pickupSamples) }
             }
             await group.triggerGracefulShutdown()
             try await running.waitForAll()
@@ -201,7 +224,8 @@ struct Bench: AsyncParsableCommand {
                 stagesPerSecond: Double(total) / max(processSeconds, 1e-9),
                 pickupP50: percentile(pickups, 0.5), pickupP99: percentile(pickups, 0.99),
                 hopP50: percentile(hops, 0.5), hopP99: percentile(hops, 0.99),
-                lost: jobs - finished, statementsPerJob: statements)
+                lost: jobs - finished, statementsPerJob: statements, networkDelay: networkDelay,
+                roundTripsPerJob: roundTripsPerJob, roundTripsPerPickup: roundTripsPerPickup)
         }
     }
 
@@ -323,6 +347,11 @@ struct Report {
     var hopP99: Double
     var lost: Int
     var statementsPerJob: (sent: Double, all: Double)?
+    /// Through ``DelayProxy``: its one-way delay (ms), and the flights of statements Baton sent
+    /// through it per job while the jobs ran, and per idle pickup sample (its enqueue included).
+    var networkDelay: Double?
+    var roundTripsPerJob: Double?
+    var roundTripsPerPickup: Double?
 
     var json: String {
         func number(_ value: Double) -> JSONValue {
@@ -340,6 +369,11 @@ struct Report {
             fields["statements_per_job"] = number(statementsPerJob.sent)
             fields["statements_per_job_in_functions_too"] = number(statementsPerJob.all)
         }
+        if let networkDelay {
+            fields["network_delay_ms"] = number(networkDelay)
+            fields["round_trips_per_job"] = roundTripsPerJob.map(number) ?? .null
+            fields["round_trips_per_pickup"] = roundTripsPerPickup.map(number) ?? .null
+        }
         return JSONValue.object(fields).jsonText
     }
 
@@ -353,7 +387,15 @@ struct Report {
               hop         p50 \(f(hopP50, 2)) ms   p99 \(f(hopP99, 2)) ms
               statements  \(statementsPerJob.map { "\(f($0.sent, 3)) sent per job, \(f($0.all, 2)) run per job (functions' inner statements too)" } ?? "n/a (pg_stat_statements not loaded)")
               lost        \(lost)
-            """
+            """ + network
+    }
+
+    /// The network line, through ``DelayProxy`` only.
+    private var network: String {
+        guard let networkDelay else { return "" }
+        func f(_ value: Double?) -> String { value.map { String(format: "%.2f", $0) } ?? "n/a" }
+        return "\n  network     \(f(networkDelay)) ms each way: \(f(roundTripsPerJob)) round trips per job, "
+            + "\(f(roundTripsPerPickup)) per idle pickup (its enqueue included)"
     }
 }
 

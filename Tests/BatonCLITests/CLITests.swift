@@ -66,4 +66,34 @@ struct CLITests {
             }
         }
     }
+
+    /// Through the delaying proxy, every job still completes, each pickup waits at least the
+    /// round trips it makes, and the round trips are counted.
+    @Test func benchThroughADelayingProxyCountsRoundTrips() async throws {
+        try await TestDatabase.with { db async throws in
+            let (status, output, errors) = try await baton([
+                "bench", "--database-url", db.url, "--jobs", "200", "--chain", "2", "--concurrency", "20",
+                "--pickup-samples", "5", "--network-delay", "5", "--json",
+            ])
+            #expect(status == 0, "\(errors)")
+            let line = try #require(output.split(separator: "\n").last)
+            let report = try #require(try? JSONValue(parsing: String(line)), "not JSON: \(output)")
+            #expect(report["lost"] == 0)
+            #expect(report["network_delay_ms"] == 5)
+            let perJob = try #require(report["round_trips_per_job"]?.numberValue?.double)
+            let perPickup = try #require(report["round_trips_per_pickup"]?.numberValue?.double)
+            #expect(perJob > 0)
+            // An idle pickup: its enqueue, the wake-up and the claim at least, each a round trip.
+            #expect(perPickup >= 3)
+            // From the enqueue's commit to the stage's start: the wake-up's way there and back and
+            // the claim's round trip, 10 ms each, at the least.
+            #expect(try #require(report["pickup_p50_ms"]?.numberValue?.double) >= 20)
+        }
+    }
+
+    @Test func benchRefusesANegativeNetworkDelay() async throws {
+        let (status, _, errors) = try await baton(["bench", "--network-delay=-1"])
+        #expect(status == 2)
+        #expect(errors.contains("--network-delay 0 to 1000 (ms)"), "\(errors)")
+    }
 }

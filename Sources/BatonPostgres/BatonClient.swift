@@ -28,7 +28,7 @@ public final class BatonClient: Service, Sendable {
         self.signalTokens = SignalTokens(store: store)
         self.listener = Listener(configuration: pool.configuration, logger: logger)
         self.waker = Waker(store: store, logger: logger)
-        self.batcher = EnqueueBatcher(write: { [store] in try await store.enqueue($0) })
+        self.batcher = EnqueueBatcher(write: { [store] in try await store.enqueueEach($0) })
         self.logger = logger
     }
 

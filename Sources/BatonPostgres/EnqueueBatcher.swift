@@ -31,7 +31,8 @@ package final class EnqueueBatcher: Sendable {
     /// Callers with more jobs than this write them alone.
     static let largestShared = 100
 
-    package typealias Write = @Sendable ([NewJob]) async throws -> [EnqueuedJob]
+    /// Writes jobs in one transaction; answers for each apart (``Store/enqueueEach(_:)``).
+    package typealias Write = @Sendable ([NewJob]) async throws -> [Result<EnqueuedJob, JobVanished>]
 
     /// What a waiting caller is told to do.
     private enum Turn {
@@ -64,7 +65,7 @@ package final class EnqueueBatcher: Sendable {
     package var waitingCallers: Int { state.withLock { $0.waiting.count } }
 
     package func enqueue(_ jobs: [NewJob]) async throws -> [EnqueuedJob] {
-        guard jobs.count <= Self.largestShared else { return try await write(jobs) }
+        guard jobs.count <= Self.largestShared else { return try await writeAlone(jobs) }
         let turn = await withCheckedContinuation { (turn: CheckedContinuation<Turn, Never>) in
             let lead = state.withLock { state in
                 guard state.writing else {
@@ -78,7 +79,7 @@ package final class EnqueueBatcher: Sendable {
         }
         switch turn {
         case .done(let result): return try result.get()
-        case .alone: return try await write(jobs)
+        case .alone: return try await writeAlone(jobs)
         case .lead: return try await lead(jobs)
         }
     }
@@ -98,7 +99,7 @@ package final class EnqueueBatcher: Sendable {
         }
         let result: Result<[EnqueuedJob], any Error>
         if others.isEmpty {
-            result = await Result { try await write(jobs) }
+            result = await Result { try await writeAlone(jobs) }
         } else {
             result = await writeShared(jobs, others)
         }
@@ -117,20 +118,41 @@ package final class EnqueueBatcher: Sendable {
     private func writeShared(_ jobs: [NewJob], _ others: [Waiter]) async -> Result<[EnqueuedJob], any Error> {
         do {
             var enqueued = try await write(others.reduce(into: jobs) { $0 += $1.jobs })[...]
-            let own = Array(enqueued.prefix(jobs.count))
+            let own = Self.answer(enqueued.prefix(jobs.count))
             enqueued = enqueued.dropFirst(jobs.count)
             for other in others {
-                other.turn.resume(returning: .done(.success(Array(enqueued.prefix(other.jobs.count)))))
+                other.turn.resume(returning: .done(Self.answer(enqueued.prefix(other.jobs.count))))
                 enqueued = enqueued.dropFirst(other.jobs.count)
             }
-            return .success(own)
+            return own
         } catch  where error.wasNotWritten {
             for other in others { other.turn.resume(returning: .alone) }
-            return await Result { try await write(jobs) }
+            return await Result { try await writeAlone(jobs) }
         } catch {
             for other in others { other.turn.resume(returning: .done(.failure(error))) }
             return .failure(error)
         }
+    }
+}
+
+extension EnqueueBatcher {
+    private func writeAlone(_ jobs: [NewJob]) async throws -> [EnqueuedJob] {
+        try Self.answer(try await write(jobs)[...]).get()
+    }
+
+    /// One caller's answer: its jobs, or ``JobVanished`` if one of them vanished. Only the caller
+    /// that sent it is told; its other jobs are committed, as they were before group commit.
+    private static func answer(_ part: ArraySlice<Result<EnqueuedJob, JobVanished>>) -> Result<[EnqueuedJob], any Error>
+    {
+        var jobs: [EnqueuedJob] = []
+        jobs.reserveCapacity(part.count)
+        for result in part {
+            switch result {
+            case .success(let job): jobs.append(job)
+            case .failure(let vanished): return .failure(vanished)
+            }
+        }
+        return .success(jobs)
     }
 }
 

@@ -38,9 +38,16 @@ extension Store {
     /// Enqueues `jobs` in one transaction (all or none). A job whose first stage names a lane
     /// becomes that lane's holder or waits behind it. Returns one entry per job, in order.
     package func enqueue(_ jobs: [NewJob]) async throws -> [EnqueuedJob] {
+        try await enqueueEach(jobs).map { try $0.get() }
+    }
+
+    /// Enqueues `jobs` in one transaction, as ``enqueue(_:)``, and answers for each job apart: a
+    /// failure for a job that an idempotency key matched and that was deleted in the instant
+    /// between the insert and its look-up (``JobVanished``; the others are committed).
+    package func enqueueEach(_ jobs: [NewJob]) async throws -> [Result<EnqueuedJob, JobVanished>] {
         guard !jobs.isEmpty else { return [] }
         let query = try Self.enqueueQuery(jobs, schema: schema)
-        return try await Self.enqueued(jobs.count) { try await pool.rows(query, logger: logger) }
+        return try await Self.enqueued { try await pool.rows(query, logger: logger) }
     }
 
     /// Enqueues `jobs` on `connection`, inside whatever transaction the caller has open there: the
@@ -48,16 +55,16 @@ extension Store {
     package func enqueue(_ jobs: [NewJob], on connection: PostgresConnection) async throws -> [EnqueuedJob] {
         guard !jobs.isEmpty else { return [] }
         let query = try Self.enqueueQuery(jobs, schema: schema)
-        return try await Self.enqueued(jobs.count) { try await connection.rows(query, logger: logger) }
+        return try await Self.enqueued { try await connection.rows(query, logger: logger) }.map { try $0.get() }
     }
 
     /// The entries `enqueue` returned, or ``IdempotencyKeyTaken`` when it refused a batch whose key
     /// names another owner's job (SQLSTATE BT409, the job's index in DETAIL).
-    private static func enqueued(_ expected: Int, _ run: () async throws -> [PostgresRow]) async throws
-        -> [EnqueuedJob]
+    private static func enqueued(_ run: () async throws -> [PostgresRow]) async throws
+        -> [Result<EnqueuedJob, JobVanished>]
     {
         do {
-            return try decodeEnqueued(try await run(), expected: expected)
+            return try decodeEnqueued(try await run())
         } catch let error as PSQLError where error.serverInfo?[.sqlState] == "BT409" {
             throw IdempotencyKeyTaken(index: error.serverInfo?[.detail].flatMap { Int($0) } ?? 0)
         }
@@ -114,22 +121,18 @@ extension Store {
             "SELECT id, queue, state::text, inserted, run_at, created_at FROM \(unescaped: schema).enqueue(\(text)::jsonb)"
     }
 
-    /// One entry per job sent, or an error: fewer rows mean a job that an idempotency key matched
-    /// was deleted in the instant between the insert and its look-up (the caller may try again).
-    private static func decodeEnqueued(_ rows: [PostgresRow], expected: Int) throws -> [EnqueuedJob] {
-        var result: [EnqueuedJob] = []
-        for row in rows {
+    /// One entry per job sent: a NULL id is a job that an idempotency key matched and that was
+    /// deleted in the instant between the insert and its look-up.
+    private static func decodeEnqueued(_ rows: [PostgresRow]) throws -> [Result<EnqueuedJob, JobVanished>] {
+        try rows.map { row in
             let (id, queue, state, inserted, runAt, createdAt) = try row.decode(
-                (Int64, String, String, Bool, Date, Date).self)
-            result.append(
+                (Int64?, String?, String?, Bool, Date?, Date?).self)
+            guard let id, let queue, let state, let runAt, let createdAt else { return .failure(JobVanished()) }
+            return .success(
                 EnqueuedJob(
                     id: id, queue: queue, state: JobState(rawValue: state) ?? .available, inserted: inserted,
                     runAt: runAt, createdAt: createdAt))
         }
-        guard result.count == expected else {
-            throw ConfigurationError("a job named by an idempotency key was deleted while enqueueing; try again")
-        }
-        return result
     }
 
     // MARK: claim
@@ -309,6 +312,13 @@ extension Store {
 /// job of another owner (``NewJob/ownKeysOnly``).
 package struct IdempotencyKeyTaken: Error {
     package var index: Int
+}
+
+/// A job an idempotency key named was deleted in the instant between the enqueue's insert and its
+/// look-up: nothing of that job was enqueued, and enqueueing it again is safe.
+package struct JobVanished: Error, CustomStringConvertible {
+    package init() {}
+    package var description: String { "a job named by an idempotency key was deleted while enqueueing; try again" }
 }
 
 extension NewJob {

@@ -38,6 +38,10 @@ struct EnqueueBatcherTests {
     static func enqueueBehindAHeldWrite(
         _ db: TestDatabase, first: [NewJob], others: [[NewJob]],
         before: @escaping @Sendable () throws -> Void = {},
+        answer:
+            @escaping @Sendable ([NewJob], [Result<EnqueuedJob, JobVanished>]) -> [Result<EnqueuedJob, JobVanished>] = {
+                $1
+            },
         whileHeld: ([Task<[EnqueuedJob], any Error>]) -> Void = { _ in }
     ) async throws -> [Task<[EnqueuedJob], any Error>] {
         let gate = Gate()
@@ -48,7 +52,7 @@ struct EnqueueBatcherTests {
             } else {
                 try before()
             }
-            return try await store.enqueue(jobs)
+            return answer(jobs, try await store.enqueueEach(jobs))
         }
         var tasks = [Task { try await batcher.enqueue(first) }]
         try await eventually("the first write to start") { gate.isWaited }
@@ -116,6 +120,26 @@ struct EnqueueBatcherTests {
             #expect(
                 try await db.values(
                     "SELECT count(*)::int FROM \(unescaped: db.configuration.schema).jobs", as: Int.self) == [4])
+        }
+    }
+
+    /// A job a key named that vanished between the insert and its look-up (the store answers it
+    /// apart): only the caller that sent it is told to try again; the others have their jobs.
+    @Test func aVanishedJobFailsOnlyItsCaller() async throws {
+        try await TestDatabase.with { db async throws in
+            let tasks = try await Self.enqueueBehindAHeldWrite(
+                db, first: [Self.job(0)], others: [[Self.job(1)], [Self.job(2)], [Self.job(3)]],
+                answer: { jobs, results in
+                    // As the store answers a NULL id: the job of caller 2.
+                    zip(jobs, results).map { job, result in
+                        job.chain.input["caller"] == 2 ? .failure(JobVanished()) : result
+                    }
+                })
+            await #expect(throws: JobVanished.self) { try await tasks[2].value }
+            for caller in [0, 1, 3] {
+                let id = try #require(try await tasks[caller].value.first?.id)
+                #expect(try await db.store.job(id)?.input == ["caller": .number(JSONNumber(caller)), "n": 0])
+            }
         }
     }
 

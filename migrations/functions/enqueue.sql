@@ -115,8 +115,11 @@ BEGIN
         PERFORM promote_lanes(v_lanes);
     END IF;
 
+    -- A row per job given, in order: a job a key named and that was deleted meanwhile (an instant
+    -- between the insert and the look-up) comes back with a NULL id, so that the caller that sent
+    -- it, and only that one, can be told to try again.
     RETURN QUERY
     SELECT j.id, j.queue, j.state, v.new, j.run_at, j.created_at
-    FROM unnest(v_ids, v_new) WITH ORDINALITY AS v(id, new, ord) JOIN jobs j ON j.id = v.id
+    FROM unnest(v_ids, v_new) WITH ORDINALITY AS v(id, new, ord) LEFT JOIN jobs j ON j.id = v.id
     ORDER BY v.ord;
 END $$;

@@ -8,7 +8,7 @@ import Tracing
 /// The Swift entry point to Baton: enqueue chains, follow and cancel jobs.
 ///
 /// Run it in your `ServiceGroup` after its ``DatabasePool``: it listens for finished jobs (for
-/// ``JobHandle/result()``) and sends coalesced wake-ups to workers after enqueues.
+/// ``JobHandle/result()``) and sends coalesced wake-ups to workers (a signal delivered, say).
 ///
 /// ```swift
 /// let baton = BatonClient(pool: pool, logger: logger)
@@ -28,7 +28,13 @@ public final class BatonClient: Service, Sendable {
         self.signalTokens = SignalTokens(store: store)
         self.listener = Listener(configuration: pool.configuration, logger: logger)
         self.waker = Waker(store: store, logger: logger)
-        self.batcher = EnqueueBatcher(write: { [store] in try await store.enqueueEach($0) })
+        self.batcher = EnqueueBatcher(write: { [store, waker] jobs in
+            let enqueued = try await store.enqueueEach(jobs)
+            if Store.callerWakes(afterEnqueueing: jobs.count) {
+                waker.wake(Set(enqueued.compactMap { try? $0.get() }.filter { $0.state == .available }.map(\.queue)))
+            }
+            return enqueued
+        })
         self.logger = logger
     }
 
@@ -56,8 +62,8 @@ public final class BatonClient: Service, Sendable {
     }
 
     /// Enqueues a typed chain on `connection`, inside the transaction the caller has open there:
-    /// the job exists if and only if the caller commits. The wake-up for workers is a NOTIFY in
-    /// that same transaction (delivered on commit), so this path pays NOTIFY's commit lock.
+    /// the job exists if and only if the caller commits (and the workers' wake-up, a NOTIFY in
+    /// that transaction, is delivered then).
     public func enqueue<Output>(
         _ chain: Chain<Output>, on connection: PostgresConnection, queue: String = "default", priority: Int = 0,
         runAt: Date? = nil, idempotencyKey: String? = nil, metadata: JSONValue = [:]
@@ -66,9 +72,6 @@ public final class BatonClient: Service, Sendable {
             chain: try chain.definition(), queue: queue, priority: priority, runAt: runAt,
             idempotencyKey: idempotencyKey, metadata: metadata)
         let enqueued = try await store.enqueue([job], on: connection)[0]
-        if enqueued.state == .available {
-            try await connection.perform("SELECT pg_notify(\(store.channel), \("q:" + queue))", logger: logger)
-        }
         return JobHandle(id: enqueued.id, inserted: enqueued.inserted, client: self)
     }
 
@@ -83,7 +86,6 @@ public final class BatonClient: Service, Sendable {
             }
             let enqueued = try await batcher.enqueue(jobs)
             if enqueued.count == 1 { span.attributes["baton.job.id"] = Int(enqueued[0].id) }
-            waker.wake(enqueued.lazy.filter { $0.state == .available }.map(\.queue))
             return enqueued
         }
     }

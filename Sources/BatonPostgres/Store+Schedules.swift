@@ -108,7 +108,9 @@ extension Store {
                 """, logger: self.logger)
             return enqueued
         }
-        try await notify(Set(enqueued.filter { $0.state == .available }.map(\.queue)).sorted().map { "q:" + $0 })
+        if Self.callerWakes(afterEnqueueing: enqueued.count) {
+            try await notify(Set(enqueued.filter { $0.state == .available }.map(\.queue)).sorted().map { "q:" + $0 })
+        }
         return enqueued
     }
 
@@ -123,7 +125,6 @@ extension Store {
             UPDATE \(unescaped: schema).schedules SET last_run_at = \(now), last_job_id = \(enqueued.id)
             WHERE name = \(schedule.name)
             """, logger: logger)
-        if enqueued.state == .available { try await notify(["q:" + enqueued.queue]) }
         return enqueued
     }
 

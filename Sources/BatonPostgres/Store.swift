@@ -41,6 +41,14 @@ extension Store {
         try await enqueueEach(jobs).map { try $0.get() }
     }
 
+    /// Batches of up to this many jobs wake their queues' workers inside their own transaction
+    /// (`enqueue` in the schema says why); the caller of a larger one announces it after its
+    /// commit (``Waker``, or ``notify(_:)``).
+    package static let wakesInTransaction = 100
+
+    /// Whether an enqueue of `count` jobs leaves waking the workers to its caller.
+    package static func callerWakes(afterEnqueueing count: Int) -> Bool { count > wakesInTransaction }
+
     /// Enqueues `jobs` in one transaction, as ``enqueue(_:)``, and answers for each job apart: a
     /// failure for a job that an idempotency key matched and that was deleted in the instant
     /// between the insert and its look-up (``JobVanished``; the others are committed).

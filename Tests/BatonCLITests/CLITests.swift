@@ -83,11 +83,12 @@ struct CLITests {
             let perJob = try #require(report["round_trips_per_job"]?.numberValue?.double)
             let perPickup = try #require(report["round_trips_per_pickup"]?.numberValue?.double)
             #expect(perJob > 0)
-            // An idle pickup: its enqueue, the wake-up and the claim at least, each a round trip.
-            #expect(perPickup >= 3)
-            // From the enqueue's commit to the stage's start: the wake-up's way there and back and
-            // the claim's round trip, 10 ms each, at the least.
-            #expect(try #require(report["pickup_p50_ms"]?.numberValue?.double) >= 20)
+            // An idle pickup: its enqueue and the claim at least, each a round trip.
+            #expect(perPickup >= 2)
+            // From the moment the enqueue is known committed to the stage's start: the claim and its
+            // commit check, less the head start the wake-up had (sent at the commit, while the
+            // enqueue's own check went there and back): one 10 ms round trip at the least.
+            #expect(try #require(report["pickup_p50_ms"]?.numberValue?.double) >= 10)
         }
     }
 

@@ -219,6 +219,39 @@ extension EnqueueBatcherTests {
     }
 }
 
+extension EnqueueBatcherTests {
+    /// A batch of up to 100 jobs wakes its queue's workers from inside its own transaction (the
+    /// NOTIFY leaves at the commit); a larger one leaves it to its caller, which `BatonClient` does.
+    @Test func aSmallEnqueueWakesWorkersFromItsTransactionAndALargeOneThroughItsCaller() async throws {
+        try await TestDatabase.with { db async throws in
+            let connection = try await PostgresConnection.connect(
+                configuration: db.configuration.connectionConfiguration, id: 9, logger: db.logger)
+            let baton = BatonClient(pool: db.pool, logger: db.logger)
+            @Sendable func jobs(_ count: Int, queue: String) -> [NewJob] {
+                (0..<count).map {
+                    NewJob(
+                        chain: ChainDefinition(input: .number(JSONNumber($0)), stages: [.task("noop")]), queue: queue)
+                }
+            }
+            let payloads = try await withRunningServices([baton], logger: db.logger) {
+                try await connection.listen(on: db.store.channel) { notifications in
+                    _ = try await db.store.enqueue(jobs(1, queue: "small"))
+                    _ = try await db.store.enqueue(jobs(101, queue: "large"))
+                    _ = try await baton.enqueue(jobs(101, queue: "announced"))
+                    var payloads: [String] = []
+                    for try await notification in notifications {
+                        payloads.append(notification.payload)
+                        if payloads.count == 2 { break }
+                    }
+                    return payloads
+                }
+            }
+            try await connection.close()
+            #expect(payloads == ["q:small", "q:announced"])
+        }
+    }
+}
+
 /// What the callers of a test share.
 final class Run: Sendable {
     let stop = Atomic(false)

@@ -6,6 +6,13 @@
 --   p_jobs: [{"queue", "priority", "run_at"?, "chain", "input", "metadata", "key"?, "owner"?,
 --             "unique_key"?, "unique_states"?, "home_queue"?}, …]
 -- `queue` is the first stage's (its own, when it names one; then `home_queue` is the job's).
+-- A batch of at most 100 jobs wakes workers in the same transaction: a NOTIFY `q:<queue>` on
+-- `<schema>_events` for each queue that gained available jobs, delivered at commit, so that the
+-- wake-up is on its way before the caller even learns of the commit (no statement of its own, no
+-- round trip after it). A transaction that notifies holds a cluster-wide lock through its commit's
+-- WAL flush: larger batches, whose latency matters less than their throughput, are left to the
+-- caller to announce after the commit (`Store.wakesInTransaction`), so that concurrent ones
+-- are not serialised.
 -- `owner` is a fingerprint of the API token that enqueued the job. With "own_keys": true, a key
 -- that names a job of another owner refuses the whole batch (SQLSTATE BT409, DETAIL the job's
 -- index in the batch): a caller that may see only its own jobs learns nothing of another's, and
@@ -86,6 +93,9 @@ BEGIN
 
     -- the common case (new jobs, no lanes) answers from what the insert returned.
     IF array_position(v_new, false) IS NULL AND v_lanes IS NULL THEN
+        PERFORM pg_notify(current_schema() || '_events', 'q:' || q)
+        FROM (SELECT DISTINCT u.q FROM unnest(v_queues, v_states) AS u(q, s) WHERE u.s = 'available') x
+        WHERE jsonb_array_length(p_jobs) <= 100;
         RETURN QUERY SELECT * FROM unnest(v_ids, v_queues, v_states, v_new, v_run_at, v_created_at);
         RETURN;
     END IF;
@@ -114,6 +124,12 @@ BEGIN
     IF v_lanes IS NOT NULL THEN
         PERFORM promote_lanes(v_lanes);
     END IF;
+
+    -- New jobs available now, lane holders promoted just now among them.
+    PERFORM pg_notify(current_schema() || '_events', 'q:' || q)
+    FROM (SELECT DISTINCT j.queue AS q FROM unnest(v_ids, v_new) AS v(id, new) JOIN jobs j ON j.id = v.id
+          WHERE v.new AND j.state = 'available') x
+    WHERE jsonb_array_length(p_jobs) <= 100;
 
     -- A row per job given, in order: a job a key named and that was deleted meanwhile (an instant
     -- between the insert and the look-up) comes back with a NULL id, so that the caller that sent

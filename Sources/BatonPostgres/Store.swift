@@ -161,27 +161,28 @@ extension Store {
         async throws -> (jobs: [ClaimedJob], nextToken: Duration?)
     {
         let asked = ContinuousClock.now
-        let rows = try await pool.rows(
-            "SELECT * FROM \(unescaped: schema).claim_for(\(queue), \(limit)::int, \(worker), \(tasks)::text[])",
-            logger: logger)
+        // `claim_committed` commits before it answers: its row is the proof, no commit check.
+        let rows = try await pool.read(
+            """
+            CALL \(unescaped: schema).claim_committed(
+                \(queue), \(limit)::int, \(worker), \(tasks)::text[], NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)
+            """, logger: logger)
+        guard let row = rows.first else { return ([], nil) }
+        let (ids, stages, attempts, chains, inputs, results, metadata, groupOutputs, waited, nextToken) = try row.decode(
+            ([Int64], [Int], [Int], [String], [String], [String], [String], [String], [Double], Double?).self)
         var decoder = ClaimDecoder()
         var claimed: [ClaimedJob] = []
-        var nextToken: Duration?
-        for row in rows {
-            let (id, stage, attempt, chain, input, results, metadata, groupOutput, waited) = try row.decode(
-                (Int64?, Int?, Int?, String?, String?, String?, String?, String?, Double).self)
-            guard let id, let stage, let attempt, let chain, let input, let metadata else {
-                nextToken = .milliseconds(Int64((waited * 1000).rounded(.up)))
-                continue
-            }
+        claimed.reserveCapacity(ids.count)
+        for index in ids.indices {
             var job = try decoder.job(
-                id: id, queue: queue, stage: stage, attempt: attempt, chain: chain, input: input, results: results,
-                metadata: metadata, groupOutput: groupOutput)
-            job.waited = waited
+                id: ids[index], queue: queue, stage: stages[index], attempt: attempts[index], chain: chains[index],
+                input: inputs[index], results: results[index].isEmpty ? nil : results[index],
+                metadata: metadata[index], groupOutput: groupOutputs[index].isEmpty ? nil : groupOutputs[index])
+            job.waited = waited[index]
             job.claimedSince = asked
             claimed.append(job)
         }
-        return (claimed, nextToken)
+        return (claimed, nextToken.map { .milliseconds(Int64(($0 * 1000).rounded(.up))) })
     }
 
     /// Builds claimed jobs from the columns `claim` returns.
@@ -233,25 +234,30 @@ extension Store {
         let queues = Array(slots.keys)
         let free = queues.map { slots[$0] ?? 0 }
         let asked = ContinuousClock.now
-        let rows = try await pool.rows(
+        // `apply_outcomes_committed` commits before it answers: its row is the proof, no commit check.
+        let rows = try await pool.read(
             """
-            SELECT * FROM \(unescaped: schema).apply_outcomes_for(
-                \(worker), \(batch)::jsonb, \(queues)::text[], \(free)::int[], \(tasks)::text[])
+            CALL \(unescaped: schema).apply_outcomes_committed(
+                \(worker), \(batch)::jsonb, \(queues)::text[], \(free)::int[], \(tasks)::text[],
+                NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)
             """, logger: logger)
         var result = AppliedOutcomes()
+        guard let row = rows.first else { return result }
+        let (events, ids, queueNames, stages, attempts, chains, inputs, results, metadata, groupOutputs) =
+            try row.decode(
+                ([String], [Int64], [String], [Int], [Int], [String], [String], [String], [String], [String]).self)
         var decoder = ClaimDecoder()
-        for row in rows {
-            let (event, id, queue, stage, attempt, chain, input, results, metadata, groupOutput) = try row.decode(
-                (String, Int64?, String?, Int?, Int?, String?, String?, String?, String?, String?).self)
+        for (index, event) in events.enumerated() {
             switch event {
-            case "applied": if let id { result.applied.insert(id) }
-            case "wake": if let queue { result.woken.insert(queue) }
-            case "finished": if let id { result.finished.append(id) }
+            case "applied": result.applied.insert(ids[index])
+            case "wake": result.woken.insert(queueNames[index])
+            case "finished": result.finished.append(ids[index])
             case "claimed":
-                guard let id, let queue, let stage, let attempt, let chain, let input, let metadata else { continue }
                 var job = try decoder.job(
-                    id: id, queue: queue, stage: stage, attempt: attempt, chain: chain, input: input,
-                    results: results, metadata: metadata, groupOutput: groupOutput)
+                    id: ids[index], queue: queueNames[index], stage: stages[index], attempt: attempts[index],
+                    chain: chains[index], input: inputs[index], results: results[index].isEmpty ? nil : results[index],
+                    metadata: metadata[index],
+                    groupOutput: groupOutputs[index].isEmpty ? nil : groupOutputs[index])
                 job.claimedSince = asked
                 result.claimed.append(job)
             default: break

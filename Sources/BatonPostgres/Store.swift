@@ -168,8 +168,9 @@ extension Store {
                 \(queue), \(limit)::int, \(worker), \(tasks)::text[], NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)
             """, logger: logger)
         guard let row = rows.first else { return ([], nil) }
-        let (ids, stages, attempts, chains, inputs, results, metadata, groupOutputs, waited, nextToken) = try row.decode(
-            ([Int64], [Int], [Int], [String], [String], [String], [String], [String], [Double], Double?).self)
+        let (ids, stages, attempts, chains, inputs, results, metadata, groupOutputs, waited, nextToken) =
+            try row.decode(
+                ([Int64], [Int], [Int], [String], [String], [String], [String], [String], [Double], Double?).self)
         var decoder = ClaimDecoder()
         var claimed: [ClaimedJob] = []
         claimed.reserveCapacity(ids.count)

@@ -28,6 +28,10 @@ extension PostgresConnection {
     /// CommandComplete: so the second statement succeeds only if the first committed. It costs a
     /// round trip, not a parse of ours: queued in the same turn, it is written the moment
     /// ReadyForQuery arrives. (Found by the reliability suite's connection-killing scenario.)
+    ///
+    /// The worker's hot path does without it: claims and outcomes are procedures
+    /// (`claim_committed`, `apply_outcomes_committed`) that COMMIT before they answer, so their
+    /// one row comes only after the commit, and is read with ``read(_:logger:)``.
     package func rows(_ query: PostgresQuery, logger: Logger) async throws -> [PostgresRow] {
         try await eventLoop.flatSubmit { () -> EventLoopFuture<[PostgresRow]> in
             guard !self.isClosed else { return self.eventLoop.makeFailedFuture(DatabaseUnavailable.closed) }

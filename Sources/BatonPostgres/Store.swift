@@ -52,27 +52,50 @@ extension Store {
     /// Enqueues `jobs` in one transaction, as ``enqueue(_:)``, and answers for each job apart: a
     /// failure for a job that an idempotency key matched and that was deleted in the instant
     /// between the insert and its look-up (``JobVanished``; the others are committed).
+    ///
+    /// `enqueue_committed` commits before it answers: its row is the proof, no commit check.
     package func enqueueEach(_ jobs: [NewJob]) async throws -> [Result<EnqueuedJob, JobVanished>] {
         guard !jobs.isEmpty else { return [] }
-        let query = try Self.enqueueQuery(jobs, schema: schema)
-        return try await Self.enqueued { try await pool.rows(query, logger: logger) }
+        let batch = try Self.enqueueBatch(jobs)
+        return try await Self.refusingKeysTaken {
+            let rows = try await pool.read(
+                "CALL \(unescaped: schema).enqueue_committed(\(batch)::jsonb, NULL, NULL, NULL, NULL, NULL, NULL)",
+                logger: logger)
+            guard let row = rows.first else { return [] }
+            let (ids, queues, states, inserted, runAt, createdAt) = try row.decode(
+                ([Int64], [String], [String], [Bool], [Date], [Date]).self)
+            return ids.indices.map { index in
+                guard ids[index] != 0 else { return .failure(JobVanished()) }
+                return .success(
+                    EnqueuedJob(
+                        id: ids[index], queue: queues[index], state: JobState(rawValue: states[index]) ?? .available,
+                        inserted: inserted[index], runAt: runAt[index], createdAt: createdAt[index]))
+            }
+        }
     }
 
     /// Enqueues `jobs` on `connection`, inside whatever transaction the caller has open there: the
     /// jobs exist if and only if the caller commits.
     package func enqueue(_ jobs: [NewJob], on connection: PostgresConnection) async throws -> [EnqueuedJob] {
         guard !jobs.isEmpty else { return [] }
-        let query = try Self.enqueueQuery(jobs, schema: schema)
-        return try await Self.enqueued { try await connection.rows(query, logger: logger) }.map { try $0.get() }
+        let batch = try Self.enqueueBatch(jobs)
+        return try await Self.refusingKeysTaken {
+            try Self.decodeEnqueued(
+                try await connection.rows(
+                    """
+                    SELECT id, queue, state::text, inserted, run_at, created_at
+                    FROM \(unescaped: schema).enqueue(\(batch)::jsonb)
+                    """, logger: logger))
+        }.map { try $0.get() }
     }
 
-    /// The entries `enqueue` returned, or ``IdempotencyKeyTaken`` when it refused a batch whose key
+    /// What `run` answers, or ``IdempotencyKeyTaken`` when `enqueue` refused a batch whose key
     /// names another owner's job (SQLSTATE BT409, the job's index in DETAIL).
-    private static func enqueued(_ run: () async throws -> [PostgresRow]) async throws
+    private static func refusingKeysTaken(_ run: () async throws -> [Result<EnqueuedJob, JobVanished>]) async throws
         -> [Result<EnqueuedJob, JobVanished>]
     {
         do {
-            return try decodeEnqueued(try await run())
+            return try await run()
         } catch let error as PSQLError where error.serverInfo?[.sqlState] == "BT409" {
             throw IdempotencyKeyTaken(index: error.serverInfo?[.detail].flatMap { Int($0) } ?? 0)
         }
@@ -80,7 +103,7 @@ extension Store {
 
     /// The batch as `enqueue` reads it: `[{"queue", "priority", "run_at"?, "chain", "input", "metadata",
     /// "key"?, "owner"?}, …]`, validated, written straight to JSON text (no `Codable` on this path).
-    private static func enqueueQuery(_ jobs: [NewJob], schema: String) throws -> PostgresQuery {
+    private static func enqueueBatch(_ jobs: [NewJob]) throws -> String {
         var batch: [UInt8] = []
         batch.reserveCapacity(jobs.count * 300)
         batch.append(UInt8(ascii: "["))
@@ -124,9 +147,7 @@ extension Store {
             batch.append(UInt8(ascii: "}"))
         }
         batch.append(UInt8(ascii: "]"))
-        let text = String(decoding: batch, as: UTF8.self)
-        return
-            "SELECT id, queue, state::text, inserted, run_at, created_at FROM \(unescaped: schema).enqueue(\(text)::jsonb)"
+        return String(decoding: batch, as: UTF8.self)
     }
 
     /// One entry per job sent: a NULL id is a job that an idempotency key matched and that was

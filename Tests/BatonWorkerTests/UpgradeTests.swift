@@ -39,7 +39,8 @@ struct UpgradeTests {
             var jobs = (0..<20).map { job($0) }
             for lane in 0..<3 { jobs += (0..<5).map { job(lane * 100 + $0, lane: "lane-\(lane)") } }
             jobs.append(job(1000, runAt: Date().addingTimeInterval(2)))
-            let enqueued = try await db.store.enqueue(jobs)
+            // (Through `enqueue`, which the previous layout has; not this binary's `enqueue_committed`.)
+            let enqueued = try await db.pool.withConnection { [jobs] in try await db.store.enqueue(jobs, on: $0) }
             // Registered as the previous release did (its `workers` has no `lease`).
             try await db.pool.perform(
                 """

@@ -1,3 +1,4 @@
+import Baton
 import BatonPostgres
 import BatonTestSupport
 import PostgresNIO
@@ -32,12 +33,13 @@ struct CommitTests {
     }
 
     /// The rows in `table`. The failed commit closed its connection, and the pool may hand that
-    /// connection out once more before it learns of the close: a statement on it fails unsent.
+    /// connection out once more before it learns of the close: a statement on it fails unsent
+    /// (or, when the close comes while it is being sent, as the server's closed connection).
     static func count(_ table: String, in db: TestDatabase) async throws -> Int {
         while true {
             do {
                 return try await db.values("SELECT count(*)::int FROM \(unescaped: table)", as: Int.self)[0]
-            } catch is DatabaseUnavailable {
+            } catch  where error.isConnectionLoss {
                 try await Task.sleep(for: .milliseconds(20))
             }
         }
@@ -63,6 +65,60 @@ struct CommitTests {
             #expect(try rows.map { try $0.decode(Int.self) } == [1, 2])
             let stored = try await db.values("SELECT count(*)::int FROM \(unescaped: table)", as: Int.self)
             #expect(stored == [2])
+        }
+    }
+}
+
+extension CommitTests {
+    /// Enqueues, claims and outcomes answer from procedures that COMMIT before they answer, with no
+    /// check after them: a commit that fails (the backend terminated at commit, an error raised at
+    /// commit) is an error to the caller, never an answer, and nothing is stored.
+    @Test(arguments: [
+        "PERFORM pg_terminate_backend(pg_backend_pid()); PERFORM pg_sleep(5)",
+        "RAISE EXCEPTION 'refused at commit'",
+    ])
+    func anEnqueueWhoseCommitFailsIsNotAnswered(failure: String) async throws {
+        try await TestDatabase.with { db async throws in
+            let schema = db.configuration.schema
+            try await db.pool.perform(
+                """
+                CREATE FUNCTION \(unescaped: schema).fail_commit() RETURNS trigger
+                LANGUAGE plpgsql AS $$ BEGIN \(unescaped: failure); RETURN NULL; END $$
+                """)
+            try await db.pool.perform(
+                """
+                CREATE CONSTRAINT TRIGGER fail_commit AFTER INSERT ON \(unescaped: schema).jobs
+                DEFERRABLE INITIALLY DEFERRED FOR EACH ROW
+                EXECUTE FUNCTION \(unescaped: schema).fail_commit()
+                """)
+            let job = NewJob(chain: ChainDefinition(input: 1, stages: [.task("noop")]))
+            await #expect(throws: (any Error).self) { try await db.store.enqueue([job]) }
+            #expect(try await Self.count("\(schema).jobs", in: db) == 0)
+        }
+    }
+
+    /// A claim whose commit fails (an error raised at commit by a trigger on the claimed row) is
+    /// not answered either, and the job stays available.
+    @Test func aClaimWhoseCommitFailsIsNotAnswered() async throws {
+        try await TestDatabase.with { db async throws in
+            let schema = db.configuration.schema
+            let id = try await db.store.enqueue([NewJob(chain: ChainDefinition(input: 1, stages: [.task("noop")]))])[0]
+                .id
+            try await db.pool.perform(
+                """
+                CREATE FUNCTION \(unescaped: schema).fail_commit() RETURNS trigger
+                LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused at commit'; RETURN NULL; END $$
+                """)
+            try await db.pool.perform(
+                """
+                CREATE CONSTRAINT TRIGGER fail_commit AFTER UPDATE ON \(unescaped: schema).jobs
+                DEFERRABLE INITIALLY DEFERRED FOR EACH ROW
+                EXECUTE FUNCTION \(unescaped: schema).fail_commit()
+                """)
+            await #expect(throws: (any Error).self) {
+                try await db.store.claim(queue: "default", limit: 10, worker: "w")
+            }
+            #expect(try await db.store.job(id)?.state == .available)
         }
     }
 }

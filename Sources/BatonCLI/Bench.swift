@@ -194,10 +194,13 @@ struct Bench: AsyncParsableCommand {
             // Pickup on an idle worker: one job at a time, from the enqueue's commit to the stage start.
             var pickups = steadyPickups
             var roundTripsPerPickup: Double?
+            var callToStart: [Double] = []
             if mode == .burnDown, pickupSamples > 0 {
                 timings.reset()
                 let flightsBefore = proxy?.flightsToServer ?? 0
+                var fromCall: [Double] = []
                 for sample in 0..<pickupSamples {
+                    let called = ContinuousClock.now
                     let enqueued = try await baton.enqueue(
                         makeJobs(0..<1).map { job in
                             var job = job
@@ -207,10 +210,14 @@ struct Bench: AsyncParsableCommand {
                     let committed = ContinuousClock.now
                     timings.committed(job: enqueued[0].id, at: committed)
                     while !timings.hasStarted(job: enqueued[0].id) { try await Task.sleep(for: .microseconds(200)) }
+                    if let started = timings.start(job: enqueued[0].id) {
+                        fromCall.append((started - called).seconds * 1000)
+                    }
                     progress.show("pickup sample \(sample + 1)/\(pickupSamples)")
                     try await Task.sleep(for: .milliseconds(5))
                 }
                 pickups = timings.pickupLatencies()
+                callToStart = fromCall
                 roundTripsPerPickup = proxy.map { Double($0.flightsToServer - flightsBefore) / Double(pickupSamples) }
             }
             await group.triggerGracefulShutdown()
@@ -223,6 +230,7 @@ struct Bench: AsyncParsableCommand {
                 processPerSecond: Double(jobs) / max(processSeconds, 1e-9),
                 stagesPerSecond: Double(total) / max(processSeconds, 1e-9),
                 pickupP50: percentile(pickups, 0.5), pickupP99: percentile(pickups, 0.99),
+                callToStartP50: percentile(callToStart, 0.5), callToStartP99: percentile(callToStart, 0.99),
                 hopP50: percentile(hops, 0.5), hopP99: percentile(hops, 0.99),
                 lost: jobs - finished, statementsPerJob: statements, networkDelay: networkDelay,
                 roundTripsPerJob: roundTripsPerJob, roundTripsPerPickup: roundTripsPerPickup)
@@ -305,6 +313,7 @@ final class Timings: Sendable {
     }
 
     func hasStarted(job: Int64) -> Bool { state.withLock { $0.starts[job]?[0] != nil } }
+    func start(job: Int64) -> ContinuousClock.Instant? { state.withLock { $0.starts[job]?[0] } }
     var completedStages: Int { state.withLock { $0.completed } }
     func reset() { state.withLock { $0 = State() } }
 
@@ -343,6 +352,9 @@ struct Report {
     var stagesPerSecond: Double
     var pickupP50: Double
     var pickupP99: Double
+    /// Idle samples only: from the enqueue's call (before its commit is known) to the stage's start.
+    var callToStartP50: Double
+    var callToStartP99: Double
     var hopP50: Double
     var hopP99: Double
     var lost: Int
@@ -362,7 +374,9 @@ struct Report {
             "lane_width": .number(laneWidth), "rate_limit_per_s": .number(rateLimit),
             "concurrency": .number(concurrency), "enqueue_per_s": number(enqueuePerSecond),
             "process_per_s": number(processPerSecond), "stages_per_s": number(stagesPerSecond),
-            "pickup_p50_ms": number(pickupP50), "pickup_p99_ms": number(pickupP99), "hop_p50_ms": number(hopP50),
+            "pickup_p50_ms": number(pickupP50), "pickup_p99_ms": number(pickupP99),
+            "enqueue_call_to_start_p50_ms": number(callToStartP50),
+            "enqueue_call_to_start_p99_ms": number(callToStartP99), "hop_p50_ms": number(hopP50),
             "hop_p99_ms": number(hopP99), "lost": .number(lost),
         ]
         if let statementsPerJob {
@@ -383,7 +397,7 @@ struct Report {
             baton bench: \(mode), \(jobs) jobs × \(stages / max(jobs, 1)) stages, \(lanes == 0 ? "background" : "\(lanes) lanes" + (laneWidth > 1 ? " of width \(laneWidth)" : "")), concurrency \(concurrency)
               enqueue     \(f(enqueuePerSecond)) jobs/s
               process     \(f(processPerSecond)) jobs/s (\(f(stagesPerSecond)) stages/s)
-              pickup      p50 \(f(pickupP50, 2)) ms   p99 \(f(pickupP99, 2)) ms
+              pickup      p50 \(f(pickupP50, 2)) ms   p99 \(f(pickupP99, 2)) ms   (from the enqueue's call: p50 \(f(callToStartP50, 2)) ms   p99 \(f(callToStartP99, 2)) ms)
               hop         p50 \(f(hopP50, 2)) ms   p99 \(f(hopP99, 2)) ms
               statements  \(statementsPerJob.map { "\(f($0.sent, 3)) sent per job, \(f($0.all, 2)) run per job (functions' inner statements too)" } ?? "n/a (pg_stat_statements not loaded)")
               lost        \(lost)

@@ -85,6 +85,9 @@ struct CLITests {
             // An idle pickup: its enqueue and the claim at least, each a round trip.
             #expect(perPickup >= 2)
             #expect(report["pickup_p50_ms"]?.numberValue != nil)
+            // From the enqueue's call to the stage's start: the enqueue's way to the server, the
+            // wake-up's way back, and the claim's round trip, 5 ms each way: 20 ms at the least.
+            #expect(try #require(report["enqueue_call_to_start_p50_ms"]?.numberValue?.double) >= 20)
         }
     }
 

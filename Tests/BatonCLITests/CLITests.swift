@@ -48,16 +48,20 @@ struct CLITests {
         #expect(process.2.contains("--database-url") || process.2.contains("BATON_DATABASE_URL"))
     }
 
+    /// `baton bench ARGUMENTS --json` against `db`: its report, once it exited 0 without
+    /// PostgresNIO's warning of a lease before the pool ran.
+    func benchReport(_ db: TestDatabase, _ arguments: [String]) async throws -> JSONValue {
+        let (status, output, errors) = try await baton(["bench", "--database-url", db.url] + arguments + ["--json"])
+        #expect(status == 0, "\(errors)")
+        #expect(!errors.contains("hasn't been called yet"), "PostgresNIO's warning: \(errors)")
+        let line = try #require(output.split(separator: "\n").last)
+        return try #require(try? JSONValue(parsing: String(line)), "not JSON: \(output)")
+    }
+
     @Test func benchReportsItsFiguresAsJSONAndLosesNothing() async throws {
         try await TestDatabase.with { db async throws in
-            let (status, output, errors) = try await baton([
-                "bench", "--database-url", db.url, "--jobs", "300", "--chain", "3", "--lanes", "4",
-                "--concurrency", "20", "--pickup-samples", "5", "--json",
-            ])
-            #expect(status == 0, "\(errors)")
-            #expect(!errors.contains("hasn't been called yet"), "PostgresNIO's warning: \(errors)")
-            let line = try #require(output.split(separator: "\n").last)
-            let report = try #require(try? JSONValue(parsing: String(line)), "not JSON: \(output)")
+            let report = try await benchReport(
+                db, ["--jobs", "300", "--chain", "3", "--lanes", "4", "--concurrency", "20", "--pickup-samples", "5"])
             #expect(report["lost"] == 0)
             #expect(report["jobs"] == 300)
             #expect(report["stages"] == 900)
@@ -70,13 +74,12 @@ struct CLITests {
     /// Through the delaying proxy every job still completes, and the round trips are counted.
     @Test func benchThroughADelayingProxyCountsRoundTrips() async throws {
         try await TestDatabase.with { db async throws in
-            let (status, output, errors) = try await baton([
-                "bench", "--database-url", db.url, "--jobs", "200", "--chain", "2", "--concurrency", "20",
-                "--pickup-samples", "5", "--network-delay", "5", "--json",
-            ])
-            #expect(status == 0, "\(errors)")
-            let line = try #require(output.split(separator: "\n").last)
-            let report = try #require(try? JSONValue(parsing: String(line)), "not JSON: \(output)")
+            let report = try await benchReport(
+                db,
+                [
+                    "--jobs", "200", "--chain", "2", "--concurrency", "20", "--pickup-samples", "5", "--network-delay",
+                    "5",
+                ])
             #expect(report["lost"] == 0)
             #expect(report["network_delay_ms"] == 5)
             let perJob = try #require(report["round_trips_per_job"]?.numberValue?.double)

@@ -42,7 +42,15 @@ extension Settings {
     func server(tokens given: APITokens? = nil) throws -> ServerConfiguration {
         guard let tokens = try given ?? apiTokens() else {
             throw ValidationError(
-                "no API tokens: set BATON_API_TOKENS=role:token,… (roles admin, enqueue, read) or BATON_API_TOKEN")
+                "no API tokens: set BATON_API_TOKENS_FILE, BATON_API_TOKENS=role:token,… (roles admin, enqueue, read) or BATON_API_TOKEN"
+            )
+        }
+        var keys: [[UInt8]] = []
+        for (index, key) in (try list(.apiFingerprintKeys) ?? []).enumerated() {
+            guard key.count >= 32 else {
+                throw ValidationError("api.fingerprint-keys: key \(index + 1) is shorter than 32 characters")
+            }
+            keys.append(Array(key.utf8))
         }
         let port = try int(.apiPort) ?? 8080
         guard (0...65535).contains(port) else { throw ValidationError("api.port must be within 0...65535") }
@@ -52,14 +60,24 @@ extension Settings {
         guard maxWait > .zero, maxWait <= .seconds(3600) else {
             throw ValidationError("api.max-wait must be a duration from 1ms to 1h")
         }
-        return ServerConfiguration(
+        var configuration = ServerConfiguration(
             host: try string(.apiHost) ?? "127.0.0.1", port: port, tokens: tokens, maxBodySize: maxBody,
             metricsRequireToken: !(try bool(.apiMetricsOpen) ?? false), maxWait: maxWait)
+        configuration.tokensFile = try string(.apiTokensFile)
+        configuration.fingerprintKeys = keys
+        return configuration
     }
 
-    /// `api.tokens` (`role:token,…`) or `api.token` (one admin token); nil if neither is set.
+    /// `api.tokens-file`, `api.tokens` (`role:token,…`) or `api.token` (one admin token); nil if
+    /// none is set. A token file that does not read is refused with its line and problem.
     func apiTokens() throws -> APITokens? {
         do {
+            if let file = try string(.apiTokensFile) {
+                guard try self.list(.apiTokens) == nil, try string(.apiToken) == nil else {
+                    throw ConfigurationError("set api.tokens-file or api.tokens (api.token), not both")
+                }
+                return try APITokens.load(file: file)
+            }
             if let list = try self.list(.apiTokens), !list.isEmpty {
                 return try APITokens.parse(list.joined(separator: ","))
             }
@@ -76,7 +94,8 @@ extension Settings {
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Run the HTTP control plane (tokens from BATON_API_TOKENS or BATON_API_TOKEN).")
+        abstract: "Run the HTTP control plane (tokens from BATON_API_TOKENS_FILE, BATON_API_TOKENS or BATON_API_TOKEN)."
+    )
 
     @OptionGroup var runtime: RuntimeOptions
     @OptionGroup var database: DatabaseOptions

@@ -39,6 +39,9 @@ struct WorkerOptions: ParsableArguments, SettingFlags {
     )
     var retentionCancelled: Duration?
 
+    @Option(help: "Delete audit events this long after the change (BATON_WORKER_RETENTION_AUDIT; default 90d).")
+    var retentionAudit: Duration?
+
     @Option(help: "POST each job this worker discards here, as JSON (BATON_WORKER_DISCARD_WEBHOOK; off by default).")
     var discardWebhook: String?
 
@@ -51,6 +54,7 @@ struct WorkerOptions: ParsableArguments, SettingFlags {
         flags.add(.workerRetention, retention.map { .string(DurationFormat.format($0)) })
         flags.add(.workerRetentionDiscarded, retentionDiscarded.map { .string(DurationFormat.format($0)) })
         flags.add(.workerRetentionCancelled, retentionCancelled.map { .string(DurationFormat.format($0)) })
+        flags.add(.workerRetentionAudit, retentionAudit.map { .string(DurationFormat.format($0)) })
         flags.add(.workerDiscardWebhook, discardWebhook.map(ConfigContent.string))
         return flags
     }
@@ -102,7 +106,8 @@ extension Settings {
             retention: Retention(
                 completed: try duration(.workerRetention) ?? .seconds(24 * 3600),
                 discarded: try duration(.workerRetentionDiscarded) ?? .seconds(14 * 86400),
-                cancelled: try duration(.workerRetentionCancelled) ?? .seconds(14 * 86400)),
+                cancelled: try duration(.workerRetentionCancelled) ?? .seconds(14 * 86400),
+                audit: try duration(.workerRetentionAudit) ?? .seconds(90 * 86400)),
             failures: FailureReporting(discardWebhook: webhook))
     }
 

@@ -33,6 +33,7 @@ public struct BatonHTTPClient: Sendable {
     public typealias BulkResponse = Components.Schemas.BulkResponse
     public typealias Schedule = Components.Schemas.Schedule
     public typealias ScheduleRequest = Components.Schemas.ScheduleRequest
+    public typealias AuditPage = Components.Schemas.AuditPage
 
     /// The generated client, for what this type does not wrap.
     public let client: Client
@@ -337,6 +338,19 @@ public struct BatonHTTPClient: Sendable {
         let output = try await call { try await client.listWorkers() }
         guard case .ok(let ok) = output else { throw Self.unexpected(output) }
         return try Self.json(ok.body.json).workers
+    }
+
+    /// The audit trail, newest first: every change made through the API (an admin token limited
+    /// to no queue).
+    public func auditEvents(
+        actor: String? = nil, action: String? = nil, target: String? = nil, limit: Int? = nil, cursor: String? = nil
+    ) async throws -> AuditPage {
+        let output = try await call {
+            try await client.listAuditEvents(
+                query: .init(actor: actor, action: action, target: target, limit: limit, cursor: cursor))
+        }
+        guard case .ok(let ok) = output else { throw Self.unexpected(output) }
+        return try Self.json(ok.body.json)
     }
 
     // MARK: calls

@@ -100,16 +100,19 @@ public final class BatonClient: Service, Sendable {
     /// - Throws: ``SignalRefusal`` when the job does not exist, awaits no such signal, has finished
     ///   or passed the stage.
     @discardableResult
-    public func signal(_ job: Int64, _ signal: String, payload: some Encodable) async throws -> SignalDelivery {
-        try await deliver(signal, to: job, payload: JSONValue(encoding: payload)).delivery
+    public func signal(_ job: Int64, _ signal: String, payload: some Encodable, by actor: AuditActor? = nil)
+        async throws -> SignalDelivery
+    {
+        try await deliver(signal, to: job, payload: JSONValue(encoding: payload), by: actor).delivery
     }
 
     /// ``signal(_:_:payload:)``, with the job's state once it is delivered.
-    package func deliver(_ signal: String, to job: Int64, payload: JSONValue) async throws -> (
-        delivery: SignalDelivery, state: JobState
-    ) {
+    package func deliver(_ signal: String, to job: Int64, payload: JSONValue, by actor: AuditActor? = nil)
+        async throws -> (delivery: SignalDelivery, state: JobState)
+    {
         try payload.checkStorable(at: "payload")
-        let (delivery, state, queue) = try await store.deliverSignal(job: job, name: signal, payload: payload)
+        let (delivery, state, queue) = try await store.deliverSignal(
+            job: job, name: signal, payload: payload, by: actor)
         if delivery == .resumed { waker.wake([queue]) }
         return (delivery, state)
     }
@@ -130,8 +133,8 @@ public final class BatonClient: Service, Sendable {
     ///
     /// - Throws: ``BatonError/invalidChain(path:reason:)`` for a width outside 1…10000 or a lane
     ///   name with control characters.
-    public func setLaneWidth(_ width: Int?, lane: String) async throws {
-        try await store.setLaneWidth(width, lane: lane)
+    public func setLaneWidth(_ width: Int?, lane: String, by actor: AuditActor? = nil) async throws {
+        try await store.setLaneWidth(width, lane: lane, by: actor)
     }
 
     /// The lane widths set, by lane or prefix.
@@ -143,8 +146,8 @@ public final class BatonClient: Service, Sendable {
     /// `limit.per`, `limit.burst` at once after a quiet spell, across every worker.
     ///
     /// - Throws: ``BatonError/invalidChain(path:reason:)`` naming `rate`, `per`, `burst` or `key`.
-    public func setRateLimit(_ limit: RateLimit) async throws {
-        try await store.setRateLimit(limit)
+    public func setRateLimit(_ limit: RateLimit, by actor: AuditActor? = nil) async throws {
+        try await store.setRateLimit(limit, by: actor)
     }
 
     /// The rate limits set, by key, with the tokens each has now.
@@ -154,8 +157,8 @@ public final class BatonClient: Service, Sendable {
 
     /// Deletes the rate limit of `key`; false if it had none.
     @discardableResult
-    public func deleteRateLimit(_ key: String) async throws -> Bool {
-        try await store.deleteRateLimit(key)
+    public func deleteRateLimit(_ key: String, by actor: AuditActor? = nil) async throws -> Bool {
+        try await store.deleteRateLimit(key, by: actor)
     }
 
     // MARK: follow
@@ -195,19 +198,22 @@ public final class BatonClient: Service, Sendable {
     }
 
     /// Cancels a job that has not finished; a running stage is stopped on its worker.
+    ///
+    /// Here and in every other method that changes something, `actor` names who does it: the
+    /// change is then recorded in the audit trail (`GET /v1/audit`) in its own transaction.
     @discardableResult
-    public func cancel(_ id: Int64) async throws -> Bool {
-        !(try await store.cancel(id)).isEmpty
+    public func cancel(_ id: Int64, by actor: AuditActor? = nil) async throws -> Bool {
+        !(try await store.cancel(id, by: actor)).isEmpty
     }
 
     /// Retries, cancels or deletes every job `filter` matches in a state the action applies to
     /// (its limit and cursor aside), a thousand per transaction; with `dryRun`, only counts them.
     /// After an outage: `bulk(.retry, matching: JobFilter(states: [.discarded], queue: "billing"))`.
     @discardableResult
-    public func bulk(_ action: BulkAction, matching filter: JobFilter, dryRun: Bool = false) async throws
-        -> BulkOutcome
-    {
-        try await store.bulk(action, filter, dryRun: dryRun)
+    public func bulk(
+        _ action: BulkAction, matching filter: JobFilter, dryRun: Bool = false, by actor: AuditActor? = nil
+    ) async throws -> BulkOutcome {
+        try await store.bulk(action, filter, dryRun: dryRun, by: actor)
     }
 }
 

@@ -20,8 +20,11 @@ public struct JobFilter: Sendable, Hashable {
     public var finishedBefore: Date?
     /// Only these jobs.
     public var ids: [Int64]?
-    /// Enqueued by this caller (the control plane's fingerprint of a token).
-    public var enqueuedBy: String?
+    /// Enqueued by this caller: any of its fingerprints (the control plane's, of a token, under
+    /// each fingerprint key).
+    public var enqueuedBy: [String]?
+    /// Only jobs of these queues (a scoped token's); nil: any.
+    public var queues: [String]?
     /// Keyset cursor: only jobs with a smaller id (older) than this.
     public var before: Int64?
     public var limit: Int
@@ -32,7 +35,8 @@ public struct JobFilter: Sendable, Hashable {
     public init(
         states: [JobState] = [], queue: String? = nil, lane: String? = nil, task: String? = nil, error: String? = nil,
         createdAfter: Date? = nil, createdBefore: Date? = nil, finishedAfter: Date? = nil, finishedBefore: Date? = nil,
-        ids: [Int64]? = nil, enqueuedBy: String? = nil, before: Int64? = nil, limit: Int = 50
+        ids: [Int64]? = nil, enqueuedBy: [String]? = nil, queues: [String]? = nil, before: Int64? = nil,
+        limit: Int = 50
     ) {
         self.states = states
         self.queue = queue
@@ -45,6 +49,7 @@ public struct JobFilter: Sendable, Hashable {
         self.finishedBefore = finishedBefore
         self.ids = ids
         self.enqueuedBy = enqueuedBy
+        self.queues = queues
         self.before = before
         self.limit = limit
     }

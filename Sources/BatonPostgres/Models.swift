@@ -19,9 +19,10 @@ public struct NewJob: Sendable {
     /// Who enqueued it, opaque to Baton (the control plane stores a fingerprint of the caller's
     /// token, so that an `enqueue` token can read its own jobs).
     public var enqueuedBy: String?
-    /// An idempotency key may only name a job of the same `enqueuedBy`: else the enqueue is refused
-    /// (``IdempotencyKeyTaken``), all of its batch with it.
-    package var ownKeysOnly = false
+    /// An idempotency or unique key may only name a job enqueued by one of these (a caller's
+    /// fingerprints under each key): else the enqueue is refused (``IdempotencyKeyTaken``), all of
+    /// its batch with it. nil: any job.
+    package var keyOwners: [String]?
 
     public init(
         chain: ChainDefinition, queue: String = "default", priority: Int = 0, runAt: Date? = nil,

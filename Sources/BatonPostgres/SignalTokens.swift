@@ -35,7 +35,7 @@ package final class SignalTokens: Sendable {
     /// Read once per process.
     private func symmetricKey() async throws -> SymmetricKey {
         if let known = key.withLock({ $0 }) { return SymmetricKey(data: known) }
-        let read = try await store.signalTokenKey()
+        let read = try await store.key("signal-token")
         key.withLock { $0 = read }
         return SymmetricKey(data: read)
     }

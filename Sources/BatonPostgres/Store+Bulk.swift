@@ -38,8 +38,12 @@ extension Store {
     /// long; with `dryRun`, only counts them. The jobs are found as listings find them: through
     /// the indexes for state and lane, the other filters checked on a bounded window at a time,
     /// so the whole table is read once at most.
+    ///
+    /// With an actor, each batch is recorded in the audit trail in its own transaction: the ids it
+    /// changed, with the action.
     package func bulk(
-        _ action: BulkAction, _ filter: JobFilter, dryRun: Bool, batchSize: Int = 1000, sampleSize: Int = 10
+        _ action: BulkAction, _ filter: JobFilter, dryRun: Bool, batchSize: Int = 1000, sampleSize: Int = 10,
+        by actor: AuditActor? = nil
     ) async throws -> BulkOutcome {
         var outcome = BulkOutcome()
         let states = filter.states.isEmpty ? action.states : action.states.intersection(filter.states)
@@ -53,7 +57,9 @@ extension Store {
             let page = try await jobs(filter)
             outcome.matched += page.jobs.count
             outcome.sample += page.jobs.prefix(max(0, sampleSize - outcome.sample.count))
-            if !dryRun, !page.jobs.isEmpty { outcome.changed += try await apply(action, to: page.jobs.map(\.id)) }
+            if !dryRun, !page.jobs.isEmpty {
+                outcome.changed += try await apply(action, to: page.jobs.map(\.id), by: actor)
+            }
             guard let next = page.jobs.count == batchSize ? page.jobs.last?.id : page.scannedTo else { break }
             filter.before = next
         }
@@ -62,11 +68,23 @@ extension Store {
 
     /// Applies `action` to `ids` in one transaction, then tells whoever must know (queues with new
     /// work, workers running a cancelled stage, waiters); returns how many of `ids` it changed.
-    private func apply(_ action: BulkAction, to ids: [Int64]) async throws -> Int {
+    private func apply(_ action: BulkAction, to ids: [Int64], by actor: AuditActor?) async throws -> Int {
+        let function = "bulk_" + action.rawValue
+        let columns = action == .cancel ? "id, worker_id, watched" : action == .retry ? "id, queue, state::text" : "id"
+        let rows = try await audited(actor) { connection in
+            let rows = try await connection.rows(
+                "SELECT \(unescaped: columns) FROM \(unescaped: self.schema).\(unescaped: function)(\(ids))",
+                logger: self.logger)
+            // A cancel answers for group members too: only the jobs asked for are the batch's.
+            let asked = Set(ids)
+            let changed = try rows.map { try Array($0)[0].decode(Int64.self) }.filter(asked.contains)
+            let change = AuditChange(
+                "bulkJobs", "jobs",
+                ["action": .string(action.rawValue), "ids": .array(changed.map { .number(JSONNumber($0)) })])
+            return (rows, changed.isEmpty ? [] : [change])
+        }
         switch action {
         case .retry:
-            let rows = try await pool.rows(
-                "SELECT id, queue, state::text FROM \(unescaped: schema).bulk_retry(\(ids))", logger: logger)
             var queues: Set<String> = []
             for row in rows {
                 let (_, queue, state) = try row.decode((Int64, String, String).self)
@@ -75,8 +93,6 @@ extension Store {
             try await notify(queues.sorted().map { "q:" + $0 })
             return rows.count
         case .cancel:
-            let rows = try await pool.rows(
-                "SELECT id, worker_id, watched FROM \(unescaped: schema).bulk_cancel(\(ids))", logger: logger)
             let asked = Set(ids)
             var changed = 0
             var payloads: [String] = []
@@ -89,9 +105,7 @@ extension Store {
             try await notify(payloads)
             return changed
         case .delete:
-            return try await pool.rows(
-                "SELECT id FROM \(unescaped: schema).bulk_delete(\(ids))", logger: logger
-            ).count
+            return rows.count
         }
     }
 }

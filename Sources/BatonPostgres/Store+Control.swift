@@ -18,6 +18,9 @@ extension Store {
     /// starts below it. (An index on the lane of every job would cost each laned job's every
     /// transition an index entry: lanes ran about 7 % slower with one.)
     package func jobs(_ filter: JobFilter) async throws -> JobListing {
+        // No stored text holds a NUL (PostgreSQL's text cannot): such an error filter matches no
+        // job, and PostgreSQL would refuse it as a parameter.
+        if filter.error?.unicodeScalars.contains("\u{0}") == true { return JobListing() }
         // States written into the statement (they are the enum's own names): a bound array would
         // reach the planner as an unknown, and neither `jobs_state_id` nor the row estimates could
         // be used.
@@ -35,7 +38,7 @@ extension Store {
         let scanned =
             filter.queue != nil || filter.task != nil || filter.error != nil || filter.createdAfter != nil
             || filter.createdBefore != nil || filter.finishedAfter != nil || filter.finishedBefore != nil
-            || filter.enqueuedBy != nil || scannedLane != nil
+            || filter.enqueuedBy != nil || filter.queues != nil || scannedLane != nil
         let rows = try await pool.read(
             """
             WITH indexed AS (
@@ -49,7 +52,8 @@ extension Store {
                        AND (\(filter.createdBefore)::timestamptz IS NULL OR created_at < \(filter.createdBefore))
                        AND (\(filter.finishedAfter)::timestamptz IS NULL OR finished_at >= \(filter.finishedAfter))
                        AND (\(filter.finishedBefore)::timestamptz IS NULL OR finished_at < \(filter.finishedBefore))
-                       AND (\(filter.enqueuedBy)::text IS NULL OR enqueued_by = \(filter.enqueuedBy)) AS hit
+                       AND (\(filter.enqueuedBy)::text[] IS NULL OR enqueued_by = ANY(\(filter.enqueuedBy)))
+                       AND (\(filter.queues)::text[] IS NULL OR coalesce(home_queue, queue) = ANY(\(filter.queues))) AS hit
                 FROM \(unescaped: schema).jobs
                 WHERE parent_id IS NULL
                   AND (\(filter.before)::bigint IS NULL OR id < \(filter.before))
@@ -93,10 +97,20 @@ extension Store {
     /// it has not finished, it completed, it is a group member (retry its parent), members of its
     /// failed group are still running, or another job holds its unique key
     /// (``uniqueKeyHolder(of:)``). Throws `BatonError.jobNotFound` for an unknown id.
-    package func retry(_ id: Int64) async throws -> JobState? {
+    package func retry(_ id: Int64, by actor: AuditActor? = nil) async throws -> JobState? {
         do {
-            let rows = try await pool.rows(
-                "SELECT queue, state::text FROM \(unescaped: schema).retry_job(\(id))", logger: logger)
+            let rows = try await audited(actor) { connection in
+                let before = try await self.stateAndQueue(of: id, on: connection)
+                let rows = try await connection.rows(
+                    "SELECT queue, state::text FROM \(unescaped: self.schema).retry_job(\(id))", logger: self.logger)
+                let changes = try rows.prefix(1).map { row in
+                    let (queue, state) = try row.decode((String, String).self)
+                    return AuditChange(
+                        "retryJob", "job:\(id)",
+                        ["queue": .string(queue), "from": before.map { .string($0.0) } ?? nil, "to": .string(state)])
+                }
+                return (rows, changes)
+            }
             for row in rows {
                 let (queue, name) = try row.decode((String, String).self)
                 let state = JobState(rawValue: name) ?? .available
@@ -123,19 +137,28 @@ extension Store {
     /// Deletes a finished job with its group members. Returns false when the job has not finished,
     /// is a group member (delete its parent) or has members still running (a failed group's
     /// siblings); throws `BatonError.jobNotFound` for an unknown id.
-    package func delete(_ id: Int64) async throws -> Bool {
-        let rows = try await pool.rows(
-            """
-            WITH d AS (
-                DELETE FROM \(unescaped: schema).jobs
-                WHERE id = \(id) AND state IN ('completed', 'discarded', 'cancelled') AND parent_id IS NULL
-                  AND NOT \(unescaped: schema).unfinished_members(id)
-                RETURNING id
-            ) SELECT (SELECT count(*) FROM d)::int,
-                     EXISTS (SELECT 1 FROM \(unescaped: schema).jobs WHERE id = \(id))
-            """, logger: logger)
+    package func delete(_ id: Int64, by actor: AuditActor? = nil) async throws -> Bool {
+        let rows = try await audited(actor) { connection in
+            let rows = try await connection.rows(
+                """
+                WITH d AS (
+                    DELETE FROM \(unescaped: self.schema).jobs
+                    WHERE id = \(id) AND state IN ('completed', 'discarded', 'cancelled') AND parent_id IS NULL
+                      AND NOT \(unescaped: self.schema).unfinished_members(id)
+                    RETURNING queue, state::text
+                ) SELECT (SELECT count(*) FROM d)::int,
+                         EXISTS (SELECT 1 FROM \(unescaped: self.schema).jobs WHERE id = \(id)),
+                         (SELECT queue FROM d), (SELECT state FROM d)
+                """, logger: self.logger)
+            let changes = try rows.compactMap { row -> AuditChange? in
+                let (deleted, _, queue, state) = try row.decode((Int, Bool, String?, String?).self)
+                guard deleted == 1, let queue, let state else { return nil }
+                return AuditChange("deleteJob", "job:\(id)", ["queue": .string(queue), "from": .string(state)])
+            }
+            return (rows, changes)
+        }
         for row in rows {
-            let (deleted, exists) = try row.decode((Int, Bool).self)
+            let (deleted, exists, _, _) = try row.decode((Int, Bool, String?, String?).self)
             if deleted == 1 { return true }
             if !exists { throw BatonError.jobNotFound(id) }
         }
@@ -173,23 +196,33 @@ extension Store {
     /// running while its operator believes it paused. (A queue's jobs have no index of their own
     /// but the available ones: an unknown name costs a scan of the table, once, on refusal.)
     @discardableResult
-    package func setPaused(_ paused: Bool, queue: String, unchecked: Bool = false) async throws -> Bool {
+    package func setPaused(_ paused: Bool, queue: String, unchecked: Bool = false, by actor: AuditActor? = nil)
+        async throws -> Bool
+    {
         if paused {
-            let rows = try await pool.rows(
-                """
-                INSERT INTO \(unescaped: schema).paused_queues (queue)
-                SELECT \(queue) WHERE \(unchecked)
-                    OR EXISTS (SELECT 1 FROM \(unescaped: schema).paused_queues WHERE queue = \(queue))
-                    OR EXISTS (SELECT 1 FROM \(unescaped: schema).workers WHERE \(queue) = ANY (queues))
-                    OR EXISTS (SELECT 1 FROM \(unescaped: schema).jobs WHERE queue = \(queue) AND state = 'available')
-                    OR EXISTS (SELECT 1 FROM \(unescaped: schema).jobs WHERE queue = \(queue))
-                ON CONFLICT (queue) DO UPDATE SET paused_at = paused_queues.paused_at
-                RETURNING 1
-                """, logger: logger)
-            return !rows.isEmpty
+            return try await audited(actor) { connection in
+                // `paused`: whether this pause is new (xmax 0: inserted, not updated).
+                let rows = try await connection.rows(
+                    """
+                    INSERT INTO \(unescaped: self.schema).paused_queues (queue)
+                    SELECT \(queue) WHERE \(unchecked)
+                        OR EXISTS (SELECT 1 FROM \(unescaped: self.schema).paused_queues WHERE queue = \(queue))
+                        OR EXISTS (SELECT 1 FROM \(unescaped: self.schema).workers WHERE \(queue) = ANY (queues))
+                        OR EXISTS (SELECT 1 FROM \(unescaped: self.schema).jobs WHERE queue = \(queue) AND state = 'available')
+                        OR EXISTS (SELECT 1 FROM \(unescaped: self.schema).jobs WHERE queue = \(queue))
+                    ON CONFLICT (queue) DO UPDATE SET paused_at = paused_queues.paused_at
+                    RETURNING xmax = 0
+                    """, logger: self.logger)
+                let changed = try rows.first?.decode(Bool.self) == true
+                return (!rows.isEmpty, changed ? [AuditChange("pauseQueue", "queue:\(queue)", ["paused": true])] : [])
+            }
         } else {
-            try await pool.perform(
-                "DELETE FROM \(unescaped: schema).paused_queues WHERE queue = \(queue)", logger: logger)
+            try await audited(actor) { connection in
+                let rows = try await connection.rows(
+                    "DELETE FROM \(unescaped: self.schema).paused_queues WHERE queue = \(queue) RETURNING 1",
+                    logger: self.logger)
+                return ((), rows.isEmpty ? [] : [AuditChange("resumeQueue", "queue:\(queue)", ["paused": false])])
+            }
             try await notify(["q:" + queue])
             return true
         }

@@ -183,11 +183,24 @@ extension Store {
 
     /// Cancels the job (and its unfinished group members) unless it has finished; a lane it held
     /// moves on. Workers running it are told to stop. Returns the ids cancelled (empty if the job
-    /// had already finished); throws `BatonError.jobNotFound` for an unknown id.
+    /// had already finished); throws `BatonError.jobNotFound` for an unknown id. With an actor, the
+    /// cancel is recorded in the audit trail.
     @discardableResult
-    package func cancel(_ id: Int64) async throws -> [Int64] {
-        let rows = try await pool.rows(
-            "SELECT id, worker_id, watched FROM \(unescaped: schema).cancel_job(\(id))", logger: logger)
+    package func cancel(_ id: Int64, by actor: AuditActor? = nil) async throws -> [Int64] {
+        let rows = try await audited(actor) { connection in
+            let before = try await self.stateAndQueue(of: id, on: connection)
+            let rows = try await connection.rows(
+                "SELECT id, worker_id, watched FROM \(unescaped: self.schema).cancel_job(\(id))", logger: self.logger)
+            let change = before.map { state, queue in
+                AuditChange(
+                    "cancelJob", "job:\(id)",
+                    [
+                        "queue": .string(queue), "from": .string(state), "to": "cancelled",
+                        "cancelled": .number(JSONNumber(rows.count)),
+                    ])
+            }
+            return (rows, rows.isEmpty ? [] : change.map { [$0] } ?? [])
+        }
         var cancelled: [Int64] = []
         var payloads: [String] = []
         for row in rows {
@@ -199,5 +212,21 @@ extension Store {
         if cancelled.isEmpty, try await self.job(id) == nil { throw BatonError.jobNotFound(id) }
         try await notify(payloads)
         return cancelled
+    }
+
+    /// The job's own queue (where its stages run unless one names another), nil if there is no
+    /// such job: what a token limited to queues is judged by.
+    package func ownQueue(of id: Int64) async throws -> String? {
+        try await pool.read(
+            "SELECT coalesce(home_queue, queue) FROM \(unescaped: schema).jobs WHERE id = \(id)", logger: logger
+        ).first?.decode(String.self)
+    }
+
+    /// A job's state and queue, read in a change's transaction for its audit record.
+    func stateAndQueue(of id: Int64, on connection: PostgresConnection) async throws -> (String, String)? {
+        try await connection.rows(
+            "SELECT state::text, coalesce(home_queue, queue) FROM \(unescaped: schema).jobs WHERE id = \(id)",
+            logger: logger
+        ).first?.decode((String, String).self)
     }
 }

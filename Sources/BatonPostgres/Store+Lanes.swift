@@ -91,10 +91,16 @@ extension Store {
 
     /// Sets the width of `lane` (a lane, or a prefix ending in `*`), or deletes its setting
     /// (`width` nil). The lanes it widens admit their waiting jobs in the same transaction.
-    package func setLaneWidth(_ width: Int?, lane: String, source: SettingSource = .api) async throws {
+    package func setLaneWidth(
+        _ width: Int?, lane: String, source: SettingSource = .api, by actor: AuditActor? = nil
+    ) async throws {
         try Self.check(width, lane: lane)
-        let queues = try await pool.withTransaction(logger: logger) { connection in
-            try await self.setLaneWidth(width, lane: lane, source: source, on: connection)
+        let queues = try await audited(actor) { connection in
+            let queues = try await self.setLaneWidth(width, lane: lane, source: source, on: connection)
+            let change = AuditChange(
+                width == nil ? "deleteLaneSetting" : "setLaneSetting", "lane:\(lane)",
+                ["width": width.map { .number(JSONNumber($0)) } ?? nil])
+            return (queues, [change])
         }
         if !queues.isEmpty { try await notify(queues.map { "q:" + $0 }) }
     }

@@ -28,10 +28,17 @@ extension Store {
     /// to the new burst). A key ending in `*` is a prefix: each key it starts without a limit of its
     /// own gets a bucket of its own with this limit; the buckets it made before start afresh. In
     /// effect at the next claim.
-    package func setRateLimit(_ limit: RateLimit) async throws {
+    package func setRateLimit(_ limit: RateLimit, by actor: AuditActor? = nil) async throws {
         try Self.check(limit)
-        try await pool.withTransaction(logger: logger) { connection in
+        try await audited(actor) { connection in
             try await self.setRateLimit(limit, on: connection)
+            let change = AuditChange(
+                "setRateLimit", "rate-limit:\(limit.key)",
+                [
+                    "rate": .number(JSONNumber(limit.rate)), "per_ms": .number(JSONNumber(limit.per.milliseconds)),
+                    "burst": .number(JSONNumber(limit.burst)),
+                ])
+            return ((), [change])
         }
     }
 
@@ -62,13 +69,13 @@ extension Store {
 
     /// Deletes the limit of `key`: its stages start as workers claim them. False if it had none.
     @discardableResult
-    package func deleteRateLimit(_ key: String) async throws -> Bool {
-        try await pool.withTransaction(logger: logger) { connection in
+    package func deleteRateLimit(_ key: String, by actor: AuditActor? = nil) async throws -> Bool {
+        try await audited(actor) { connection in
             try await self.forgetPrefixBuckets(under: key, on: connection)
             let rows = try await connection.rows(
                 "DELETE FROM \(unescaped: self.schema).rate_limits WHERE key = \(key) RETURNING key",
                 logger: self.logger)
-            return !rows.isEmpty
+            return (!rows.isEmpty, rows.isEmpty ? [] : [AuditChange("deleteRateLimit", "rate-limit:\(key)")])
         }
     }
 

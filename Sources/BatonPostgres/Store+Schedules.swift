@@ -12,9 +12,18 @@ extension Store {
 
     /// Creates or replaces `schedule`, owned by `source`. Its next slot is computed from `now`
     /// unless it keeps its expression, zone and pause (an edit of what it runs keeps its place).
-    package func saveSchedule(_ schedule: ScheduleDefinition, source: ScheduleRecord.Source, now: Date) async throws {
-        try await pool.withTransaction(logger: logger) { connection in
+    package func saveSchedule(
+        _ schedule: ScheduleDefinition, source: ScheduleRecord.Source, now: Date, by actor: AuditActor? = nil
+    ) async throws {
+        try await audited(actor) { connection in
             try await self.saveSchedule(schedule, source: source, now: now, on: connection)
+            let change = AuditChange(
+                "putSchedule", "schedule:\(schedule.name)",
+                [
+                    "cron": .string(schedule.cron.description), "time_zone": .string(schedule.timeZone.identifier),
+                    "queue": .string(schedule.job.queue), "paused": .bool(schedule.paused),
+                ])
+            return ((), [change])
         }
     }
 
@@ -115,37 +124,58 @@ extension Store {
     }
 
     /// Enqueues `schedule`'s job now, outside its slots (`baton schedules run-now`).
-    package func runScheduleNow(_ schedule: ScheduleRecord, now: Date) async throws -> EnqueuedJob {
+    package func runScheduleNow(_ schedule: ScheduleRecord, now: Date, by actor: AuditActor? = nil) async throws
+        -> EnqueuedJob
+    {
         var job = schedule.job
         job.runAt = nil
         job.idempotencyKey = nil
-        let enqueued = try await enqueue([job])[0]
-        try await pool.perform(
-            """
-            UPDATE \(unescaped: schema).schedules SET last_run_at = \(now), last_job_id = \(enqueued.id)
-            WHERE name = \(schedule.name)
-            """, logger: logger)
+        let enqueued = try await audited(actor) { [job] connection in
+            let enqueued = try await self.enqueue([job], on: connection)[0]
+            _ = try await connection.rows(
+                """
+                UPDATE \(unescaped: self.schema).schedules SET last_run_at = \(now), last_job_id = \(enqueued.id)
+                WHERE name = \(schedule.name)
+                """, logger: self.logger)
+            return (
+                enqueued,
+                [AuditChange("runSchedule", "schedule:\(schedule.name)", ["job": .number(JSONNumber(enqueued.id))])]
+            )
+        }
+        // One job: `enqueue()` woke its queue's workers at the commit.
         return enqueued
     }
 
     /// Pauses or resumes `name`; a resumed schedule goes on from its next slot after `now` (the
     /// slots of the pause are not made up). False if there is no such schedule.
-    package func setSchedulePaused(_ name: String, _ paused: Bool, now: Date) async throws -> Bool {
+    package func setSchedulePaused(_ name: String, _ paused: Bool, now: Date, by actor: AuditActor? = nil)
+        async throws -> Bool
+    {
         guard let schedule = try await schedule(name) else { return false }
         let next = paused ? schedule.nextRunAt : schedule.cron.next(after: now, in: schedule.timeZone)
-        try await pool.perform(
-            """
-            UPDATE \(unescaped: schema).schedules SET paused = \(paused), next_run_at = \(next), updated_at = now()
-            WHERE name = \(name)
-            """, logger: logger)
-        return true
+        return try await audited(actor) { connection in
+            let rows = try await connection.rows(
+                """
+                UPDATE \(unescaped: self.schema).schedules SET paused = \(paused), next_run_at = \(next), updated_at = now()
+                WHERE name = \(name) RETURNING 1
+                """, logger: self.logger)
+            let change = AuditChange(
+                paused ? "pauseSchedule" : "resumeSchedule", "schedule:\(name)", ["paused": .bool(paused)])
+            return (!rows.isEmpty, rows.isEmpty || schedule.paused == paused ? [] : [change])
+        }
     }
 
     /// Deletes `name`; false if there is no such schedule.
-    package func deleteSchedule(_ name: String) async throws -> Bool {
-        !(try await pool.rows(
-            "DELETE FROM \(unescaped: schema).schedules WHERE name = \(name) RETURNING 1", logger: logger
-        ).isEmpty)
+    package func deleteSchedule(_ name: String, by actor: AuditActor? = nil) async throws -> Bool {
+        try await audited(actor) { connection in
+            let rows = try await connection.rows(
+                "DELETE FROM \(unescaped: self.schema).schedules WHERE name = \(name) RETURNING queue",
+                logger: self.logger)
+            let changes = try rows.map {
+                AuditChange("deleteSchedule", "schedule:\(name)", ["queue": .string(try $0.decode(String.self))])
+            }
+            return (!rows.isEmpty, changes)
+        }
     }
 
     /// A row as a record; nil (and skipped) if what it stores no longer reads.

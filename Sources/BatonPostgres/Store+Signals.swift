@@ -36,14 +36,28 @@ public enum SignalRefusal: Error, Sendable, Hashable, CustomStringConvertible {
 extension Store {
     /// Delivers signal `name` with `payload` to job `job`, once; returns what became of it, the
     /// job's state then, and the queue to wake when the job resumed.
-    package func deliverSignal(job: Int64, name: String, payload: JSONValue) async throws -> (
-        delivery: SignalDelivery, state: JobState, queue: String
-    ) {
-        let rows = try await pool.rows(
-            """
-            SELECT outcome, state::text, queue
-            FROM \(unescaped: schema).deliver_signal(\(job), \(name), \(payload.jsonText)::jsonb)
-            """, logger: logger)
+    /// With an actor, a delivery that changed something (resumed or kept) is recorded in the audit
+    /// trail (the signal's name, not its payload, which stays with the job).
+    package func deliverSignal(job: Int64, name: String, payload: JSONValue, by actor: AuditActor? = nil)
+        async throws -> (delivery: SignalDelivery, state: JobState, queue: String)
+    {
+        let rows = try await audited(actor) { connection in
+            let rows = try await connection.rows(
+                """
+                SELECT outcome, state::text, queue
+                FROM \(unescaped: self.schema).deliver_signal(\(job), \(name), \(payload.jsonText)::jsonb)
+                """, logger: self.logger)
+            let changes = try rows.compactMap { row -> AuditChange? in
+                let (outcome, _, queue) = try row.decode((String, String, String).self)
+                guard outcome == SignalDelivery.resumed.rawValue || outcome == SignalDelivery.kept.rawValue else {
+                    return nil
+                }
+                return AuditChange(
+                    "deliverSignal", "job:\(job)",
+                    ["queue": .string(queue), "signal": .string(name), "outcome": .string(outcome)])
+            }
+            return (rows, changes)
+        }
         guard let row = rows.first else { throw SignalRefusal.noJob(job) }
         let (outcome, stateName, queue) = try row.decode((String, String, String).self)
         let state = JobState(rawValue: stateName) ?? .available
@@ -89,13 +103,14 @@ extension Store {
         return (ended, watched)
     }
 
-    /// The key of signal tokens (``SignalTokens``), made by the migration.
-    package func signalTokenKey() async throws -> [UInt8] {
+    /// A key the migrations made in the database (`keys`): `signal-token` (``SignalTokens``),
+    /// `api-fingerprint` (the control plane's token fingerprints).
+    package func key(_ name: String) async throws -> [UInt8] {
         let rows = try await pool.read(
-            "SELECT value FROM \(unescaped: schema).keys WHERE name = 'signal-token'", logger: logger)
+            "SELECT value FROM \(unescaped: schema).keys WHERE name = \(name)", logger: logger)
         guard let row = rows.first else {
             throw BatonError.invalidChain(
-                path: "keys", reason: "the schema has no signal-token key: run `baton migrate`")
+                path: "keys", reason: "the schema has no \(name) key: run `baton migrate`")
         }
         var buffer = try row.decode(ByteBuffer.self)
         return buffer.readBytes(length: buffer.readableBytes) ?? []

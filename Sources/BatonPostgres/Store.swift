@@ -102,7 +102,7 @@ extension Store {
     }
 
     /// The batch as `enqueue` reads it: `[{"queue", "priority", "run_at"?, "chain", "input", "metadata",
-    /// "key"?, "owner"?}, …]`, validated, written straight to JSON text (no `Codable` on this path).
+    /// "key"?, "owner"?, "key_owners"?}, …]`, validated, written straight to JSON text (no `Codable` on this path).
     private static func enqueueBatch(_ jobs: [NewJob]) throws -> String {
         var batch: [UInt8] = []
         batch.reserveCapacity(jobs.count * 300)
@@ -137,7 +137,10 @@ extension Store {
                 batch.append(contentsOf: ",\"owner\":".utf8)
                 JSONValue.string(owner).write(into: &batch)
             }
-            if job.ownKeysOnly { batch.append(contentsOf: ",\"own_keys\":true".utf8) }
+            if let owners = job.keyOwners {
+                batch.append(contentsOf: ",\"key_owners\":".utf8)
+                JSONValue.array(owners.map(JSONValue.string)).write(into: &batch)
+            }
             if let unique = job.unique {
                 batch.append(contentsOf: ",\"unique_key\":".utf8)
                 JSONValue.string(unique.storedKey(for: job, at: now)).write(into: &batch)
@@ -345,7 +348,7 @@ extension Store {
 }
 
 /// An enqueue refused as a whole: the idempotency key of the job at `index` of the batch names a
-/// job of another owner (``NewJob/ownKeysOnly``).
+/// job of another owner (``NewJob/keyOwners``).
 package struct IdempotencyKeyTaken: Error {
     package var index: Int
 }

@@ -7,6 +7,7 @@ import NIOCore
 import OpenAPIHummingbird
 import Prometheus
 import ServiceLifecycle
+import UnixSignals
 
 /// Baton's HTTP control plane: enqueue, inspect and steer jobs over JSON (see `/openapi.json`).
 ///
@@ -19,6 +20,8 @@ import ServiceLifecycle
 /// ```
 public struct BatonServer: Service {
     let application: Application<RouterResponder<BatonRequestContext>>
+    let access: Access
+    let logger: Logger
 
     /// - Parameters:
     ///   - registry: where `/metrics` reads from; bootstrap swift-metrics with a
@@ -31,6 +34,8 @@ public struct BatonServer: Service {
         let api = API(
             client: client, catalog: WorkerCatalog(store: client.store, window: configuration.taskWindow),
             configuration: configuration, registry: registry)
+        access = api.access
+        self.logger = logger
         application = Application(
             router: Self.router(api),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "baton"),
@@ -38,8 +43,18 @@ public struct BatonServer: Service {
             logger: logger)
     }
 
+    /// Serves until shut down; with tokens from a file, reads it again on each `SIGHUP`.
     public func run() async throws {
-        try await application.run()
+        guard access.file != nil else { return try await application.run() }
+        let hangups = await UnixSignalsSequence(trapping: .sighup)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await application.run() }
+            group.addTask {
+                for await _ in hangups { access.reload(logger: logger) }
+            }
+            try await group.next()
+            group.cancelAll()
+        }
     }
 
     /// Every operation of the OpenAPI document, registered by the generated code, behind the
@@ -58,7 +73,7 @@ public struct BatonServer: Service {
             on: router, configuration: .baton,
             middlewares: [
                 AccessMiddleware(
-                    tokens: api.configuration.tokens, document: document,
+                    access: api.access, document: document,
                     metricsOpen: !api.configuration.metricsRequireToken),
                 QueryParametersMiddleware(document: document), RawHeaderValuesServerMiddleware(),
                 ExactJSONServerMiddleware(maxBodySize: api.configuration.maxBodySize),

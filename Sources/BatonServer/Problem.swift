@@ -112,4 +112,10 @@ struct Problem: Error, HTTPResponseError {
             .forbidden, type: "forbidden", title: "The token's role does not allow this",
             detail: "a token with role \(role.rawValue) may not do this")
     }
+
+    /// 403 for a token whose scope (queues or operations) does not reach this.
+    static func forbidden(_ caller: Caller, _ detail: String, path: String? = nil) -> Problem {
+        Problem(
+            .forbidden, type: "forbidden", title: "The token's scope does not allow this", detail: detail, path: path)
+    }
 }

@@ -6,6 +6,11 @@ public struct ServerConfiguration: Sendable {
     /// 0: any free port (see `BatonServer`'s `onListening`).
     public var port: Int
     public var tokens: APITokens
+    /// The file `tokens` were read from (``APITokens/load(file:)``): read again on `SIGHUP`.
+    public var tokensFile: String?
+    /// Keys of the token fingerprints stored with jobs, newest first (see ``FingerprintKeys``);
+    /// the database's own key is used after them.
+    public var fingerprintKeys: [[UInt8]] = []
     /// Request bodies longer than this are refused with 413.
     public var maxBodySize: Int
     /// Whether `/metrics` asks for a token (any role), as every route but the health checks does.

@@ -46,6 +46,10 @@ package struct TestServer: Sendable {
     package let db: TestDatabase
     package let client: BatonClient
 
+    package init(base: String, db: TestDatabase, client: BatonClient) {
+        (self.base, self.db, self.client) = (base, db, client)
+    }
+
     /// Sends a request; `body` is sent as JSON, `raw` as is. Every refusal must be a problem
     /// (RFC 9457) of one of Baton's types, which the test records an issue for otherwise.
     @discardableResult

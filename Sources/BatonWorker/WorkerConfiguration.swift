@@ -50,13 +50,16 @@ public struct Retention: Sendable, Hashable {
     public var completed: Duration
     public var discarded: Duration
     public var cancelled: Duration
+    /// How long the audit trail keeps each change.
+    public var audit: Duration
 
     public init(
         completed: Duration = .seconds(24 * 3600), discarded: Duration = .seconds(14 * 86400),
-        cancelled: Duration = .seconds(14 * 86400)
+        cancelled: Duration = .seconds(14 * 86400), audit: Duration = .seconds(90 * 86400)
     ) {
         self.completed = completed
         self.discarded = discarded
         self.cancelled = cancelled
+        self.audit = audit
     }
 }

@@ -54,7 +54,7 @@ struct OpenAPIDocumentTests {
 
     @Test func everyOperationIsNamedTaggedAndHasItsRoles() {
         let tags = Set((document["tags"]?.arrayValue ?? []).compactMap { $0["name"]?.stringValue })
-        #expect(tags == ["jobs", "queues", "lanes", "workers", "schedules", "system"])
+        #expect(tags == ["jobs", "queues", "lanes", "workers", "schedules", "audit", "system"])
         var ids = Set<String>()
         for (path, item) in document["paths"]?.objectValue ?? [:] {
             for (method, operation) in item.objectValue ?? [:] {
@@ -71,7 +71,7 @@ struct OpenAPIDocumentTests {
                 }
             }
         }
-        #expect(ids.count == 31)
+        #expect(ids.count == 32)
     }
 
     @Test func everyReferenceResolves() {

@@ -394,6 +394,30 @@ struct AdminCLITests {
         }
     }
 
+    /// `baton audit` shows who changed what, newest first, filtered; its JSON is the API's; a token
+    /// that may not read the trail exits 4.
+    @Test func auditShowsWhoChangedWhat() async throws {
+        try await withServer { server async throws in
+            try await server.enqueue(["queue": "idle", "stages": [["task": "noop"]]])
+            #expect(try await Self.baton(["queues", "pause", "idle"], server).status == 0)
+            #expect(try await Self.baton(["queues", "resume", "idle"], server).status == 0)
+            let audit = try await Self.baton(["audit"], server)
+            #expect(audit.status == 0, "\(audit.err)")
+            Self.expectFits(audit.out)
+            #expect(audit.lines.first?.hasPrefix("AT ") == true, "\(audit.out)")
+            let rows = audit.lines.dropFirst().map { $0.split(separator: " ", omittingEmptySubsequences: true) }
+            #expect(
+                rows.map { Array($0.dropFirst(2).prefix(3)) } == [
+                    ["admin-1", "resumeQueue", "queue:idle"], ["admin-1", "pauseQueue", "queue:idle"],
+                ], "\(audit.out)")
+            let json = try await Self.baton(["audit", "--action", "pauseQueue", "--json"], server)
+            let page = try JSONValue(parsing: json.out)
+            #expect(page["events"]?.items.map { $0["action"] } == ["pauseQueue"])
+            #expect(page["events"]?.items.first?["details"] == ["paused": true])
+            #expect(try await Self.baton(["audit"], server, token: Token.read).status == 4)
+        }
+    }
+
     @Test func lanesShowTheirHolderAndWhichAreBlocked() async throws {
         try await withServer { server async throws in
             // A holder whose request keeps being refused fails and retries: its lane is blocked.

@@ -4,6 +4,7 @@ import BatonTestSupport
 import Foundation
 import NIOCore
 import NIOHTTP1
+import Synchronization
 import Testing
 
 /// `baton serve` and `baton dev` as an operator runs them: real processes, real HTTP.
@@ -91,4 +92,76 @@ struct CLIServeTests {
             #expect(!FileManager.default.fileExists(atPath: base.path), "the temporary cluster is left behind")
         }
     }
+
+    /// Named tokens from a file: a file that does not read is refused at start with its line; on
+    /// SIGHUP the file is read again while requests go on (none fails), a bad file keeps the
+    /// tokens as they were; logs name the token, never its secret.
+    @Test func tokensFromAFileAreReadAgainOnSighup() async throws {
+        try await TestDatabase.with { db async throws in
+            let file = FileManager.default.temporaryDirectory.appending(path: "baton-tokens-\(UUID().uuidString)")
+            defer { try? FileManager.default.removeItem(at: file) }
+            func write(_ text: String) throws { try Data(text.utf8).write(to: file) }
+            var environment = Self.noTokens
+            environment["BATON_API_TOKENS_FILE"] = file.path
+
+            try write("ops admin ops-secret-0000000001\nci enqueue:builds short\n")
+            let refused = try await ChildProcess(
+                try ChildProcess.builtBinary("baton"), ["serve", "--database-url", db.url, "--port", "0"],
+                environment: environment)
+            #expect(try await refused.waitForExit(timeout: .seconds(60)) != 0)
+            #expect(
+                refused.standardError.contains("\(file.path):2: the secret of \"ci\" is shorter than 16 characters"),
+                "\(refused.standardError)")
+
+            try write("ops admin ops-secret-0000000001\nold read old-secret-0000000001\n")
+            let serve = try await ChildProcess(
+                try ChildProcess.builtBinary("baton"), ["serve", "--database-url", db.url, "--port", "0"],
+                environment: environment)
+            defer { if serve.isRunning { serve.signal(SIGKILL) } }
+            let address = try await eventually(timeout: .seconds(60), "the API to listen") {
+                guard serve.isRunning else { throw TestFailure("the API exited: \(serve.standardError)") }
+                return serve.standardOutput.firstMatch(of: /listening on (http:\/\/[0-9.:]+)/)?.1
+            }
+            func status(_ token: String) async throws -> Int {
+                var request = HTTPClientRequest(url: "\(address)/v1/queues")
+                request.headers.add(name: "Authorization", value: "Bearer \(token)")
+                return Int(try await HTTPClient.shared.execute(request, timeout: .seconds(10)).status.code)
+            }
+            #expect(try await status("old-secret-0000000001") == 200)
+            #expect(try await status("new-secret-0000000001") == 401)
+
+            // Requests with the token both files hold, all through the reloads.
+            let stop = StopFlag()
+            let answers = Task {
+                var statuses: [Int] = []
+                while !stop.isSet { statuses.append(try await status("ops-secret-0000000001")) }
+                return statuses
+            }
+            try write("ops admin ops-secret-0000000001\nnew read:builds new-secret-0000000001\n")
+            serve.signal(SIGHUP)
+            try await eventually("the new file to be read") { try await status("new-secret-0000000001") == 200 }
+            #expect(try await status("old-secret-0000000001") == 401)
+
+            try write("ops admin ops-secret-0000000001\nnew root new-secret-0000000001\n")
+            serve.signal(SIGHUP)
+            try await eventually("the bad file to be reported") {
+                // The whole line as logfmt writes it (quotes escaped).
+                serve.standardError.contains(#"\#(file.path):2: the role \"root\" is not admin, enqueue or read"#)
+            }
+            #expect(try await status("new-secret-0000000001") == 200, "the tokens are kept as they were")
+            stop.set()
+            let statuses = try await answers.value
+            #expect(!statuses.isEmpty && statuses.allSatisfy { $0 == 200 }, "\(Set(statuses))")
+            #expect(serve.isRunning)
+            #expect(serve.standardError.contains("token=ops"), "the request log names the token")
+            #expect(!serve.standardError.contains("ops-secret"), "and never its secret")
+        }
+    }
+}
+
+/// Set once, read from another task.
+private final class StopFlag: Sendable {
+    private let value = Atomic(false)
+    var isSet: Bool { value.load(ordering: .relaxed) }
+    func set() { value.store(true, ordering: .relaxed) }
 }

@@ -101,7 +101,7 @@ struct EnqueueBatcherTests {
             var other = Self.job(2)
             other.idempotencyKey = "taken"
             other.enqueuedBy = "someone-else"
-            other.ownKeysOnly = true
+            other.keyOwners = ["someone-else"]
             // Refused before it is sent.
             var invalid = Self.job(3)
             invalid.priority = 40_000

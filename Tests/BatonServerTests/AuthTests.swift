@@ -35,6 +35,7 @@ struct AuthTests {
         (.PUT, "/v1/rate-limits/{key}", .roles(["admin"])),
         (.DELETE, "/v1/rate-limits/{key}", .roles(["admin"])),
         (.GET, "/v1/workers", .roles(["admin", "read"])),
+        (.GET, "/v1/audit", .roles(["admin"])),
         (.GET, "/v1/schedules", .roles(["admin", "read"])),
         (.GET, "/v1/schedules/{name}", .roles(["admin", "read"])),
         (.PUT, "/v1/schedules/{name}", .roles(["admin"])),

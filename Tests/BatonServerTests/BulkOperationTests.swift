@@ -65,6 +65,13 @@ struct BulkOperationTests {
                 #expect(refused.status == 400, "\(filter): \(refused.text)")
                 #expect(refused["path"]?.stringValue == path, "\(refused.text)")
             }
+            // Text no stored error can hold (a NUL) matches no job: valid, and nothing to do.
+            let id = try await server.enqueue(["queue": "idle", "stages": [["task": "noop"]]], query: "?unchecked=true")
+            let nul: JSONValue = ["action": "cancel", "filter": ["error": "a\u{0}b"]]
+            let none = try await server.call(.POST, "/v1/jobs/bulk", body: nul)
+            #expect(none.status == 200 && none["matched"] == 0, "\(none.text)")
+            #expect(try await server.call(.GET, "/v1/jobs?error=a%00b")["jobs"]?.items.isEmpty == true)
+            #expect(try await server.client.store.job(id)?.state == .available)
             let nothing = try await server.baton(["jobs", "delete"])
             #expect(nothing.status == 2)
             #expect(nothing.err.contains("give job ids, or a filter"))

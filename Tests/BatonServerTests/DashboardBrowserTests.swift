@@ -27,7 +27,7 @@ struct DashboardBrowserTests {
             try await Browser.with { browser in
                 try await Self.signIn(browser, server, token: Token.admin)
                 try await browser.waitForText("h1") { $0 == "Overview" }
-                #expect(try await browser.text("header .role") == "admin")
+                #expect(try await browser.text("header .role") == "admin-1 (admin)")
 
                 // The list, then a job enqueued elsewhere: it appears, and the page was not reloaded.
                 try await browser.open(server.base + "/ui/jobs")
@@ -72,6 +72,13 @@ struct DashboardBrowserTests {
                 #expect(try await browser.text(".attempts pre")?.contains("first run of browser-") == true)
                 try await browser.click("form[action$='/retry'] button")
                 try await browser.waitForText("[data-live=job] h1 .badge") { $0 == "completed" }
+
+                // Both changes are on the audit page, newest first, with the token's name.
+                try await browser.open(server.base + "/ui/audit")
+                try await browser.waitForText("h1") { $0 == "Audit" }
+                #expect(try await browser.text("table.audit tbody tr:nth-child(1) td:nth-child(3)") == "retryJob")
+                #expect(try await browser.text("table.audit tbody tr:nth-child(2) td:nth-child(4)") == "job:\(long)")
+                #expect(try await browser.text("table.audit tbody tr:nth-child(2) td:nth-child(2)") == "admin-1")
 
                 #expect(try await browser.consoleErrors() == [])
             }

@@ -222,6 +222,54 @@ struct DashboardTests {
         }
     }
 
+    /// A token limited to a queue sees that queue in every page, none of the cluster's pages, and
+    /// cannot act elsewhere; its changes reach the audit page, which only an admin of the whole
+    /// cluster sees.
+    @Test func aScopedTokenSeesItsQueuesAndItsChangesAreAudited() async throws {
+        try await withServer(
+            worker: nil,
+            configure: {
+                $0.tokens = APITokens(
+                    Token.all.tokens + [
+                        .init(name: "billing-ops", role: .admin, secret: "billing-ops-secret-01", queues: ["billing"])
+                    ])
+            }
+        ) { server async throws in
+            let billing = try await server.enqueue(
+                ["stages": [["task": "noop"]], "queue": "billing"], query: "?unchecked=true")
+            let reports = try await server.enqueue(
+                ["stages": [["task": "noop"]], "queue": "reports"], query: "?unchecked=true")
+            var ops = Visitor(base: server.base)
+            try await ops.signIn("billing-ops-secret-01")
+            let overview = try await ops.get("/ui")
+            #expect(overview.status == 200)
+            #expect(overview.html.contains("/ui/jobs?queue=billing"))
+            #expect(!overview.html.contains("reports"))
+            #expect(!overview.html.contains("href=\"/ui/workers\""), "no link to what it may not see")
+            #expect(!overview.html.contains("href=\"/ui/audit\""))
+            for page in ["/ui/workers", "/ui/lanes", "/ui/audit"] {
+                #expect(try await ops.get(page).status == 403, "\(page)")
+            }
+            let list = try await ops.get("/ui/jobs")
+            #expect(list.html.contains("href=\"/ui/jobs/\(billing)\""))
+            #expect(!list.html.contains("href=\"/ui/jobs/\(reports)\""))
+            #expect(try await ops.get("/ui/jobs/\(reports)").status == 404)
+            let csrf = try await ops.csrf()
+            #expect(try await ops.post("/ui/jobs/\(reports)/cancel", [("csrf", csrf)]).status == 404)
+            #expect(try await ops.post("/ui/jobs/\(billing)/cancel", [("csrf", csrf)]).status == 303)
+
+            var admin = Visitor(base: server.base)
+            try await admin.signIn(Token.admin)
+            let audit = try await admin.get("/ui/audit")
+            #expect(audit.status == 200)
+            #expect(audit.html.contains("billing-ops"))
+            #expect(audit.html.contains("<td>cancelJob</td>"))
+            #expect(audit.html.contains("href=\"/ui/jobs/\(billing)\""))
+            let filtered = try await admin.get("/ui/audit?actor=someone-else")
+            #expect(!filtered.html.contains("<td>cancelJob</td>"))
+        }
+    }
+
     /// What the worker runs reaches the history (completed, discarded, pickup waits) within its
     /// write period, and the overview counts and charts it.
     @Test func theOverviewChartsWhatWorkersDid() async throws {

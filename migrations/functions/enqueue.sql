@@ -4,7 +4,7 @@
 -- that the control plane answers without reading the jobs back; new jobs outside lanes are
 -- answered from the insert's RETURNING.
 --   p_jobs: [{"queue", "priority", "run_at"?, "chain", "input", "metadata", "key"?, "owner"?,
---             "unique_key"?, "unique_states"?, "home_queue"?}, …]
+--             "key_owners"?, "unique_key"?, "unique_states"?, "home_queue"?}, …]
 -- `queue` is the first stage's (its own, when it names one; then `home_queue` is the job's).
 -- A batch of at most 100 jobs wakes workers in the same transaction: a NOTIFY `q:<queue>` on
 -- `<schema>_events` for each queue that gained available jobs, delivered at commit, so that the
@@ -13,8 +13,10 @@
 -- WAL flush: larger batches, whose latency matters less than their throughput, are left to the
 -- caller to announce after the commit (`Store.wakesInTransaction`), so that concurrent ones
 -- are not serialised.
--- `owner` is a fingerprint of the API token that enqueued the job. With "own_keys": true, a key
--- that names a job of another owner refuses the whole batch (SQLSTATE BT409, DETAIL the job's
+-- `owner` is a fingerprint of the API token that enqueued the job. With `key_owners` (the
+-- caller's fingerprints, under every key; `"own_keys": true` from a control plane of the version
+-- before, meaning `owner` alone), a key that names a job of no such owner refuses the whole batch
+-- (SQLSTATE BT409, DETAIL the job's
 -- index in the batch): a caller that may see only its own jobs learns nothing of another's, and
 -- the check is in the same transaction as the insert, so a race between two owners cannot slip
 -- past it.
@@ -113,8 +115,15 @@ BEGIN
         SELECT min(v.ord) INTO v_taken
         FROM unnest(v_ids, v_new) WITH ORDINALITY AS v(id, new, ord)
         JOIN jobs j ON j.id = v.id
-        WHERE NOT v.new AND (p_jobs -> (v.ord::int - 1) ->> 'own_keys')::boolean
-          AND j.enqueued_by IS DISTINCT FROM p_jobs -> (v.ord::int - 1) ->> 'owner';
+        WHERE NOT v.new AND (
+            -- `key_owners`: the caller's fingerprints under each key (a rotated key keeps the
+            -- jobs stored under the old one its caller's).
+            NOT coalesce(j.enqueued_by = ANY (ARRAY(
+                    SELECT jsonb_array_elements_text(p_jobs -> (v.ord::int - 1) -> 'key_owners'))), false)
+            AND p_jobs -> (v.ord::int - 1) ? 'key_owners'
+            -- `own_keys` and `owner`: as a control plane of the version before sends it.
+            OR (p_jobs -> (v.ord::int - 1) ->> 'own_keys')::boolean
+               AND j.enqueued_by IS DISTINCT FROM p_jobs -> (v.ord::int - 1) ->> 'owner');
         IF v_taken IS NOT NULL THEN
             RAISE EXCEPTION 'the idempotency or unique key of job % names another owner''s job', v_taken - 1
                 USING ERRCODE = 'BT409', DETAIL = (v_taken - 1)::text;

@@ -83,6 +83,9 @@ extension Setting {
     static let workerRetentionCancelled = Setting(
         key: "worker.retention-cancelled", flag: "--retention-cancelled", defaultValue: "14d",
         help: "Cancelled jobs are deleted this long after they were cancelled.")
+    static let workerRetentionAudit = Setting(
+        key: "worker.retention-audit", flag: "--retention-audit", defaultValue: "90d",
+        help: "Audit events (who changed what through the API, CLI or dashboard) are deleted this long after.")
     static let workerDiscardWebhook = Setting(
         key: "worker.discard-webhook", flag: "--discard-webhook",
         help: "POST each job this worker discards here, as JSON (`{\"event\": \"job.discarded\", …}`).")
@@ -107,10 +110,22 @@ extension Setting {
         key: "api.metrics-open", flag: "--metrics-open", defaultValue: "false",
         help: "Serve the API's `/metrics` without a token.")
     static let apiTokens = Setting(
-        key: "api.tokens", help: "Bearer tokens, `role:token,…` (roles admin, enqueue, read; 16+ characters each).",
+        key: "api.tokens",
+        help:
+            "Bearer tokens, `role:token,…` (roles admin, enqueue, read; 16+ characters each), named `admin-1`, `read-2`…",
         isSecret: true)
     static let apiToken = Setting(
         key: "api.token", help: "A single admin token, when `api.tokens` is not set.", isSecret: true)
+    static let apiTokensFile = Setting(
+        key: "api.tokens-file",
+        help:
+            "A file of named tokens, one per line: `name role[:queue,…] secret [only=operation,…]`; read again on SIGHUP. Instead of `api.tokens`."
+    )
+    static let apiFingerprintKeys = Setting(
+        key: "api.fingerprint-keys",
+        help:
+            "HMAC keys of the token fingerprints stored with jobs, newest first, comma-separated (32+ characters each); the database's own key after them.",
+        isSecret: true)
 
     static let httpAllow = Setting(
         key: "http.allow",
@@ -136,9 +151,11 @@ extension Setting {
         databaseSSLCert,
         databaseSSLKey,
         workerQueues, workerConcurrency, workerLease, workerGrace, workerRetention,
-        workerRetentionDiscarded, workerRetentionCancelled, workerDiscardWebhook, workerMetricsPort,
+        workerRetentionDiscarded, workerRetentionCancelled, workerRetentionAudit, workerDiscardWebhook,
+        workerMetricsPort,
         workerMetricsHost,
-        apiHost, apiPort, apiMaxBody, apiMaxWait, apiMetricsOpen, apiTokens, apiToken,
+        apiHost, apiPort, apiMaxBody, apiMaxWait, apiMetricsOpen, apiTokens, apiToken, apiTokensFile,
+        apiFingerprintKeys,
         httpAllow, httpDeny, httpTLS, logLevel, logFormat,
     ]
 

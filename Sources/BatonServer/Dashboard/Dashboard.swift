@@ -25,7 +25,7 @@ struct Dashboard: Sendable {
 
     init(api: API) {
         self.api = api
-        sessions = DashboardSessions(tokens: api.configuration.tokens)
+        sessions = DashboardSessions(access: api.access)
         var templates = MustacheLibrary()
         for (name, text) in EmbeddedDashboard.files where name.hasSuffix(".mustache") {
             // Compiled in and rendered by DashboardTests: a template that does not parse fails there.
@@ -37,7 +37,7 @@ struct Dashboard: Sendable {
     func register(on router: Router<BatonRequestContext>) {
         let ui = router.group("ui").add(middleware: DashboardMiddleware(dashboard: self))
         ui.get("assets/:name") { request, context in try asset(context.parameters.require("name")) }
-        ui.get("login") { request, _ in try loginPage(request) }
+        ui.get("login") { request, _ in try await loginPage(request) }
         ui.post("login") { request, _ in try await login(request) }
         ui.post("logout") { request, _ in try await logout(request) }
         ui.get { request, _ in try await overview(request) }
@@ -58,6 +58,7 @@ struct Dashboard: Sendable {
         }
         ui.get("workers") { request, _ in try await workers(request) }
         ui.get("schedules") { request, _ in try await schedules(request) }
+        ui.get("audit") { request, _ in try await audit(request) }
         ui.post("schedules/:name/:action") { request, context in
             try await actOnSchedule(
                 request, name: context.parameters.require("name"), action: context.parameters.require("action"))
@@ -67,24 +68,38 @@ struct Dashboard: Sendable {
     // MARK: sessions
 
     /// The signed-in session, or a redirect to the login page (back here afterwards).
-    func session(_ request: Request, roles: Set<Role> = Set(Role.allCases)) throws -> DashboardSessions.Session {
+    func session(_ request: Request, section: Section? = nil) async throws -> DashboardSessions.Session {
         guard let cookie = request.cookies[DashboardSessions.cookieName]?.value,
-            let session = sessions.session(cookie: cookie)
+            let session = try await sessions.session(cookie: cookie)
         else {
             let back = request.uri.path + (request.uri.query.map { "?" + $0 } ?? "")
             throw DashboardError.signIn(next: back)
         }
-        guard roles.contains(session.caller.role) else {
+        if let section, !section.isVisible(to: session.caller) {
             throw DashboardError.refused(
-                .forbidden, "A \(session.caller.role.rawValue) token may not see or do this; sign in with another.")
+                .forbidden,
+                session.caller.queues != nil && section.roles.contains(session.caller.role)
+                    ? "Token \(session.caller.name) is limited to queues; this page concerns the whole cluster."
+                    : "A \(session.caller.role.rawValue) token may not see or do this; sign in with another.")
         }
         return session
     }
 
-    /// Runs `body` as the session's caller would over the API: an `enqueue` token reads its own
-    /// jobs only.
-    func asCaller<T>(_ session: DashboardSessions.Session, _ body: () async throws -> T) async throws -> T {
-        try await Caller.$current.withValue(session.caller) { try await body() }
+    /// Runs `body` as the session's caller would over the API, once it may call `operations` (as
+    /// the API's access middleware judges them: role, the token's operations, cluster-wide ones
+    /// for a token limited to queues): an `enqueue` token reads its own jobs only, a token limited
+    /// to queues those queues' only.
+    func asCaller<T>(
+        _ session: DashboardSessions.Session, _ operations: [String], _ body: () async throws -> T
+    ) async throws -> T {
+        for operation in operations {
+            do {
+                try AccessMiddleware.check(session.caller, operation, APIDocument.shared.operations[operation])
+            } catch let problem as Problem {
+                throw DashboardError.refused(.forbidden, (problem.detail ?? problem.title) + ".")
+            }
+        }
+        return try await Caller.$current.withValue(session.caller) { try await body() }
     }
 
     /// The fields of a form posted to a page that changes something, once its CSRF token checks
@@ -105,12 +120,25 @@ struct Dashboard: Sendable {
     // MARK: rendering
 
     enum Section: String, CaseIterable {
-        case overview, jobs, lanes, workers, schedules
+        case overview, jobs, lanes, workers, schedules, audit
 
         var title: String { rawValue.prefix(1).uppercased() + rawValue.dropFirst() }
         var path: String { self == .overview ? "/ui" : "/ui/\(rawValue)" }
         /// The roles that see this section (as they may read its data over the API).
-        var roles: Set<Role> { self == .jobs ? Set(Role.allCases) : [.admin, .read] }
+        var roles: Set<Role> {
+            switch self {
+            case .jobs: Set(Role.allCases)
+            case .audit: [.admin]
+            default: [.admin, .read]
+            }
+        }
+        /// Whether it shows what belongs to the whole cluster, which a token limited to queues
+        /// may not see.
+        var isClusterWide: Bool { self == .lanes || self == .workers || self == .audit }
+
+        func isVisible(to caller: Caller) -> Bool {
+            roles.contains(caller.role) && !(isClusterWide && caller.queues != nil)
+        }
     }
 
     /// What every page's template sees around its own content.
@@ -139,12 +167,13 @@ struct Dashboard: Sendable {
         let role = session?.caller.role
         let frame = Frame(
             title: title,
-            nav: role.map { role in
-                Section.allCases.filter { $0.roles.contains(role) }.map {
+            nav: session.map { session in
+                Section.allCases.filter { $0.isVisible(to: session.caller) }.map {
                     Frame<Content>.NavItem(title: $0.title, path: $0.path, current: $0 == section)
                 }
             } ?? [],
-            role: role?.rawValue, csrf: session.map(sessions.csrfToken), canAct: role == .admin, notice: notice,
+            role: session.map { "\($0.caller.name) (\($0.caller.role.rawValue))" },
+            csrf: session.map(sessions.csrfToken), canAct: role == .admin, notice: notice,
             content: content)
         let html =
             templates.render(ReflectedView(frame), withTemplate: template) ?? "template \(template) is missing"
@@ -215,30 +244,31 @@ struct DashboardMiddleware: RouterMiddleware {
                 ? "" : "?next=" + DashboardText.percentEncoded(back)
             return Dashboard.redirect("/ui/login" + next)
         } catch DashboardError.refused(let status, let message) {
-            return error(status, message, request)
+            return await error(status, message, request)
         } catch let problem as Problem {
-            return error(problem.status, problem.detail ?? problem.title, request)
+            return await error(problem.status, problem.detail ?? problem.title, request)
         } catch let refusal as BatonError {
             let problem = Problem.from(refusal)
-            return error(problem.status, problem.detail ?? problem.title, request)
+            return await error(problem.status, problem.detail ?? problem.title, request)
         } catch let error where (error is PSQLError || error is DatabaseUnavailable) && !error.isRefusalByDatabase {
             context.logger.warning("database unavailable", metadata: ["error": "\(error.logDescription)"])
-            return self.error(
+            return await self.error(
                 .serviceUnavailable, "The database cannot be reached right now; try again shortly.", request)
         } catch let error as any HTTPResponseError where error.status == .notFound {
-            return self.error(.notFound, "There is no such page.", request)
+            return await self.error(.notFound, "There is no such page.", request)
         } catch {
             context.logger.error("dashboard request failed", metadata: ["error": "\(String(reflecting: error))"])
-            return self.error(
+            return await self.error(
                 .internalServerError,
                 "The page could not be made; the server log has the details (request \(context.logger[metadataKey: "request_id"] ?? "\(context.id)")).",
                 request)
         }
     }
 
-    private func error(_ status: HTTPResponse.Status, _ message: String, _ request: Request) -> Response {
-        let session = request.cookies[DashboardSessions.cookieName].flatMap {
-            dashboard.sessions.session(cookie: $0.value)
+    private func error(_ status: HTTPResponse.Status, _ message: String, _ request: Request) async -> Response {
+        var session: DashboardSessions.Session?
+        if let cookie = request.cookies[DashboardSessions.cookieName] {
+            session = try? await dashboard.sessions.session(cookie: cookie.value)
         }
         return dashboard.page(
             "message", title: status.reasonPhrase, section: nil, session: session, status: status,

@@ -1,13 +1,15 @@
 import Crypto
 import Foundation
 
-/// The dashboard's sessions. Logging in with an API token sets a cookie that names the token's
-/// role and fingerprint (never the token) with an expiry and a random id, signed with HMAC-SHA256.
-/// Every form that changes something carries a CSRF token derived from the session's id.
+/// The dashboard's sessions. Logging in with an API token sets a cookie that names the token
+/// (its name and fingerprint, never the token) with an expiry and a random id, signed with
+/// HMAC-SHA256. Every form that changes something carries a CSRF token derived from the session's
+/// id.
 ///
-/// The signing key is derived from every configured token's digest: all servers given the same
-/// tokens accept each other's sessions (behind a load balancer, across restarts), and a session
-/// ends when its token is removed from the configuration or the tokens change.
+/// The signing key is derived from the fingerprint keys (``FingerprintKeys``): all servers of a
+/// cluster accept each other's sessions (behind a load balancer, across restarts). A session is
+/// the token as it is configured now: it ends when its token is removed or its secret changes,
+/// and a token's new role or queues apply to it at once (a token file read again on `SIGHUP`).
 struct DashboardSessions: Sendable {
     static let cookieName = "baton_session"
     /// How long a session lasts from its login.
@@ -17,64 +19,65 @@ struct DashboardSessions: Sendable {
         var caller: Caller
         var id: String
         var expires: Date
+        /// The signing key, for the session's CSRF token.
+        fileprivate var keyBytes: [UInt8]
     }
 
-    /// The signing key's bytes (Crypto's `SymmetricKey` is not `Sendable`).
-    private let keyBytes: [UInt8]
-    private let tokens: APITokens
+    let access: Access
 
-    init(tokens: APITokens) {
+    /// The signing key's bytes (Crypto's `SymmetricKey` is not `Sendable`).
+    private func keyBytes() async throws -> [UInt8] {
         var hash = SHA256()
-        hash.update(data: Data("baton dashboard sessions 1".utf8))
-        for entry in tokens.entries { hash.update(data: entry.digest) }
-        keyBytes = Array(hash.finalize())
-        self.tokens = tokens
+        hash.update(data: Data("baton dashboard sessions 2".utf8))
+        for key in try await access.keys().keys { hash.update(data: SHA256.hash(data: key).map { $0 }) }
+        return Array(hash.finalize())
     }
 
     /// A new session for `caller`, as the cookie value to set.
-    func open(for caller: Caller, now: Date = Date()) -> (cookie: String, session: Session) {
+    func open(for caller: Caller, now: Date = Date()) async throws -> (cookie: String, session: Session) {
         var generator = SystemRandomNumberGenerator()
         let id = APITokens.hex((0..<16).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
         let expires = Int(now.timeIntervalSince1970) + Self.lifetime
-        let payload = "\(caller.role.rawValue).\(caller.fingerprint).\(expires).\(id)"
+        let key = try await keyBytes()
+        // The name last: it may hold dots.
+        let payload = "\(caller.fingerprint).\(expires).\(id).\(caller.name)"
         return (
-            payload + "." + signature(payload),
-            Session(caller: caller, id: id, expires: Date(timeIntervalSince1970: Double(expires)))
+            payload + "." + Self.signature(payload, key),
+            Session(caller: caller, id: id, expires: Date(timeIntervalSince1970: Double(expires)), keyBytes: key)
         )
     }
 
     /// The session a cookie value names, if its signature holds, it has not expired and its token
-    /// is still configured with the same role.
-    func session(cookie: String, now: Date = Date()) -> Session? {
-        let parts = cookie.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 5, let mac = Self.bytes(hex: parts[4]) else { return nil }
-        let payload = parts[0..<4].joined(separator: ".")
-        guard HMAC<SHA256>.isValidAuthenticationCode(mac, authenticating: Data(payload.utf8), using: key),
-            let role = Role(rawValue: String(parts[0])), let expires = Int(parts[2]),
-            Double(expires) > now.timeIntervalSince1970
+    /// is still configured with the same secret.
+    func session(cookie: String, now: Date = Date()) async throws -> Session? {
+        guard let dot = cookie.lastIndex(of: "."), let mac = Self.bytes(hex: cookie[cookie.index(after: dot)...])
         else { return nil }
-        let fingerprint = String(parts[1])
-        guard tokens.entries.contains(where: { $0.fingerprint == fingerprint && $0.role == role }) else { return nil }
+        let payload = cookie[..<dot]
+        let key = try await keyBytes()
+        let parts = payload.split(separator: ".", maxSplits: 3, omittingEmptySubsequences: false)
+        guard
+            HMAC<SHA256>.isValidAuthenticationCode(
+                mac, authenticating: Data(payload.utf8), using: SymmetricKey(data: key)),
+            parts.count == 4, let expires = Int(parts[1]), Double(expires) > now.timeIntervalSince1970,
+            let caller = try await access.caller(name: String(parts[3]), fingerprint: String(parts[0]))
+        else { return nil }
         return Session(
-            caller: Caller(role: role, fingerprint: fingerprint), id: String(parts[3]),
-            expires: Date(timeIntervalSince1970: Double(expires)))
+            caller: caller, id: String(parts[2]), expires: Date(timeIntervalSince1970: Double(expires)), keyBytes: key)
     }
 
     /// The CSRF token of a session: forms carry it, and a request that changes something without
     /// it (or with another session's) is refused.
-    func csrfToken(for session: Session) -> String { signature("csrf." + session.id) }
+    func csrfToken(for session: Session) -> String { Self.signature("csrf." + session.id, session.keyBytes) }
 
     /// Whether `token` is the session's CSRF token (compared in constant time).
     func isValidCSRFToken(_ token: String?, for session: Session) -> Bool {
         guard let token, let mac = Self.bytes(hex: Substring(token)) else { return false }
         return HMAC<SHA256>.isValidAuthenticationCode(
-            mac, authenticating: Data(("csrf." + session.id).utf8), using: key)
+            mac, authenticating: Data(("csrf." + session.id).utf8), using: SymmetricKey(data: session.keyBytes))
     }
 
-    private var key: SymmetricKey { SymmetricKey(data: keyBytes) }
-
-    private func signature(_ text: String) -> String {
-        APITokens.hex(HMAC<SHA256>.authenticationCode(for: Data(text.utf8), using: key))
+    private static func signature(_ text: some StringProtocol, _ key: [UInt8]) -> String {
+        APITokens.hex(HMAC<SHA256>.authenticationCode(for: Data(text.utf8), using: SymmetricKey(data: key)))
     }
 
     private static func bytes(hex: Substring) -> [UInt8]? {

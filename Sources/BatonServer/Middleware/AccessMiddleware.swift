@@ -3,10 +3,13 @@ import HTTPTypes
 import OpenAPIRuntime
 
 /// Lets a request through to its operation only with a token of a role the operation admits (its
-/// `x-baton-roles` in the OpenAPI document): 401 without a known token, 403 for a role not
-/// admitted. The caller is then ``Caller/current`` for the handler.
+/// `x-baton-roles` in the OpenAPI document), among the operations the token is limited to, if any:
+/// 401 without a known token, 403 otherwise. An operation on what belongs to the whole cluster
+/// (`x-baton-cluster`: workers, lanes, lane and rate settings, metrics) also needs a token that no
+/// queue list limits. The caller is then ``Caller/current`` for the handler, which holds a token
+/// limited to queues to those queues.
 struct AccessMiddleware: ServerMiddleware {
-    let tokens: APITokens
+    let access: Access
     let document: APIDocument
     /// `/metrics` without a token, for a scraper that cannot send one.
     let metricsOpen: Bool
@@ -30,10 +33,25 @@ struct AccessMiddleware: ServerMiddleware {
         }
         guard let header = request.headerFields[.authorization], header.count > 7,
             header.prefix(7).lowercased() == "bearer ",
-            let caller = tokens.caller(token: header.dropFirst(7).drop(while: { $0 == " " }))
+            let caller = try await access.caller(token: header.dropFirst(7).drop(while: { $0 == " " }))
         else { throw Problem.unauthorized(tokenSent: request.headerFields[.authorization] != nil) }
-        guard roles.contains(caller.role) else { throw Problem.forbidden(caller.role) }
+        try Self.check(caller, operationID, operation)
+        RequestScope.tokenName?.value = caller.name
         return try await Caller.$current.withValue(caller) { try await next(request, body, metadata) }
+    }
+
+    /// 403 unless `caller` may call the operation at all (its queues are checked by the handler).
+    static func check(_ caller: Caller, _ operationID: String, _ operation: APIDocument.Operation?) throws {
+        guard operation?.roles.contains(caller.role) ?? true else { throw Problem.forbidden(caller.role) }
+        if let operations = caller.operations, !operations.contains(operationID) {
+            throw Problem.forbidden(
+                caller, "token \"\(caller.name)\" is limited to other operations than \(operationID)")
+        }
+        if operation?.clusterWide == true, caller.queues != nil {
+            throw Problem.forbidden(
+                caller,
+                "token \"\(caller.name)\" is limited to queues; \(operationID) concerns the whole cluster")
+        }
     }
 }
 

@@ -23,7 +23,13 @@ struct RequestLogMiddleware<Context: RequestContext>: RouterMiddleware {
         }
         context.logger[metadataKey: "request_id"] = .string(id)
         let start = ContinuousClock.now
-        var response = try await RequestScope.$logger.withValue(context.logger) { try await next(request, context) }
+        let tokenName = RequestScope.TokenName()
+        var response = try await RequestScope.$logger.withValue(context.logger) {
+            try await RequestScope.$requestID.withValue(id) {
+                try await RequestScope.$tokenName.withValue(tokenName) { try await next(request, context) }
+            }
+        }
+        if let name = tokenName.value { context.logger[metadataKey: "token"] = .string(name) }
         response.headers[.requestID] = id
         let elapsed = ContinuousClock.now - start
         context.logger.log(

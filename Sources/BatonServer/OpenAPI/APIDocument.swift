@@ -14,6 +14,9 @@ struct APIDocument: Sendable {
         /// Also open, without a bearer token, to a request with a signal's one-time token in
         /// `?token=`, which the handler checks (`x-baton-signal-token`).
         var signalToken: Bool
+        /// Concerns the whole cluster rather than queues (`x-baton-cluster`): refused to a token
+        /// limited to queues.
+        var clusterWide: Bool
         /// Each query parameter's JSON Schema type (`integer`, `boolean`, `string`).
         var queryParameters: [String: String]
         /// The JSON body's schema, if the operation takes one.
@@ -43,6 +46,7 @@ struct APIDocument: Sendable {
                     roles: Set(
                         (operation["x-baton-roles"]?.arrayValue ?? []).compactMap(\.stringValue).compactMap(Role.init)),
                     signalToken: operation["x-baton-signal-token"] == .bool(true),
+                    clusterWide: operation["x-baton-cluster"] == .bool(true),
                     queryParameters: Dictionary(
                         parameters.filter { $0["in"] == "query" }.compactMap { parameter in
                             parameter["name"]?.stringValue.map {

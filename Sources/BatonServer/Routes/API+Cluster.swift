@@ -7,14 +7,17 @@ extension API {
     /// `GET /v1/queues`: counts per state, the oldest available job's age, paused or not.
     func listQueues(_ input: Operations.ListQueues.Input) async throws -> Operations.ListQueues.Output {
         let now = Date()
-        let queues = try await store.queues().map { Components.Schemas.Queue($0, now: now) }
+        let queues = try await store.queues().filter { Caller.current?.serves($0.name) ?? true }.map {
+            Components.Schemas.Queue($0, now: now)
+        }
         return .ok(.init(body: .json(.init(queues: queues))))
     }
 
     /// `POST /v1/queues/{name}/pause`: workers stop claiming from the queue; running stages finish.
     func pauseQueue(_ input: Operations.PauseQueue.Input) async throws -> Operations.PauseQueue.Output {
         let name = try Self.queueName(input.path.name)
-        guard try await store.setPaused(true, queue: name, unchecked: input.query.unchecked == true) else {
+        try checkQueue(name, path: "name")
+        guard try await store.setPaused(true, queue: name, unchecked: input.query.unchecked == true, by: actor) else {
             throw Problem(
                 .notFound, type: "unknown-queue", title: "Unknown queue",
                 detail: "no job is in queue \"\(name)\" and no worker serves it, so nothing was paused",
@@ -27,7 +30,8 @@ extension API {
     /// `POST /v1/queues/{name}/resume`: workers claim from the queue again, woken at once.
     func resumeQueue(_ input: Operations.ResumeQueue.Input) async throws -> Operations.ResumeQueue.Output {
         let name = try Self.queueName(input.path.name)
-        try await store.setPaused(false, queue: name)
+        try checkQueue(name, path: "name")
+        try await store.setPaused(false, queue: name, by: actor)
         RequestScope.logger.notice("queue resumed", metadata: ["queue": .string(name)])
         return .ok(.init(body: .json(.init(name: name, paused: false))))
     }

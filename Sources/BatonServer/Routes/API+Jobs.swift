@@ -23,9 +23,11 @@ extension API {
             job.idempotencyKey = key
         }
         let caller = Caller.current
+        try checkQueues(of: [job], prefix: { _ in "" })
         job.enqueuedBy = caller?.fingerprint
-        // An `enqueue` token may not learn another caller's job through its key.
-        job.ownKeysOnly = caller?.role == .enqueue
+        // An `enqueue` token, or one limited to queues, may not learn another caller's job
+        // through its key.
+        job.keyOwners = caller?.role == .enqueue || caller?.queues != nil ? caller?.fingerprints : nil
         try await checkTasks([job], unchecked: input.query.unchecked)
         let enqueued: EnqueuedJob
         do {
@@ -67,9 +69,10 @@ extension API {
             var job = try JobReader(prefix: "jobs[\(index)].", now: now).job(item)
             job.enqueuedBy = caller?.fingerprint
             // A key naming another caller's job would answer with that job's id and state.
-            job.ownKeysOnly = caller?.role == .enqueue
+            job.keyOwners = caller?.role == .enqueue || caller?.queues != nil ? caller?.fingerprints : nil
             return job
         }
+        try checkQueues(of: jobs, prefix: { "jobs[\($0)]." })
         try await checkTasks(jobs, unchecked: input.query.unchecked)
         let enqueued: [EnqueuedJob]
         do {
@@ -107,17 +110,19 @@ extension API {
             }
         }
         if let states = given.state, states.count > 8 { throw Problem.invalid("filter.state", "at most 8 states") }
+        let queue = try Self.name(given.queue, "filter.queue")
+        if let queue { try checkQueue(queue, path: "filter.queue") }
         let filter = JobFilter(
             states: (given.state ?? []).compactMap { JobState(rawValue: $0.rawValue) },
-            queue: try Self.name(given.queue, "filter.queue"), lane: try Self.name(given.lane, "filter.lane"),
+            queue: queue, lane: try Self.name(given.lane, "filter.lane"),
             task: try Self.name(given.task, "filter.task"), error: given.error, createdAfter: given.createdAfter,
             createdBefore: given.createdBefore, finishedAfter: given.finishedAfter,
-            finishedBefore: given.finishedBefore, ids: given.ids)
+            finishedBefore: given.finishedBefore, ids: given.ids, queues: scopedQueues)
         guard let action = BulkAction(rawValue: request.action.rawValue) else {
             throw Problem.invalid("action", "the action is retry, cancel or delete")
         }
         let dryRun = request.dryRun ?? false
-        let outcome = try await client.bulk(action, matching: filter, dryRun: dryRun)
+        let outcome = try await client.bulk(action, matching: filter, dryRun: dryRun, by: actor)
         return .ok(
             .init(
                 body: .json(
@@ -210,12 +215,13 @@ extension API {
         }
     }
 
-    /// The job, if the caller may see it: an `enqueue` token sees only its own (others are 404,
-    /// so as not to tell which ids exist).
+    /// The job, if the caller may see it: an `enqueue` token sees only its own, a token limited to
+    /// queues only those queues' jobs (others are 404, so as not to tell which ids exist).
     private func readableJob(_ id: Int64) async throws -> (JobRecord, [MemberRecord]) {
         let caller = Caller.current
+        try await checkJobInScope(id)
         guard let read = try await store.jobWithMembers(id),
-            caller?.role != .enqueue || read.job.enqueuedBy == caller?.fingerprint
+            caller?.role != .enqueue || caller?.owns(read.job.enqueuedBy) == true
         else { throw Problem.notFound("no job has id \(id)") }
         return read
     }
@@ -226,12 +232,14 @@ extension API {
         if let error = query.error, !(1...200).contains(error.unicodeScalars.count) {
             throw Problem.invalid("error", "error is text of 1 to 200 characters")
         }
+        let queue = try Self.name(query.queue, "queue")
+        if let queue { try checkQueue(queue, path: "queue") }
         var filter = JobFilter(
-            queue: try Self.name(query.queue, "queue"), lane: try Self.name(query.lane, "lane"),
-            task: try Self.name(query.task, "task"), error: query.error, createdAfter: query.createdAfter,
-            createdBefore: query.createdBefore, limit: try Self.limit(query.limit, default: 50))
+            queue: queue, lane: try Self.name(query.lane, "lane"), task: try Self.name(query.task, "task"),
+            error: query.error, createdAfter: query.createdAfter, createdBefore: query.createdBefore,
+            queues: scopedQueues, limit: try Self.limit(query.limit, default: 50))
         // An `enqueue` token lists the jobs it enqueued, as it reads them.
-        if let caller = Caller.current, caller.role == .enqueue { filter.enqueuedBy = caller.fingerprint }
+        if let caller = Caller.current, caller.role == .enqueue { filter.enqueuedBy = caller.fingerprints }
         if let states = query.state {
             filter.states = try states.split(separator: ",", omittingEmptySubsequences: false).map { name in
                 guard let state = JobState(rawValue: String(name)) else {
@@ -282,7 +290,8 @@ extension API {
     /// `POST /v1/jobs/{id}/cancel`: 200 with the cancelled job; 409 if it had already finished.
     func cancelJob(_ input: Operations.CancelJob.Input) async throws -> Operations.CancelJob.Output {
         let id = try Self.jobID(input.path.id)
-        guard try await !store.cancel(id).isEmpty else {
+        try await checkJobInScope(id)
+        guard try await !store.cancel(id, by: actor).isEmpty else {
             let state = try await store.job(id)?.state.rawValue ?? "finished"
             throw Problem.conflict("job \(id) is \(state): only a job that has not finished can be cancelled")
         }
@@ -300,7 +309,8 @@ extension API {
     /// `POST /v1/jobs/{id}/retry`: a discarded or cancelled job starts again at its failed stage.
     func retryJob(_ input: Operations.RetryJob.Input) async throws -> Operations.RetryJob.Output {
         let id = try Self.jobID(input.path.id)
-        guard try await store.retry(id) != nil else {
+        try await checkJobInScope(id)
+        guard try await store.retry(id, by: actor) != nil else {
             guard let job = try await store.job(id) else { throw Problem.notFound("no job has id \(id)") }
             let holder = try await store.uniqueKeyHolder(of: id)
             let reason =
@@ -322,7 +332,8 @@ extension API {
     /// `DELETE /v1/jobs/{id}`: 204; a job that has not finished is refused (409).
     func deleteJob(_ input: Operations.DeleteJob.Input) async throws -> Operations.DeleteJob.Output {
         let id = try Self.jobID(input.path.id)
-        guard try await store.delete(id) else {
+        try await checkJobInScope(id)
+        guard try await store.delete(id, by: actor) else {
             guard let job = try await store.job(id) else { throw Problem.notFound("no job has id \(id)") }
             throw Problem.conflict(
                 job.parentID != nil

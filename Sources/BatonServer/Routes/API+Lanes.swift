@@ -40,7 +40,7 @@ extension API {
         if try await laneSetting(lane)?.source == .settings {
             throw Problem.ownedBySettings("the setting of lane \"\(lane)\"")
         }
-        try await store.setLaneWidth(request.width, lane: lane)
+        try await store.setLaneWidth(request.width, lane: lane, by: actor)
         RequestScope.logger.notice("lane width set", metadata: ["lane": .string(lane), "width": "\(request.width)"])
         guard let saved = try await laneSetting(lane) else { throw Problem.notFound("no setting for lane \"\(lane)\"") }
         return .ok(.init(body: .json(.init(saved))))
@@ -54,7 +54,7 @@ extension API {
             throw Problem.notFound("no setting for lane \"\(lane)\"")
         }
         guard setting.source == .api else { throw Problem.ownedBySettings("the setting of lane \"\(lane)\"") }
-        try await store.setLaneWidth(nil, lane: lane)
+        try await store.setLaneWidth(nil, lane: lane, by: actor)
         RequestScope.logger.notice("lane width deleted", metadata: ["lane": .string(lane)])
         return .noContent(.init())
     }
@@ -80,7 +80,7 @@ extension API {
         if try await rateLimit(key)?.source == .settings {
             throw Problem.ownedBySettings("the rate limit \"\(key)\"")
         }
-        try await store.setRateLimit(RateLimit(key: key, rate: request.rate, per: per, burst: request.burst))
+        try await store.setRateLimit(RateLimit(key: key, rate: request.rate, per: per, burst: request.burst), by: actor)
         RequestScope.logger.notice(
             "rate limit set",
             metadata: ["key": .string(key), "rate": "\(request.rate)", "per": .string(request.per)])
@@ -92,7 +92,7 @@ extension API {
         let key = try Self.name(input.path.key, "key") ?? ""
         guard let limit = try await rateLimit(key) else { throw Problem.notFound("no rate limit for \"\(key)\"") }
         guard limit.source == .api else { throw Problem.ownedBySettings("the rate limit \"\(key)\"") }
-        try await store.deleteRateLimit(key)
+        try await store.deleteRateLimit(key, by: actor)
         RequestScope.logger.notice("rate limit deleted", metadata: ["key": .string(key)])
         return .noContent(.init())
     }

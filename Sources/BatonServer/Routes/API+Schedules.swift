@@ -6,7 +6,8 @@ import Foundation
 /// `/v1/schedules`: jobs enqueued on a cron schedule.
 extension API {
     func listSchedules(_ input: Operations.ListSchedules.Input) async throws -> Operations.ListSchedules.Output {
-        .ok(.init(body: .json(.init(schedules: try await store.schedules().map(Components.Schemas.Schedule.init)))))
+        let schedules = try await store.schedules().filter { Caller.current?.serves($0.job.queue) ?? true }
+        return .ok(.init(body: .json(.init(schedules: schedules.map(Components.Schemas.Schedule.init)))))
     }
 
     func getSchedule(_ input: Operations.GetSchedule.Input) async throws -> Operations.GetSchedule.Output {
@@ -19,16 +20,21 @@ extension API {
         guard case .json(let request) = input.body else { throw Problem.invalid("", "the body must be JSON") }
         let name = try Self.name(input.path.name, "name") ?? ""
         let definition = try Self.definition(name, request)
+        try checkQueues(of: [definition.job], prefix: { _ in "job." })
         try await checkTasks([definition.job], unchecked: input.query.unchecked, path: "job.stages")
-        if try await store.schedule(name)?.source == .settings { throw Problem.ownedBySettings("schedule \"\(name)\"") }
-        try await store.saveSchedule(definition, source: .api, now: Date())
+        if let existing = try await store.schedule(name) {
+            // Another queue's schedule of this name may not be replaced.
+            try checkQueue(existing.job.queue, path: "name")
+            if existing.source == .settings { throw Problem.ownedBySettings("schedule \"\(name)\"") }
+        }
+        try await store.saveSchedule(definition, source: .api, now: Date(), by: actor)
         return .ok(.init(body: .json(.init(try await schedule(name)))))
     }
 
     func deleteSchedule(_ input: Operations.DeleteSchedule.Input) async throws -> Operations.DeleteSchedule.Output {
         let schedule = try await schedule(input.path.name)
         guard schedule.source == .api else { throw Problem.ownedBySettings("schedule \"\(schedule.name)\"") }
-        _ = try await store.deleteSchedule(schedule.name)
+        _ = try await store.deleteSchedule(schedule.name, by: actor)
         return .noContent(.init())
     }
 
@@ -41,21 +47,24 @@ extension API {
     }
 
     func runSchedule(_ input: Operations.RunSchedule.Input) async throws -> Operations.RunSchedule.Output {
-        let enqueued = try await store.runScheduleNow(try await schedule(input.path.name), now: Date())
+        let enqueued = try await store.runScheduleNow(try await schedule(input.path.name), now: Date(), by: actor)
         return .created(.init(body: .json(.init(enqueued))))
     }
 
     // MARK: helpers
 
+    /// The schedule, if the caller may see it (another queue's is 404, as one that does not exist).
     private func schedule(_ name: String) async throws -> ScheduleRecord {
-        guard let schedule = try await store.schedule(name) else {
+        guard let schedule = try await store.schedule(name), Caller.current?.serves(schedule.job.queue) ?? true
+        else {
             throw Problem.notFound("no schedule named \"\(name)\"")
         }
         return schedule
     }
 
     private func setPaused(_ name: String, _ paused: Bool) async throws -> ScheduleRecord {
-        guard try await store.setSchedulePaused(name, paused, now: Date()) else {
+        _ = try await schedule(name)
+        guard try await store.setSchedulePaused(name, paused, now: Date(), by: actor) else {
             throw Problem.notFound("no schedule named \"\(name)\"")
         }
         return try await schedule(name)

@@ -22,10 +22,12 @@ extension API {
                     .unauthorized, type: "unauthorized", title: "The signal token is not valid here",
                     detail: "this token does not deliver signal \"\(name)\" to job \(id)")
             }
+        } else {
+            try await checkJobInScope(id)
         }
         guard case .json(let payload) = input.body else { throw Problem.invalid("", "the body must be JSON") }
         do {
-            let (delivery, state) = try await client.deliver(name, to: id, payload: payload)
+            let (delivery, state) = try await client.deliver(name, to: id, payload: payload, by: actor)
             return .ok(
                 .init(
                     body: .json(

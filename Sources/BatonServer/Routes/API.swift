@@ -4,6 +4,7 @@ import BatonPostgres
 import Logging
 import Metrics
 import Prometheus
+import Synchronization
 
 /// The control plane's operations: the handler protocol generated from the OpenAPI document
 /// (`APIProtocol`), over the store. Roles, query parameters and body decoding are checked before a
@@ -13,6 +14,7 @@ struct API: APIProtocol {
     let client: BatonClient
     let catalog: WorkerCatalog
     let configuration: ServerConfiguration
+    let access: Access
     let registry: PrometheusCollectorRegistry?
     let clusterMetrics: ClusterMetrics
     let queueLabels = MetricLabels()
@@ -25,6 +27,7 @@ struct API: APIProtocol {
         self.client = client
         self.catalog = catalog
         self.configuration = configuration
+        access = Access(configuration: configuration, store: client.store)
         self.registry = registry
         clusterMetrics = ClusterMetrics(store: client.store)
     }
@@ -80,4 +83,17 @@ struct API: APIProtocol {
 enum RequestScope {
     /// Carries the request id.
     @TaskLocal static var logger = Logger(label: "baton.api")
+    /// The request's id (its `X-Request-Id`), recorded with the changes it makes.
+    @TaskLocal static var requestID: String?
+    /// Where the name of the request's token goes, once known, for its log line.
+    @TaskLocal static var tokenName: TokenName?
+
+    final class TokenName: Sendable {
+        private let name = Mutex<String?>(nil)
+
+        var value: String? {
+            get { name.withLock { $0 } }
+            set { name.withLock { $0 = newValue } }
+        }
+    }
 }

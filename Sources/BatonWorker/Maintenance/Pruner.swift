@@ -2,9 +2,9 @@ import Baton
 import BatonPostgres
 import ServiceLifecycle
 
-/// Deletes finished jobs past their retention (with their group members), and the per-minute
-/// queue history as old (at least a day of it stays, for the dashboard's charts), every minute,
-/// while this worker holds the maintenance lead.
+/// Deletes finished jobs past their retention (with their group members), the per-minute queue
+/// history as old (at least a day of it stays, for the dashboard's charts), and audit events past
+/// theirs, every minute, while this worker holds the maintenance lead.
 struct Pruner: Service {
     let store: Store
     let leadership: Leadership
@@ -24,5 +24,6 @@ struct Pruner: Service {
             while try await store.prune(state, retention: kept, limit: 5000) == 5000 {}
         }
         try await store.pruneHistory(keep: max(retention.completed, .seconds(25 * 3600)))
+        while try await store.pruneAudit(retention: retention.audit, limit: 5000) == 5000 {}
     }
 }

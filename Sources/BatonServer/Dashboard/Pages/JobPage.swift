@@ -113,9 +113,11 @@ extension Dashboard {
     }
 
     func job(_ request: Request, id text: String) async throws -> Response {
-        let session = try session(request, roles: Section.jobs.roles)
+        let session = try await session(request, section: .jobs)
         guard let id = Int64(text), id > 0 else { throw DashboardError.refused(.notFound, "There is no job \(text).") }
-        let job = try await asCaller(session) { try await api.getJob(.init(path: .init(id: id))).ok.body.json }
+        let job = try await asCaller(session, ["getJob"]) {
+            try await api.getJob(.init(path: .init(id: id))).ok.body.json
+        }
         let view = Self.view(job, now: Date())
         return page("job", title: "Job \(job.id)", section: .jobs, session: session, notice: Self.notice(request), view)
     }
@@ -123,11 +125,11 @@ extension Dashboard {
     /// `POST /ui/jobs/ID/cancel`, `/retry` or `/delete`, then back to the job (or, once deleted, the
     /// list).
     func act(_ request: Request, id text: String, action: String) async throws -> Response {
-        let session = try session(request, roles: [.admin])
+        let session = try await session(request)
         let form = try await postedForm(request, session: session)
         guard let id = Int64(text), id > 0 else { throw DashboardError.refused(.notFound, "There is no job \(text).") }
         if action == "signal" { return try await signal(form, to: id, session: session) }
-        try await asCaller(session) { try await perform(action, on: id) }
+        try await asCaller(session, [Self.operation(of: action)]) { try await perform(action, on: id) }
         return Self.redirect(
             action == "delete" ? "/ui/jobs?done=delete&what=\(id)" : "/ui/jobs/\(id)?done=\(action)&what=\(id)")
     }
@@ -145,7 +147,7 @@ extension Dashboard {
         } catch {
             throw DashboardError.refused(.badRequest, "The payload is not JSON: \(error)")
         }
-        let receipt = try await asCaller(session) {
+        let receipt = try await asCaller(session, ["deliverSignal"]) {
             try await api.deliverSignal(
                 .init(path: .init(id: id, name: name), query: .init(), body: .json(payload))
             ).ok.body.json

@@ -50,7 +50,7 @@ extension Dashboard {
     }
 
     func jobs(_ request: Request) async throws -> Response {
-        let session = try session(request, roles: Section.jobs.roles)
+        let session = try await session(request, section: .jobs)
         let parameters = request.uri.queryParameters
         func text(_ name: String) -> String? {
             parameters[Substring(name)].map(String.init).flatMap {
@@ -59,7 +59,7 @@ extension Dashboard {
         }
         let state = text("state").flatMap { JobState(rawValue: $0) == nil ? nil : $0 }
         let (from, to) = (text("from").flatMap(Self.minute), text("to").flatMap(Self.minute))
-        let listed = try await asCaller(session) {
+        let listed = try await asCaller(session, ["listJobs"]) {
             try await api.listJobs(
                 .init(
                     query: .init(
@@ -99,7 +99,7 @@ extension Dashboard {
     /// `scope=matching` with the list's filters: one bulk operation of the API; jobs whose state
     /// does not allow the action are counted, not failed. Back to the list, filtered as it was.
     func actOnJobs(_ request: Request) async throws -> Response {
-        let session = try session(request, roles: [.admin])
+        let session = try await session(request)
         let form = try await postedForm(request, session: session)
         guard let name = form["action"], let action = Components.Schemas.BulkRequest.ActionPayload(rawValue: name)
         else { throw DashboardError.refused(.badRequest, "Choose cancel, retry or delete.") }
@@ -122,13 +122,16 @@ extension Dashboard {
             guard !ids.isEmpty else { throw DashboardError.refused(.badRequest, "Select the jobs first.") }
             filter = .init(ids: Array(ids.prefix(1000)))
         }
-        let outcome = try await asCaller(session) {
+        let outcome = try await asCaller(session, ["bulkJobs"]) {
             try await api.bulkJobs(.init(body: .json(.init(action: action, dryRun: false, filter: filter)))).ok.body
                 .json
         }
         return Self.redirect(
             "/ui/jobs?\(back)done=\(name)-many&what=\(outcome.changed)&skipped=\(outcome.matched - outcome.changed)")
     }
+
+    /// The API operation of a job's action (`cancel`: `cancelJob`).
+    static func operation(of action: String) -> String { action + "Job" }
 
     /// Cancels, retries or deletes one job through the API's own handlers.
     func perform(_ action: String, on id: Int64) async throws {

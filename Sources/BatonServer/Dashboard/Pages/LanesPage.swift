@@ -56,10 +56,12 @@ extension Dashboard {
     static let lanesPerPage = 100
 
     func lanes(_ request: Request) async throws -> Response {
-        let session = try session(request, roles: Section.lanes.roles)
+        let session = try await session(request, section: .lanes)
         let cursor = request.uri.queryParameters["cursor"].map(String.init)
         // The five reads at once.
-        let (blocked, listed, counts, settings, limits) = try await asCaller(session) {
+        let (blocked, listed, counts, settings, limits) = try await asCaller(
+            session, ["listLanes", "listLaneSettings", "listRateLimits"]
+        ) {
             async let blocked =
                 cursor == nil
                 ? api.listLanes(.init(query: .init(blocked: true, limit: Self.lanesPerPage))).ok.body.json.lanes : []
@@ -102,10 +104,14 @@ extension Dashboard {
     /// (`key`, `rate`, `per`, `burst`) or `/ui/lanes/unrate` (`key`), then back to the lanes; a
     /// refusal (a width out of range, a setting of the settings file) is the API's.
     func actOnLanes(_ request: Request, action: String) async throws -> Response {
-        let session = try session(request, roles: [.admin])
+        let session = try await session(request, section: .lanes)
         let form = try await postedForm(request, session: session)
         let lane = form["lane"] ?? form["key"] ?? ""
-        try await asCaller(session) {
+        let operations = [
+            "width": "setLaneSetting", "unset": "deleteLaneSetting", "rate": "setRateLimit",
+            "unrate": "deleteRateLimit",
+        ]
+        try await asCaller(session, operations[action].map { [$0] } ?? []) {
             switch action {
             case "width":
                 guard let width = form["width"].flatMap({ Int($0.trimmingCharacters(in: .whitespaces)) }) else {

@@ -10,9 +10,11 @@ extension Dashboard {
     }
 
     /// `GET /ui/login`: the form, or straight on for a signed-in browser.
-    func loginPage(_ request: Request) throws -> Response {
+    func loginPage(_ request: Request) async throws -> Response {
         let next = Self.localPath(request.uri.queryParameters["next"].map(String.init))
-        if let cookie = request.cookies[DashboardSessions.cookieName]?.value, sessions.session(cookie: cookie) != nil {
+        if let cookie = request.cookies[DashboardSessions.cookieName]?.value,
+            try await sessions.session(cookie: cookie) != nil
+        {
             return Self.redirect(next)
         }
         return page("login", title: "Sign in", section: nil, session: nil, Login(next: next))
@@ -25,13 +27,13 @@ extension Dashboard {
         let form = try await DashboardForm(request)
         let next = Self.localPath(form["next"])
         guard let token = form["token"]?.trimmingCharacters(in: .whitespaces), !token.isEmpty,
-            let caller = api.configuration.tokens.caller(token: Substring(token))
+            let caller = try await api.access.caller(token: Substring(token))
         else {
             return page(
                 "login", title: "Sign in", section: nil, session: nil, status: .unauthorized,
                 Login(next: next, error: "That token is not one this server accepts."))
         }
-        let (value, _) = sessions.open(for: caller)
+        let (value, _) = try await sessions.open(for: caller)
         // An enqueue token sees its own jobs and nothing else.
         let landing = caller.role == .enqueue && next == "/ui" ? "/ui/jobs" : next
         return Self.redirect(
@@ -40,7 +42,7 @@ extension Dashboard {
 
     /// `POST /ui/logout`: the session's cookie is cleared.
     func logout(_ request: Request) async throws -> Response {
-        let session = try session(request)
+        let session = try await session(request)
         try Self.checkOrigin(request)
         let form = try await DashboardForm(request)
         guard sessions.isValidCSRFToken(form["csrf"], for: session) else {

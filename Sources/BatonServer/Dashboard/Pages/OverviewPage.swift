@@ -36,6 +36,8 @@ extension Dashboard {
         var queues: [Queue]
         var states: [String]
         var ranges: [Range]
+        /// Whether the caller sees the whole cluster (workers, lanes): a token limited to no queue.
+        var cluster: Bool
         var workers: Int
         var lanes: Int
         var blockedLanes: Int
@@ -48,7 +50,8 @@ extension Dashboard {
     ]
 
     func overview(_ request: Request) async throws -> Response {
-        let session = try session(request, roles: Section.overview.roles)
+        let session = try await session(request, section: .overview)
+        let caller = session.caller
         let now = Date()
         let day = request.uri.queryParameters["range"] == "day"
         // The last hour by the minute, or the last day by the quarter hour.
@@ -57,15 +60,17 @@ extension Dashboard {
         let end = (now.timeIntervalSince1970 / binSeconds).rounded(.down) * binSeconds
         let start = Date(timeIntervalSince1970: end - binSeconds * Double(count - 1))
         // The four reads at once: the page waits for the slowest, not for their sum.
-        let (queues, history, workers, lanes) = try await asCaller(session) {
+        let cluster = caller.queues == nil
+        let (queues, history, workers, lanes) = try await asCaller(session, cluster ? ["listWorkers"] : []) {
             async let queues = api.store.queueSummaries(finishedSince: now.addingTimeInterval(-86400))
             async let history = api.store.history(since: start, bin: bin)
-            async let workers = api.listWorkers(.init()).ok.body.json.workers
-            async let lanes = api.store.laneCounts()
+            async let workers = cluster ? api.listWorkers(.init()).ok.body.json.workers.count : 0
+            async let lanes = cluster ? api.store.laneCounts() : (lanes: 0, blocked: 0)
             return try await (queues, history, workers, lanes)
         }
-        let byQueue = Dictionary(grouping: history, by: \.queue)
-        let names = Set(queues.map(\.name)).union(byQueue.keys)
+        // A token limited to queues sees those queues only.
+        let byQueue = Dictionary(grouping: history.filter { caller.serves($0.queue) }, by: \.queue)
+        let names = Set(queues.map(\.name).filter(caller.serves)).union(byQueue.keys)
         let statuses = Dictionary(uniqueKeysWithValues: queues.map { ($0.name, $0) })
         let overview = Overview(
             queues: names.sorted().map { name in
@@ -110,7 +115,8 @@ extension Dashboard {
             ranges: [
                 Overview.Range(title: "Last hour", link: "/ui", current: !day),
                 Overview.Range(title: "Last day", link: "/ui?range=day", current: day),
-            ], workers: workers.count, lanes: lanes.lanes, blockedLanes: lanes.blocked, hasBlocked: lanes.blocked > 0)
+            ], cluster: cluster, workers: workers, lanes: lanes.lanes, blockedLanes: lanes.blocked,
+            hasBlocked: lanes.blocked > 0)
         return page(
             "overview", title: "Overview", section: .overview, session: session, notice: Self.notice(request),
             overview)
@@ -118,9 +124,9 @@ extension Dashboard {
 
     /// `POST /ui/queues/NAME/pause` or `/resume`, then back to the overview.
     func actOnQueue(_ request: Request, name: String, action: String) async throws -> Response {
-        let session = try session(request, roles: [.admin])
+        let session = try await session(request)
         _ = try await postedForm(request, session: session)
-        try await asCaller(session) {
+        try await asCaller(session, action == "pause" ? ["pauseQueue"] : ["resumeQueue"]) {
             switch action {
             case "pause": _ = try await api.pauseQueue(.init(path: .init(name: name))).ok
             case "resume": _ = try await api.resumeQueue(.init(path: .init(name: name))).ok

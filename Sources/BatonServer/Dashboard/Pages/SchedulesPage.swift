@@ -25,8 +25,10 @@ extension Dashboard {
     }
 
     func schedules(_ request: Request) async throws -> Response {
-        let session = try session(request, roles: Section.schedules.roles)
-        let schedules = try await asCaller(session) { try await api.listSchedules(.init()).ok.body.json.schedules }
+        let session = try await session(request, section: .schedules)
+        let schedules = try await asCaller(session, ["listSchedules"]) {
+            try await api.listSchedules(.init()).ok.body.json.schedules
+        }
         let now = Date()
         let rows = schedules.map { schedule in
             let path = "/ui/schedules/" + Self.path(schedule.name)
@@ -49,10 +51,11 @@ extension Dashboard {
 
     /// `POST /ui/schedules/NAME/pause`, `/resume` or `/run`, then back to the list.
     func actOnSchedule(_ request: Request, name: String, action: String) async throws -> Response {
-        let session = try session(request, roles: [.admin])
+        let session = try await session(request)
         _ = try await postedForm(request, session: session)
         var done = action
-        try await asCaller(session) {
+        let operations = ["pause": "pauseSchedule", "resume": "resumeSchedule", "run": "runSchedule"]
+        try await asCaller(session, operations[action].map { [$0] } ?? []) {
             switch action {
             case "pause": _ = try await api.pauseSchedule(.init(path: .init(name: name))).ok
             case "resume": _ = try await api.resumeSchedule(.init(path: .init(name: name))).ok

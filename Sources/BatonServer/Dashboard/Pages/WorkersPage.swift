@@ -26,8 +26,10 @@ extension Dashboard {
     }
 
     func workers(_ request: Request) async throws -> Response {
-        let session = try session(request, roles: Section.workers.roles)
-        let workers = try await asCaller(session) { try await api.listWorkers(.init()).ok.body.json.workers }
+        let session = try await session(request, section: .workers)
+        let workers = try await asCaller(session, ["listWorkers"]) {
+            try await api.listWorkers(.init()).ok.body.json.workers
+        }
         let now = Date()
         let rows = workers.sorted { ($0.host, $0.pid) < ($1.host, $1.pid) }.map { worker in
             Workers.Row(

@@ -1,0 +1,66 @@
+import BatonPostgres
+import Logging
+import Synchronization
+
+/// The tokens the control plane accepts now, and the keys of their fingerprints.
+///
+/// Tokens from a file (``ServerConfiguration/tokensFile``) are read again on `SIGHUP`: the new set
+/// replaces the old between two requests (a request checks its token against one set or the other,
+/// never a mix), and a file that does not read keeps the old set, with one log line naming the
+/// file's line and its problem. The database's fingerprint key is read on first need and kept.
+final class Access: Sendable {
+    private struct State {
+        var tokens: APITokens
+        var databaseKey: [UInt8]?
+    }
+
+    private let state: Mutex<State>
+    private let configuredKeys: [[UInt8]]
+    let file: String?
+    private let store: Store
+
+    init(configuration: ServerConfiguration, store: Store) {
+        state = Mutex(State(tokens: configuration.tokens))
+        configuredKeys = configuration.fingerprintKeys
+        file = configuration.tokensFile
+        self.store = store
+    }
+
+    var tokens: APITokens { state.withLock { $0.tokens } }
+
+    /// The configured keys, then the database's.
+    func keys() async throws -> FingerprintKeys {
+        if let key = state.withLock({ $0.databaseKey }) { return FingerprintKeys(configuredKeys + [key]) }
+        let key = try await store.key("api-fingerprint")
+        state.withLock { $0.databaseKey = key }
+        return FingerprintKeys(configuredKeys + [key])
+    }
+
+    /// The caller a bearer token identifies now, or nil.
+    func caller(token: Substring) async throws -> Caller? {
+        guard let found = tokens.token(secret: token) else { return nil }
+        return try await keys().caller(found)
+    }
+
+    /// The caller of a dashboard session: the token named `name` whose fingerprint (under any key)
+    /// is `fingerprint`, as it is configured now; nil once it is gone or its secret changed.
+    func caller(name: String, fingerprint: String) async throws -> Caller? {
+        guard let found = tokens.tokens.first(where: { $0.name == name }) else { return nil }
+        let caller = try await keys().caller(found)
+        return caller.fingerprints.contains(fingerprint) ? caller : nil
+    }
+
+    /// Reads the token file again: its tokens replace the current ones, unless it does not read.
+    func reload(logger: Logger) {
+        guard let file else { return }
+        do {
+            let tokens = try APITokens.load(file: file)
+            state.withLock { $0.tokens = tokens }
+            logger.notice(
+                "API tokens read again",
+                metadata: ["file": .string(file), "tokens": .stringConvertible(tokens.tokens.count)])
+        } catch {
+            logger.error("API tokens kept as they were: \(error)")
+        }
+    }
+}

@@ -66,7 +66,8 @@ struct BulkOperationTests {
                 #expect(refused["path"]?.stringValue == path, "\(refused.text)")
             }
             // Text no stored error can hold (a NUL) matches no job: valid, and nothing to do.
-            let id = try await server.enqueue(["queue": "idle", "stages": [["task": "noop"]]], query: "?unchecked=true")
+            let id = try await server.enqueue(
+                ["queue": "idle", "stages": [["task": "noop"]]], query: "?unchecked=true")
             let nul: JSONValue = ["action": "cancel", "filter": ["error": "a\u{0}b"]]
             let none = try await server.call(.POST, "/v1/jobs/bulk", body: nul)
             #expect(none.status == 200 && none["matched"] == 0, "\(none.text)")

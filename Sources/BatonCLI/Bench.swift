@@ -41,6 +41,16 @@ struct Bench: AsyncParsableCommand {
             discussion: "A round trip then costs twice as much more, as to a database on another host; 0 goes "
                 + "through the same proxy without waiting, the figure to compare with. Reports round trips too."))
     var networkDelay: Double?
+    @Option(
+        help: ArgumentHelp(
+            "Finished jobs the table holds before the run (a day of them, as retention keeps them).",
+            discussion: "Reports the API's listing times over them, and the table's and indexes' sizes."))
+    var retained: Int = 0
+    @Flag(
+        help: ArgumentHelp(
+            "Prune the retained jobs while the jobs run, as the maintenance leader does.",
+            discussion: "Then vacuums, and writes another day of them, reporting the sizes after each."))
+    var prune = false
     @Flag(help: "Print one JSON object instead of a summary.") var json = false
     @ParentCommand var root: BatonCommand
 
@@ -50,12 +60,12 @@ struct Bench: AsyncParsableCommand {
     func validate() throws {
         guard jobs >= 1, chain >= 1, chain <= ChainDefinition.maxStages, lanes >= 0, concurrency >= 1,
             pickupSamples >= 0, LaneSetting.widths.contains(laneWidth), (networkDelay ?? 0) >= 0,
-            (networkDelay ?? 0) <= 1000,
+            (networkDelay ?? 0) <= 1000, retained >= 0, !prune || retained > 0,
             rateLimit == 0 || RateLimit.rates.contains(rateLimit)
         else {
             throw ValidationError(
                 "--jobs, --chain (≤ 100) and --concurrency must be positive; --lanes ≥ 0; --lane-width 1 to 10000; "
-                    + "--rate-limit 0 to 1000000; --network-delay 0 to 1000 (ms)")
+                    + "--rate-limit 0 to 1000000; --network-delay 0 to 1000 (ms); --retained ≥ 0, and > 0 with --prune")
         }
     }
 
@@ -92,7 +102,30 @@ struct Bench: AsyncParsableCommand {
         }
         let report = try await withPostgres(database, logger: logger) { [proxy] pool in
             try await Migrator(schema: schema, logger: logger).migrate(pool)
-            let report = try await measure(pool: pool, proxy: proxy, logger: logger, progress: progress)
+            var retainedUpTo: Int64 = 0
+            var retention = RetentionReport()
+            if retained > 0 {
+                retainedUpTo = try await retain(retained, pool: pool, progress: progress)
+                retention.afterLoad = try await sizes(pool)
+                progress.show("timing the listings over \(retained) finished jobs…")
+                retention.listings = try await listingLatencies(
+                    Store(pool: pool, logger: logger), someJob: retainedUpTo / 2)
+            }
+            var report = try await measure(
+                pool: pool, proxy: proxy, logger: logger, progress: progress, after: retainedUpTo)
+            if prune {
+                progress.show("vacuuming, then another day of finished jobs…")
+                try await pool.perform(PostgresQuery(unsafeSQL: "VACUUM ANALYZE \(schema).jobs"))
+                retention.afterPrune = try await sizes(pool)
+                _ = try await retain(retained, pool: pool, progress: progress)
+                retention.afterNextDay = try await sizes(pool)
+            }
+            if retained > 0 {
+                retention.pruned = report.retention?.pruned
+                retention.pruneSeconds = report.retention?.pruneSeconds
+                retention.count = retained
+                report.retention = retention
+            }
             try? await pool.perform("DROP SCHEMA \(unescaped: schema) CASCADE")
             return report
         }
@@ -120,7 +153,10 @@ struct Bench: AsyncParsableCommand {
         }
     }
 
-    func measure(pool: DatabasePool, proxy: DelayProxy?, logger: Logger, progress: Progress) async throws -> Report {
+    /// Runs the jobs (their ids above `after`: retained ones are below) and measures.
+    func measure(pool: DatabasePool, proxy: DelayProxy?, logger: Logger, progress: Progress, after: Int64)
+        async throws -> Report
+    {
         let database = pool.configuration
         // Enqueue as a Swift service would: through the client, whose waker NOTIFYs the worker.
         let baton = BatonClient(pool: pool, logger: logger)
@@ -136,7 +172,11 @@ struct Bench: AsyncParsableCommand {
         let statsAvailable = await resetStatementStatistics(pool)
         let worker = BatonWorker.Worker(
             pool: pool, tasks: tasks,
-            configuration: WorkerConfiguration(queues: ["bench": concurrency], lease: .seconds(30)), logger: logger)
+            configuration: WorkerConfiguration(
+                queues: ["bench": concurrency], lease: .seconds(30),
+                // Retained jobs are pruned by `--prune` alone, not by the worker's maintenance.
+                retention: Retention(completed: .seconds(30 * 86400))),
+            logger: logger)
         let group = ServiceGroup(services: [baton, worker], logger: logger)
         let total = jobs * chain
         let batch = 1000
@@ -161,6 +201,7 @@ struct Bench: AsyncParsableCommand {
             }
             let start = clock.now
             let flightsAtStart = proxy?.flightsToServer ?? 0
+            let pruning = prune ? Task { try await pruneRetained(Store(pool: pool, logger: logger)) } : nil
             if mode == .steady {
                 running.addTask {
                     for offset in stride(from: 0, to: jobs, by: 100) {
@@ -180,11 +221,12 @@ struct Bench: AsyncParsableCommand {
             var finished = 0
             let settle = clock.now
             repeat {
-                finished = try await count(pool, "state = 'completed' AND queue = 'bench'")
+                finished = try await count(pool, "state = 'completed' AND queue = 'bench' AND id > \(after)")
                 if finished >= jobs { break }
                 try await Task.sleep(for: .milliseconds(20))
             } while clock.now - settle < .seconds(30)
             let processSeconds = (clock.now - start).seconds
+            let pruned = try await pruning?.value
             let roundTripsPerJob = proxy.map { Double($0.flightsToServer - flightsAtStart) / Double(jobs) }
             if mode == .steady { enqueueSeconds = processSeconds }
             let statements = statsAvailable ? await statementsPerJob(pool, schema: database.schema, jobs: jobs) : nil
@@ -233,7 +275,8 @@ struct Bench: AsyncParsableCommand {
                 callToStartP50: percentile(callToStart, 0.5), callToStartP99: percentile(callToStart, 0.99),
                 hopP50: percentile(hops, 0.5), hopP99: percentile(hops, 0.99),
                 lost: jobs - finished, statementsPerJob: statements, networkDelay: networkDelay,
-                roundTripsPerJob: roundTripsPerJob, roundTripsPerPickup: roundTripsPerPickup)
+                roundTripsPerJob: roundTripsPerJob, roundTripsPerPickup: roundTripsPerPickup,
+                retention: pruned.map { RetentionReport(pruned: $0.rows, pruneSeconds: $0.seconds) })
         }
     }
 
@@ -364,6 +407,7 @@ struct Report {
     var networkDelay: Double?
     var roundTripsPerJob: Double?
     var roundTripsPerPickup: Double?
+    var retention: RetentionReport?
 
     var json: String {
         func number(_ value: Double) -> JSONValue {
@@ -388,6 +432,17 @@ struct Report {
             fields["round_trips_per_job"] = roundTripsPerJob.map(number) ?? .null
             fields["round_trips_per_pickup"] = roundTripsPerPickup.map(number) ?? .null
         }
+        if let retention {
+            fields["retained"] = .number(JSONNumber(retention.count))
+            fields["listing_p95_ms"] = .object(retention.listings.mapValues(number))
+            fields["sizes_after_load"] = retention.afterLoad?.json ?? .null
+            if let pruned = retention.pruned {
+                fields["pruned"] = .number(JSONNumber(pruned))
+                fields["prune_seconds"] = retention.pruneSeconds.map(number) ?? .null
+                fields["sizes_after_prune_and_vacuum"] = retention.afterPrune?.json ?? .null
+                fields["sizes_after_next_day"] = retention.afterNextDay?.json ?? .null
+            }
+        }
         return JSONValue.object(fields).jsonText
     }
 
@@ -401,7 +456,24 @@ struct Report {
               hop         p50 \(f(hopP50, 2)) ms   p99 \(f(hopP99, 2)) ms
               statements  \(statementsPerJob.map { "\(f($0.sent, 3)) sent per job, \(f($0.all, 2)) run per job (functions' inner statements too)" } ?? "n/a (pg_stat_statements not loaded)")
               lost        \(lost)
-            """ + network
+            """ + network + retainedLines
+    }
+
+    /// The retained jobs' lines, with `--retained` only.
+    private var retainedLines: String {
+        guard let retention else { return "" }
+        func mb(_ bytes: Int64?) -> String { bytes.map { String(format: "%.0f MB", Double($0) / 1e6) } ?? "n/a" }
+        func sizes(_ sizes: Bench.Sizes?) -> String { "table \(mb(sizes?.table)), indexes \(mb(sizes?.indexes))" }
+        var lines = "\n  retained    \(retention.count) finished jobs: \(sizes(retention.afterLoad))"
+        for (name, p95) in retention.listings.sorted(by: { $0.key < $1.key }) {
+            lines += "\n    \(name): p95 \(String(format: "%.2f", p95)) ms"
+        }
+        if let pruned = retention.pruned {
+            lines +=
+                "\n  pruned      \(pruned) in \(String(format: "%.1f", retention.pruneSeconds ?? 0)) s while the jobs ran; "
+            lines += "after a vacuum \(sizes(retention.afterPrune)); after another day \(sizes(retention.afterNextDay))"
+        }
+        return lines
     }
 
     /// The network line, through ``DelayProxy`` only.

@@ -25,11 +25,14 @@ struct Dev: AsyncParsableCommand {
     func run() async throws {
         let settings = try await runtime.settings(options, server)
         let logger = makeLogger("baton.dev")
-        // api.tokens or api.token when set; else a fresh admin token, printed below.
+        // api.tokens-file, api.tokens or api.token when set; else a fresh admin token, printed below.
         let configured = try settings.apiTokens()
         let generated = configured == nil ? APITokens.generateToken() : nil
         let tokens = configured ?? APITokens([(.admin, generated!)])
-        let token = try generated ?? (settings.list(.apiTokens) != nil ? "$ADMIN_TOKEN" : "$BATON_API_TOKEN")
+        let tokensFile = try settings.string(.apiTokensFile)
+        let token =
+            try generated
+            ?? (tokensFile != nil ? "$TOKEN" : settings.list(.apiTokens) != nil ? "$ADMIN_TOKEN" : "$BATON_API_TOKEN")
         // The token the admin commands can use: the one generated, or the one admin token given.
         let adminToken = try generated ?? settings.string(.apiToken)
         let serverConfiguration = try settings.server(tokens: tokens)
@@ -69,7 +72,7 @@ struct Dev: AsyncParsableCommand {
                     say(
                         """
                         Baton dev is up.
-                          api:      \(base)   (\(generated.map { "token: " + $0 } ?? "tokens from the environment"))
+                          api:      \(base)   (\(generated.map { "token: " + $0 } ?? tokensFile.map { "tokens from " + $0 } ?? "tokens from the environment"))
                           ui:       \(base)/ui   (sign in with that token)
                           database: \(postgresURL)   (\(dataNote))
                           worker:   \(worker.id) serving \(worker.configuration.queues.keys.sorted().joined(separator: ", "))

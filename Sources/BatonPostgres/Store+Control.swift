@@ -100,14 +100,11 @@ extension Store {
     package func retry(_ id: Int64, by actor: AuditActor? = nil) async throws -> JobState? {
         do {
             let rows = try await audited(actor) { connection in
-                let before = try await self.stateAndQueue(of: id, on: connection)
                 let rows = try await connection.rows(
                     "SELECT queue, state::text FROM \(unescaped: self.schema).retry_job(\(id))", logger: self.logger)
                 let changes = try rows.prefix(1).map { row in
                     let (queue, state) = try row.decode((String, String).self)
-                    return AuditChange(
-                        "retryJob", "job:\(id)",
-                        ["queue": .string(queue), "from": before.map { .string($0.0) } ?? nil, "to": .string(state)])
+                    return AuditChange("retryJob", "job:\(id)", ["queue": .string(queue), "to": .string(state)])
                 }
                 return (rows, changes)
             }

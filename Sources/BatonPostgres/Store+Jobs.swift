@@ -188,18 +188,13 @@ extension Store {
     @discardableResult
     package func cancel(_ id: Int64, by actor: AuditActor? = nil) async throws -> [Int64] {
         let rows = try await audited(actor) { connection in
-            let before = try await self.stateAndQueue(of: id, on: connection)
             let rows = try await connection.rows(
                 "SELECT id, worker_id, watched FROM \(unescaped: self.schema).cancel_job(\(id))", logger: self.logger)
-            let change = before.map { state, queue in
-                AuditChange(
-                    "cancelJob", "job:\(id)",
-                    [
-                        "queue": .string(queue), "from": .string(state), "to": "cancelled",
-                        "cancelled": .number(JSONNumber(rows.count)),
-                    ])
-            }
-            return (rows, rows.isEmpty ? [] : change.map { [$0] } ?? [])
+            guard !rows.isEmpty, let queue = try await self.queue(of: id, on: connection) else { return (rows, []) }
+            let change = AuditChange(
+                "cancelJob", "job:\(id)",
+                ["queue": .string(queue), "to": "cancelled", "cancelled": .number(JSONNumber(rows.count))])
+            return (rows, [change])
         }
         var cancelled: [Int64] = []
         var payloads: [String] = []
@@ -214,19 +209,26 @@ extension Store {
         return cancelled
     }
 
-    /// The job's own queue (where its stages run unless one names another), nil if there is no
-    /// such job: what a token limited to queues is judged by.
+    /// The job's own queue (where its stages run unless one names another), a group member's its
+    /// top job's; nil if there is no such job: what a token limited to queues is judged by.
     package func ownQueue(of id: Int64) async throws -> String? {
         try await pool.read(
-            "SELECT coalesce(home_queue, queue) FROM \(unescaped: schema).jobs WHERE id = \(id)", logger: logger
+            """
+            WITH RECURSIVE up AS (
+                SELECT id, parent_id, coalesce(home_queue, queue) AS queue
+                FROM \(unescaped: schema).jobs WHERE id = \(id)
+                UNION ALL
+                SELECT j.id, j.parent_id, coalesce(j.home_queue, j.queue)
+                FROM up JOIN \(unescaped: schema).jobs j ON j.id = up.parent_id
+            ) SELECT queue FROM up WHERE parent_id IS NULL
+            """, logger: logger
         ).first?.decode(String.self)
     }
 
-    /// A job's state and queue, read in a change's transaction for its audit record.
-    func stateAndQueue(of id: Int64, on connection: PostgresConnection) async throws -> (String, String)? {
+    /// A job's own queue, read in a change's transaction for its audit record.
+    func queue(of id: Int64, on connection: PostgresConnection) async throws -> String? {
         try await connection.rows(
-            "SELECT state::text, coalesce(home_queue, queue) FROM \(unescaped: schema).jobs WHERE id = \(id)",
-            logger: logger
-        ).first?.decode((String, String).self)
+            "SELECT coalesce(home_queue, queue) FROM \(unescaped: schema).jobs WHERE id = \(id)", logger: logger
+        ).first?.decode(String.self)
     }
 }

@@ -96,10 +96,18 @@ extension Store {
     ) async throws {
         try Self.check(width, lane: lane)
         let queues = try await audited(actor) { connection in
+            let before = try await connection.rows(
+                "SELECT width FROM \(unescaped: self.schema).lane_settings WHERE lane = \(lane)", logger: self.logger
+            ).first?.decode(Int.self)
             let queues = try await self.setLaneWidth(width, lane: lane, source: source, on: connection)
+            // Recorded when the width changed: setting it again to what it was changes nothing.
+            guard before != width else { return (queues, []) }
             let change = AuditChange(
                 width == nil ? "deleteLaneSetting" : "setLaneSetting", "lane:\(lane)",
-                ["width": width.map { .number(JSONNumber($0)) } ?? nil])
+                [
+                    "from": before.map { .number(JSONNumber($0)) } ?? nil,
+                    "width": width.map { .number(JSONNumber($0)) } ?? nil,
+                ])
             return (queues, [change])
         }
         if !queues.isEmpty { try await notify(queues.map { "q:" + $0 }) }

@@ -31,7 +31,15 @@ extension Store {
     package func setRateLimit(_ limit: RateLimit, by actor: AuditActor? = nil) async throws {
         try Self.check(limit)
         try await audited(actor) { connection in
+            let before = try await connection.rows(
+                """
+                SELECT rate, per_ms, burst FROM \(unescaped: self.schema).rate_limits
+                WHERE key = \(limit.key) AND source <> 'prefix'
+                """, logger: self.logger
+            ).first?.decode((Int, Int64, Int).self)
             try await self.setRateLimit(limit, on: connection)
+            // Recorded when the limit changed: setting it again to what it was changes nothing.
+            if let before, before == (limit.rate, limit.per.milliseconds, limit.burst) { return ((), []) }
             let change = AuditChange(
                 "setRateLimit", "rate-limit:\(limit.key)",
                 [

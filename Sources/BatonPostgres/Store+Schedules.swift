@@ -12,29 +12,37 @@ extension Store {
 
     /// Creates or replaces `schedule`, owned by `source`. Its next slot is computed from `now`
     /// unless it keeps its expression, zone and pause (an edit of what it runs keeps its place).
+    ///
+    /// With `replacing`, a schedule of that name is replaced only if its queue is one of those
+    /// (checked by the upsert itself, so that no concurrent save slips between): false if not,
+    /// and nothing is saved.
+    @discardableResult
     package func saveSchedule(
-        _ schedule: ScheduleDefinition, source: ScheduleRecord.Source, now: Date, by actor: AuditActor? = nil
-    ) async throws {
+        _ schedule: ScheduleDefinition, source: ScheduleRecord.Source, now: Date, replacing queues: [String]? = nil,
+        by actor: AuditActor? = nil
+    ) async throws -> Bool {
         try await audited(actor) { connection in
-            try await self.saveSchedule(schedule, source: source, now: now, on: connection)
+            guard try await self.saveSchedule(schedule, source: source, now: now, replacing: queues, on: connection)
+            else { return (false, []) }
             let change = AuditChange(
                 "putSchedule", "schedule:\(schedule.name)",
                 [
                     "cron": .string(schedule.cron.description), "time_zone": .string(schedule.timeZone.identifier),
                     "queue": .string(schedule.job.queue), "paused": .bool(schedule.paused),
                 ])
-            return ((), [change])
+            return (true, [change])
         }
     }
 
     private func saveSchedule(
-        _ schedule: ScheduleDefinition, source: ScheduleRecord.Source, now: Date, on connection: PostgresConnection
-    ) async throws {
+        _ schedule: ScheduleDefinition, source: ScheduleRecord.Source, now: Date, replacing queues: [String]? = nil,
+        on connection: PostgresConnection
+    ) async throws -> Bool {
         try ChainDefinition.checkName(schedule.name, path: "name", what: "schedule name")
         try schedule.job.validate()
         let next = schedule.cron.next(after: now, in: schedule.timeZone)
         let chain = JSONValue.array(schedule.job.chain.stages.map(\.json)).jsonText
-        _ = try await connection.rows(
+        return try await !connection.rows(
             """
             INSERT INTO \(unescaped: schema).schedules AS s
                 (name, cron, time_zone, misfire, paused, source, request, queue, priority, metadata, input, chain,
@@ -51,7 +59,10 @@ extension Store {
                 next_run_at = CASE
                     WHEN s.cron = excluded.cron AND s.time_zone = excluded.time_zone AND s.paused = excluded.paused
                     THEN s.next_run_at ELSE excluded.next_run_at END
-            """, logger: logger)
+            WHERE \(queues)::text[] IS NULL OR s.queue = ANY (\(queues))
+            RETURNING 1
+            """, logger: logger
+        ).isEmpty
     }
 
     /// Makes the schedules owned by the settings file exactly `schedules`: saves each, deletes the
@@ -147,21 +158,33 @@ extension Store {
     }
 
     /// Pauses or resumes `name`; a resumed schedule goes on from its next slot after `now` (the
-    /// slots of the pause are not made up). False if there is no such schedule.
+    /// slots of the pause are not made up). False if there is no such schedule. Only a change of
+    /// state is written (and recorded): pausing a paused schedule leaves it as it is.
     package func setSchedulePaused(_ name: String, _ paused: Bool, now: Date, by actor: AuditActor? = nil)
         async throws -> Bool
     {
         guard let schedule = try await schedule(name) else { return false }
         let next = paused ? schedule.nextRunAt : schedule.cron.next(after: now, in: schedule.timeZone)
         return try await audited(actor) { connection in
-            let rows = try await connection.rows(
+            let changed = try await connection.rows(
                 """
-                UPDATE \(unescaped: self.schema).schedules SET paused = \(paused), next_run_at = \(next), updated_at = now()
-                WHERE name = \(name) RETURNING 1
+                UPDATE \(unescaped: self.schema).schedules
+                SET paused = \(paused), next_run_at = CASE WHEN \(paused) THEN next_run_at ELSE \(next) END,
+                    updated_at = now()
+                WHERE name = \(name) AND paused <> \(paused) RETURNING 1
                 """, logger: self.logger)
-            let change = AuditChange(
-                paused ? "pauseSchedule" : "resumeSchedule", "schedule:\(name)", ["paused": .bool(paused)])
-            return (!rows.isEmpty, rows.isEmpty || schedule.paused == paused ? [] : [change])
+            guard changed.isEmpty else {
+                return (
+                    true,
+                    [
+                        AuditChange(
+                            paused ? "pauseSchedule" : "resumeSchedule", "schedule:\(name)", ["paused": .bool(paused)])
+                    ]
+                )
+            }
+            let exists = try await connection.rows(
+                "SELECT 1 FROM \(unescaped: self.schema).schedules WHERE name = \(name)", logger: self.logger)
+            return (!exists.isEmpty, [])
         }
     }
 

@@ -43,13 +43,16 @@ public struct BatonServer: Service {
             logger: logger)
     }
 
-    /// Serves until shut down; with tokens from a file, reads it again on each `SIGHUP`.
+    /// Serves until shut down. `SIGHUP` reads the token file again (with tokens from a file), and
+    /// is otherwise logged and ignored: a `systemctl reload` must not stop the server.
     public func run() async throws {
-        guard access.file != nil else { return try await application.run() }
         let hangups = await UnixSignalsSequence(trapping: .sighup)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await application.run() }
             group.addTask {
+                // The database's fingerprint key, before the first request needs it (a request
+                // still reads it itself if the database is away now).
+                _ = try? await access.keys()
                 for await _ in hangups { access.reload(logger: logger) }
             }
             try await group.next()

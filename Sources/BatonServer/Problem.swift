@@ -114,7 +114,7 @@ struct Problem: Error, HTTPResponseError {
     }
 
     /// 403 for a token whose scope (queues or operations) does not reach this.
-    static func forbidden(_ caller: Caller, _ detail: String, path: String? = nil) -> Problem {
+    static func outOfScope(_ detail: String, path: String? = nil) -> Problem {
         Problem(
             .forbidden, type: "forbidden", title: "The token's scope does not allow this", detail: detail, path: path)
     }

@@ -93,6 +93,29 @@ struct CLIServeTests {
         }
     }
 
+    /// `systemctl reload` sends SIGHUP whatever the tokens' source: without a file it is ignored,
+    /// and the server goes on.
+    @Test func sighupWithoutATokenFileLeavesTheServerRunning() async throws {
+        try await TestDatabase.with { db async throws in
+            var environment = Self.noTokens
+            environment["BATON_API_TOKENS"] = "admin:env-admin-secret-0001"
+            let serve = try await ChildProcess(
+                try ChildProcess.builtBinary("baton"), ["serve", "--database-url", db.url, "--port", "0"],
+                environment: environment)
+            defer { if serve.isRunning { serve.signal(SIGKILL) } }
+            let address = try await eventually(timeout: .seconds(60), "the API to listen") {
+                guard serve.isRunning else { throw TestFailure("the API exited: \(serve.standardError)") }
+                return serve.standardOutput.firstMatch(of: /listening on (http:\/\/[0-9.:]+)/)?.1
+            }
+            serve.signal(SIGHUP)
+            try await eventually("the signal to be logged") { serve.standardError.contains("SIGHUP ignored") }
+            var request = HTTPClientRequest(url: "\(address)/v1/queues")
+            request.headers.add(name: "Authorization", value: "Bearer env-admin-secret-0001")
+            #expect(try await HTTPClient.shared.execute(request, timeout: .seconds(10)).status == .ok)
+            #expect(serve.isRunning)
+        }
+    }
+
     /// Named tokens from a file: a file that does not read is refused at start with its line; on
     /// SIGHUP the file is read again while requests go on (none fails), a bad file keeps the
     /// tokens as they were; logs name the token, never its secret.

@@ -35,11 +35,11 @@ struct AuditTests {
             let steps: [(HTTPMethod, String, JSONValue?, String, String, JSONValue)] = [
                 (
                     .POST, "/v1/jobs/\(cancelled)/cancel", nil, "cancelJob", "job:\(cancelled)",
-                    ["queue": "idle", "from": "available", "to": "cancelled", "cancelled": 1]
+                    ["queue": "idle", "to": "cancelled", "cancelled": 1]
                 ),
                 (
                     .POST, "/v1/jobs/\(cancelled)/retry", nil, "retryJob", "job:\(cancelled)",
-                    ["queue": "idle", "from": "cancelled", "to": "available"]
+                    ["queue": "idle", "to": "available"]
                 ),
                 (
                     .POST, "/v1/jobs/\(awaiting)/signals/approval", ["ok": 1.50], "deliverSignal", "job:\(awaiting)",
@@ -59,8 +59,14 @@ struct AuditTests {
                 (.POST, "/v1/schedules/nightly/pause", nil, "pauseSchedule", "schedule:nightly", ["paused": true]),
                 (.POST, "/v1/schedules/nightly/resume", nil, "resumeSchedule", "schedule:nightly", ["paused": false]),
                 (.DELETE, "/v1/schedules/nightly", nil, "deleteSchedule", "schedule:nightly", ["queue": "idle"]),
-                (.PUT, "/v1/lane-settings/tenant-*", ["width": 3], "setLaneSetting", "lane:tenant-*", ["width": 3]),
-                (.DELETE, "/v1/lane-settings/tenant-*", nil, "deleteLaneSetting", "lane:tenant-*", ["width": nil]),
+                (
+                    .PUT, "/v1/lane-settings/tenant-*", ["width": 3], "setLaneSetting", "lane:tenant-*",
+                    ["from": nil, "width": 3]
+                ),
+                (
+                    .DELETE, "/v1/lane-settings/tenant-*", nil, "deleteLaneSetting", "lane:tenant-*",
+                    ["from": 3, "width": nil]
+                ),
                 (
                     .PUT, "/v1/rate-limits/partner", ["rate": 10, "per": "1s", "burst": 20], "setRateLimit",
                     "rate-limit:partner", ["rate": 10, "per_ms": 1000, "burst": 20]
@@ -125,6 +131,24 @@ struct AuditTests {
             #expect(try await server.call(.POST, "/v1/jobs/\(id)/cancel").status == 409)
             let events = try await server.call(.GET, "/v1/audit")["events"]?.items
             #expect(events?.map { $0["action"] } == ["cancelJob"])
+        }
+    }
+
+    /// Saying again what is so changes nothing, and records nothing.
+    @Test func aRepeatedSettingIsRecordedOnce() async throws {
+        try await withServer(worker: nil) { server async throws in
+            let schedule: JSONValue = ["cron": "@daily", "job": Self.job()]
+            #expect(try await server.call(.PUT, "/v1/schedules/s?unchecked=true", body: schedule).status == 200)
+            for _ in 0..<2 {
+                #expect(try await server.call(.PUT, "/v1/lane-settings/l", body: ["width": 2]).status == 200)
+                #expect(try await server.call(.PUT, "/v1/rate-limits/k", body: ["rate": 5, "per": "1s"]).status == 200)
+                #expect(try await server.call(.POST, "/v1/schedules/s/pause").status == 200)
+                #expect(try await server.call(.POST, "/v1/queues/q/pause?unchecked=true").status == 200)
+            }
+            let actions = try await server.call(.GET, "/v1/audit")["events"]?.items.compactMap {
+                $0["action"]?.stringValue
+            }
+            #expect(actions == ["pauseQueue", "pauseSchedule", "setRateLimit", "setLaneSetting", "putSchedule"])
         }
     }
 

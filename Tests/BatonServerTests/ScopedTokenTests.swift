@@ -178,6 +178,8 @@ struct ScopedTokenTests {
             let mine: JSONValue = ["cron": "@daily", "job": Self.job("billing")]
             let replaced = try await server.call(.PUT, "/v1/schedules/shared?unchecked=true", token: token, body: mine)
             #expect(replaced.status == 403)
+            #expect(replaced["detail"]?.stringValue?.contains("reports") == false, "the other queue is not named")
+            #expect(try await server.client.store.schedule("shared")?.job.queue == "reports")
             #expect(
                 try await server.call(.PUT, "/v1/schedules/other?unchecked=true", token: token, body: theirs).status
                     == 403)
@@ -185,6 +187,29 @@ struct ScopedTokenTests {
             #expect(try await server.call(.DELETE, "/v1/schedules/shared", token: token).status == 404)
             // Lane and rate settings are the cluster's.
             #expect(try await server.call(.PUT, "/v1/lane-settings/l", token: token, body: ["width": 2]).status == 403)
+        }
+    }
+
+    static func members(_ job: JSONValue) -> [JSONValue] { job["stages"]?.items.first?["members"]?.items ?? [] }
+
+    /// A group member is judged by its job's queue, not by the queue its own stage is routed to.
+    @Test func aGroupMemberBelongsToItsJobsQueue() async throws {
+        try await withServer(
+            configure: {
+                Self.configure(&$0)
+                $0.tokens = APITokens(
+                    $0.tokens.tokens + [
+                        .init(name: "default-read", role: .read, secret: "default-read-secret-01", queues: ["default"]),
+                        .init(name: "gpu-read", role: .read, secret: "gpu-read-secret-000001", queues: ["gpu"]),
+                    ])
+            }
+        ) { server async throws in
+            let job = try await server.enqueue(
+                ["stages": [["group": [["task": "noop", "queue": "gpu"]]]]], query: "?unchecked=true")
+            let members = Self.members(try await server.job(job) { !Self.members($0).isEmpty })
+            let member = try #require(members.first?["id"]?.int64)
+            #expect(try await server.call(.GET, "/v1/jobs/\(member)", token: "default-read-secret-01").status == 200)
+            #expect(try await server.call(.GET, "/v1/jobs/\(member)", token: "gpu-read-secret-000001").status == 404)
         }
     }
 

@@ -42,17 +42,23 @@ final class Access: Sendable {
         return try await keys().caller(found)
     }
 
-    /// The caller of a dashboard session: the token named `name` whose fingerprint (under any key)
-    /// is `fingerprint`, as it is configured now; nil once it is gone or its secret changed.
-    func caller(name: String, fingerprint: String) async throws -> Caller? {
+    /// The token named `name` as it is configured now, with its caller.
+    func token(named name: String) async throws -> (token: APITokens.Token, caller: Caller)? {
         guard let found = tokens.tokens.first(where: { $0.name == name }) else { return nil }
-        let caller = try await keys().caller(found)
-        return caller.fingerprints.contains(fingerprint) ? caller : nil
+        return (found, try await keys().caller(found))
+    }
+
+    /// The token a bearer token is, with its caller.
+    func token(secret: Substring) async throws -> (token: APITokens.Token, caller: Caller)? {
+        guard let found = tokens.token(secret: secret) else { return nil }
+        return (found, try await keys().caller(found))
     }
 
     /// Reads the token file again: its tokens replace the current ones, unless it does not read.
     func reload(logger: Logger) {
-        guard let file else { return }
+        guard let file else {
+            return logger.notice("SIGHUP ignored: the API tokens do not come from a file (api.tokens-file)")
+        }
         do {
             let tokens = try APITokens.load(file: file)
             state.withLock { $0.tokens = tokens }

@@ -75,6 +75,7 @@ struct Dashboard: Sendable {
             let back = request.uri.path + (request.uri.query.map { "?" + $0 } ?? "")
             throw DashboardError.signIn(next: back)
         }
+        RequestScope.tokenName?.value = session.caller.name
         if let section, !section.isVisible(to: session.caller) {
             throw DashboardError.refused(
                 .forbidden,

@@ -1,15 +1,15 @@
 import Crypto
 import Foundation
 
-/// The dashboard's sessions. Logging in with an API token sets a cookie that names the token
-/// (its name and fingerprint, never the token) with an expiry and a random id, signed with
-/// HMAC-SHA256. Every form that changes something carries a CSRF token derived from the session's
-/// id.
+/// The dashboard's sessions. Logging in with an API token sets a cookie that names the token (its
+/// name, never the token) with an expiry and a random id, signed with HMAC-SHA256. Every form that
+/// changes something carries a CSRF token derived from the session's id.
 ///
-/// The signing key is derived from the fingerprint keys (``FingerprintKeys``): all servers of a
-/// cluster accept each other's sessions (behind a load balancer, across restarts). A session is
-/// the token as it is configured now: it ends when its token is removed or its secret changes,
-/// and a token's new role or queues apply to it at once (a token file read again on `SIGHUP`).
+/// A cookie is signed with a key derived from its token's SHA-256 digest, which neither the
+/// database nor the cookie holds: forging one takes the token itself. Every server given the same
+/// token accepts its sessions (behind a load balancer, across restarts). A session is the token as
+/// it is configured now: it ends when its token is removed or its secret changes, and a token's new
+/// role or queues apply to it at once (a token file read again on `SIGHUP`).
 struct DashboardSessions: Sendable {
     static let cookieName = "baton_session"
     /// How long a session lasts from its login.
@@ -25,44 +25,46 @@ struct DashboardSessions: Sendable {
 
     let access: Access
 
-    /// The signing key's bytes (Crypto's `SymmetricKey` is not `Sendable`).
-    private func keyBytes() async throws -> [UInt8] {
+    /// The signing key of `token`'s sessions (Crypto's `SymmetricKey` is not `Sendable`).
+    private static func keyBytes(_ token: APITokens.Token) -> [UInt8] {
         var hash = SHA256()
-        hash.update(data: Data("baton dashboard sessions 2".utf8))
-        for key in try await access.keys().keys { hash.update(data: SHA256.hash(data: key).map { $0 }) }
+        hash.update(data: Data("baton dashboard sessions 3".utf8))
+        hash.update(data: token.digest)
         return Array(hash.finalize())
     }
 
-    /// A new session for `caller`, as the cookie value to set.
-    func open(for caller: Caller, now: Date = Date()) async throws -> (cookie: String, session: Session) {
+    /// A new session for the token `secret` is, as the cookie value to set; nil for no token.
+    func open(secret: Substring, now: Date = Date()) async throws -> (cookie: String, session: Session)? {
+        guard let (token, caller) = try await access.token(secret: secret) else { return nil }
         var generator = SystemRandomNumberGenerator()
         let id = APITokens.hex((0..<16).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
         let expires = Int(now.timeIntervalSince1970) + Self.lifetime
-        let key = try await keyBytes()
+        let key = Self.keyBytes(token)
         // The name last: it may hold dots.
-        let payload = "\(caller.fingerprint).\(expires).\(id).\(caller.name)"
+        let payload = "\(expires).\(id).\(caller.name)"
         return (
             payload + "." + Self.signature(payload, key),
             Session(caller: caller, id: id, expires: Date(timeIntervalSince1970: Double(expires)), keyBytes: key)
         )
     }
 
-    /// The session a cookie value names, if its signature holds, it has not expired and its token
-    /// is still configured with the same secret.
+    /// The session a cookie value names, if its token is configured, the signature holds (so its
+    /// secret is the same) and it has not expired.
     func session(cookie: String, now: Date = Date()) async throws -> Session? {
         guard let dot = cookie.lastIndex(of: "."), let mac = Self.bytes(hex: cookie[cookie.index(after: dot)...])
         else { return nil }
         let payload = cookie[..<dot]
-        let key = try await keyBytes()
-        let parts = payload.split(separator: ".", maxSplits: 3, omittingEmptySubsequences: false)
+        let parts = payload.split(separator: ".", maxSplits: 2, omittingEmptySubsequences: false)
+        guard parts.count == 3, let expires = Int(parts[0]), Double(expires) > now.timeIntervalSince1970,
+            let (token, caller) = try await access.token(named: String(parts[2]))
+        else { return nil }
+        let key = Self.keyBytes(token)
         guard
             HMAC<SHA256>.isValidAuthenticationCode(
-                mac, authenticating: Data(payload.utf8), using: SymmetricKey(data: key)),
-            parts.count == 4, let expires = Int(parts[1]), Double(expires) > now.timeIntervalSince1970,
-            let caller = try await access.caller(name: String(parts[3]), fingerprint: String(parts[0]))
+                mac, authenticating: Data(payload.utf8), using: SymmetricKey(data: key))
         else { return nil }
         return Session(
-            caller: caller, id: String(parts[2]), expires: Date(timeIntervalSince1970: Double(expires)), keyBytes: key)
+            caller: caller, id: String(parts[1]), expires: Date(timeIntervalSince1970: Double(expires)), keyBytes: key)
     }
 
     /// The CSRF token of a session: forms carry it, and a request that changes something without

@@ -44,12 +44,10 @@ struct AccessMiddleware: ServerMiddleware {
     static func check(_ caller: Caller, _ operationID: String, _ operation: APIDocument.Operation?) throws {
         guard operation?.roles.contains(caller.role) ?? true else { throw Problem.forbidden(caller.role) }
         if let operations = caller.operations, !operations.contains(operationID) {
-            throw Problem.forbidden(
-                caller, "token \"\(caller.name)\" is limited to other operations than \(operationID)")
+            throw Problem.outOfScope("token \"\(caller.name)\" is limited to other operations than \(operationID)")
         }
         if operation?.clusterWide == true, caller.queues != nil {
-            throw Problem.forbidden(
-                caller,
+            throw Problem.outOfScope(
                 "token \"\(caller.name)\" is limited to queues; \(operationID) concerns the whole cluster")
         }
     }

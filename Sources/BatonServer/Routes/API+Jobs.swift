@@ -25,9 +25,8 @@ extension API {
         let caller = Caller.current
         try checkQueues(of: [job], prefix: { _ in "" })
         job.enqueuedBy = caller?.fingerprint
-        // An `enqueue` token, or one limited to queues, may not learn another caller's job
-        // through its key.
-        job.keyOwners = caller?.role == .enqueue || caller?.queues != nil ? caller?.fingerprints : nil
+        // A caller that may not read every job may not learn another's through its key.
+        job.keyOwners = keyOwners
         try await checkTasks([job], unchecked: input.query.unchecked)
         let enqueued: EnqueuedJob
         do {
@@ -69,7 +68,7 @@ extension API {
             var job = try JobReader(prefix: "jobs[\(index)].", now: now).job(item)
             job.enqueuedBy = caller?.fingerprint
             // A key naming another caller's job would answer with that job's id and state.
-            job.keyOwners = caller?.role == .enqueue || caller?.queues != nil ? caller?.fingerprints : nil
+            job.keyOwners = keyOwners
             return job
         }
         try checkQueues(of: jobs, prefix: { "jobs[\($0)]." })

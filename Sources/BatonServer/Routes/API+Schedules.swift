@@ -22,12 +22,15 @@ extension API {
         let definition = try Self.definition(name, request)
         try checkQueues(of: [definition.job], prefix: { _ in "job." })
         try await checkTasks([definition.job], unchecked: input.query.unchecked, path: "job.stages")
-        if let existing = try await store.schedule(name) {
-            // Another queue's schedule of this name may not be replaced.
-            try checkQueue(existing.job.queue, path: "name")
-            if existing.source == .settings { throw Problem.ownedBySettings("schedule \"\(name)\"") }
+        if try await store.schedule(name)?.source == .settings { throw Problem.ownedBySettings("schedule \"\(name)\"") }
+        // Another queue's schedule of this name is not replaced (its queue is not named).
+        guard
+            try await store.saveSchedule(definition, source: .api, now: Date(), replacing: scopedQueues, by: actor)
+        else {
+            throw Problem.outOfScope(
+                "token \"\(Caller.current?.name ?? "")\" may not replace schedule \"\(name)\" of another queue",
+                path: "name")
         }
-        try await store.saveSchedule(definition, source: .api, now: Date(), by: actor)
         return .ok(.init(body: .json(.init(try await schedule(name)))))
     }
 

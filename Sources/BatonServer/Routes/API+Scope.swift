@@ -12,7 +12,7 @@ extension API {
     /// 403 naming `queue` when the caller is limited to other queues.
     func checkQueue(_ queue: String, path: String?) throws {
         guard let caller = Caller.current, !caller.serves(queue) else { return }
-        throw Problem.forbidden(caller, "token \"\(caller.name)\" may not use queue \"\(queue)\"", path: path)
+        throw Problem.outOfScope("token \"\(caller.name)\" may not use queue \"\(queue)\"", path: path)
     }
 
     /// 404 for a job the caller may not see (its own queue is not one of the caller's), as for a
@@ -41,5 +41,15 @@ extension API {
             }
             try walk(job.chain.stages, at: prefix(index) + "stages")
         }
+    }
+
+    /// The fingerprints whose jobs an idempotency or unique key may name for this caller: its own
+    /// when it may not read every job (an `enqueue` token, one limited to queues, or one limited to
+    /// operations without `getJob`), since the answer is the job the key names; nil for any.
+    var keyOwners: [String]? {
+        guard let caller = Caller.current else { return nil }
+        let readsAll =
+            caller.role != .enqueue && caller.queues == nil && (caller.operations?.contains("getJob") ?? true)
+        return readsAll ? nil : caller.fingerprints
     }
 }

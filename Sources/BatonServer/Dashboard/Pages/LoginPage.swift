@@ -27,13 +27,13 @@ extension Dashboard {
         let form = try await DashboardForm(request)
         let next = Self.localPath(form["next"])
         guard let token = form["token"]?.trimmingCharacters(in: .whitespaces), !token.isEmpty,
-            let caller = try await api.access.caller(token: Substring(token))
+            let (value, session) = try await sessions.open(secret: Substring(token))
         else {
             return page(
                 "login", title: "Sign in", section: nil, session: nil, status: .unauthorized,
                 Login(next: next, error: "That token is not one this server accepts."))
         }
-        let (value, _) = try await sessions.open(for: caller)
+        let caller = session.caller
         // An enqueue token sees its own jobs and nothing else.
         let landing = caller.role == .enqueue && next == "/ui" ? "/ui/jobs" : next
         return Self.redirect(

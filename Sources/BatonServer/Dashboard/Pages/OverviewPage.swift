@@ -61,7 +61,9 @@ extension Dashboard {
         let start = Date(timeIntervalSince1970: end - binSeconds * Double(count - 1))
         // The four reads at once: the page waits for the slowest, not for their sum.
         let cluster = caller.queues == nil
-        let (queues, history, workers, lanes) = try await asCaller(session, cluster ? ["listWorkers"] : []) {
+        let (queues, history, workers, lanes) = try await asCaller(
+            session, ["listQueues"] + (cluster ? ["listWorkers", "listLanes"] : [])
+        ) {
             async let queues = api.store.queueSummaries(finishedSince: now.addingTimeInterval(-86400))
             async let history = api.store.history(since: start, bin: bin)
             async let workers = cluster ? api.listWorkers(.init()).ok.body.json.workers.count : 0

@@ -48,8 +48,8 @@ struct Bench: AsyncParsableCommand {
     var retained: Int = 0
     @Flag(
         help: ArgumentHelp(
-            "Prune the retained jobs while the jobs run, as the maintenance leader does.",
-            discussion: "Then vacuums, and writes another day of them, reporting the sizes after each."))
+            "Prune the retained jobs while the jobs run, as the maintenance leader prunes a backlog.",
+            discussion: "Then prunes the rest, vacuums, and writes another day of them, with the sizes after each."))
     var prune = false
     @Flag(help: "Print one JSON object instead of a summary.") var json = false
     @ParentCommand var root: BatonCommand
@@ -114,6 +114,13 @@ struct Bench: AsyncParsableCommand {
             var report = try await measure(
                 pool: pool, proxy: proxy, logger: logger, progress: progress, after: retainedUpTo)
             if prune {
+                // What the throttled pruning deleted while the jobs ran; the rest flat out.
+                let left = try await count(pool, "id <= \(retainedUpTo)")
+                retention.pruned = retained - left
+                retention.pruneSeconds = report.retention?.pruneSeconds
+                progress.show("pruning the other \(left) retained jobs…")
+                try await Pruner.prune(
+                    .completed, retention: .seconds(24 * 3600), store: Store(pool: pool, logger: logger), restFactor: 0)
                 progress.show("vacuuming, then another day of finished jobs…")
                 try await pool.perform(PostgresQuery(unsafeSQL: "VACUUM ANALYZE \(schema).jobs"))
                 retention.afterPrune = try await sizes(pool)
@@ -121,8 +128,6 @@ struct Bench: AsyncParsableCommand {
                 retention.afterNextDay = try await sizes(pool)
             }
             if retained > 0 {
-                retention.pruned = report.retention?.pruned
-                retention.pruneSeconds = report.retention?.pruneSeconds
                 retention.count = retained
                 report.retention = retention
             }
@@ -201,7 +206,13 @@ struct Bench: AsyncParsableCommand {
             }
             let start = clock.now
             let flightsAtStart = proxy?.flightsToServer ?? 0
-            let pruning = prune ? Task { try await pruneRetained(Store(pool: pool, logger: logger)) } : nil
+            // With `--prune`, the retained jobs are pruned as the maintenance leader prunes a backlog.
+            let pruning =
+                prune
+                ? Task {
+                    try await Pruner.prune(
+                        .completed, retention: .seconds(24 * 3600), store: Store(pool: pool, logger: logger))
+                } : nil
             if mode == .steady {
                 running.addTask {
                     for offset in stride(from: 0, to: jobs, by: 100) {
@@ -226,7 +237,8 @@ struct Bench: AsyncParsableCommand {
                 try await Task.sleep(for: .milliseconds(20))
             } while clock.now - settle < .seconds(30)
             let processSeconds = (clock.now - start).seconds
-            let pruned = try await pruning?.value
+            pruning?.cancel()
+            _ = try? await pruning?.value
             let roundTripsPerJob = proxy.map { Double($0.flightsToServer - flightsAtStart) / Double(jobs) }
             if mode == .steady { enqueueSeconds = processSeconds }
             let statements = statsAvailable ? await statementsPerJob(pool, schema: database.schema, jobs: jobs) : nil
@@ -276,7 +288,7 @@ struct Bench: AsyncParsableCommand {
                 hopP50: percentile(hops, 0.5), hopP99: percentile(hops, 0.99),
                 lost: jobs - finished, statementsPerJob: statements, networkDelay: networkDelay,
                 roundTripsPerJob: roundTripsPerJob, roundTripsPerPickup: roundTripsPerPickup,
-                retention: pruned.map { RetentionReport(pruned: $0.rows, pruneSeconds: $0.seconds) })
+                retention: prune ? RetentionReport(pruneSeconds: processSeconds) : nil)
         }
     }
 
@@ -470,7 +482,7 @@ struct Report {
         }
         if let pruned = retention.pruned {
             lines +=
-                "\n  pruned      \(pruned) in \(String(format: "%.1f", retention.pruneSeconds ?? 0)) s while the jobs ran; "
+                "\n  pruned      \(pruned) in the \(String(format: "%.1f", retention.pruneSeconds ?? 0)) s the jobs ran; "
             lines += "after a vacuum \(sizes(retention.afterPrune)); after another day \(sizes(retention.afterNextDay))"
         }
         return lines

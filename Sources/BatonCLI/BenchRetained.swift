@@ -66,7 +66,10 @@ extension Bench {
             ("GET /v1/jobs?queue=bench", { _ = try await store.jobs(JobFilter(queue: "bench", limit: 51)) }),
             ("GET /v1/jobs?error=timeout", { _ = try await store.jobs(JobFilter(error: "timeout", limit: 51)) }),
             ("GET /v1/jobs/{id}", { _ = try await store.jobWithMembers(someJob) }),
-            ("GET /v1/queues", { _ = try await store.queues() }),
+            (
+                "GET /v1/queues",
+                { _ = try await store.queueSummaries(finishedSince: Date().addingTimeInterval(-86400)) }
+            ),
             ("GET /v1/lanes", { _ = try await store.lanes() }),
             (
                 "dashboard overview",
@@ -87,19 +90,6 @@ extension Bench {
             latencies[name] = percentile(samples, 0.95)
         }
         return latencies
-    }
-
-    /// Prunes the retained jobs (finished more than 24 hours ago) as the maintenance leader does,
-    /// 5,000 at a time, while the run goes on; returns how many and how long it took.
-    func pruneRetained(_ store: Store) async throws -> (rows: Int, seconds: Double) {
-        let start = ContinuousClock.now
-        var rows = 0
-        while true {
-            let pruned = try await store.prune(.completed, retention: .seconds(24 * 3600), limit: 5000)
-            rows += pruned
-            if pruned < 5000 { break }
-        }
-        return (rows, (ContinuousClock.now - start).seconds)
     }
 }
 

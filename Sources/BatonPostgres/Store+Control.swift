@@ -164,27 +164,6 @@ extension Store {
 
     // MARK: queues
 
-    /// Every queue with jobs or paused, with its counts per state (a scan of the table: an
-    /// operator's query, not a hot one).
-    package func queues() async throws -> [QueueStatus] {
-        let rows = try await pool.read(
-            """
-            SELECT coalesce(c.queue, p.queue), c.state::text, coalesce(c.n, 0)::int, c.oldest, p.queue IS NOT NULL
-            FROM (SELECT queue, state, count(*) AS n, min(run_at) FILTER (WHERE state = 'available') AS oldest
-                  FROM \(unescaped: schema).jobs GROUP BY queue, state) c
-            FULL JOIN \(unescaped: schema).paused_queues p ON p.queue = c.queue
-            """, logger: logger)
-        var queues: [String: QueueStatus] = [:]
-        for row in rows {
-            let (name, state, count, oldest, paused) = try row.decode((String, String?, Int, Date?, Bool).self)
-            var queue = queues[name] ?? QueueStatus(name: name, counts: [:], oldestAvailable: nil, paused: paused)
-            if let state = state.flatMap(JobState.init(rawValue:)) { queue.counts[state] = count }
-            if let oldest { queue.oldestAvailable = oldest }
-            queues[name] = queue
-        }
-        return queues.values.sorted { $0.name < $1.name }
-    }
-
     /// Pauses or resumes a queue: workers claim nothing from a paused queue (running stages finish).
     /// Resuming wakes the queue's workers.
     ///

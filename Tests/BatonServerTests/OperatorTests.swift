@@ -31,6 +31,26 @@ struct OperatorTests {
         }
     }
 
+    /// A queue's finished jobs are those of the last day, from the history: a job completed now is
+    /// counted once its worker writes its share; one kept from two days ago is not (no finished row
+    /// is counted, however many are kept).
+    @Test func queuesCountTheLastDaysFinishedJobs() async throws {
+        try await withServer { server async throws in
+            let schema = server.db.configuration.schema
+            try await server.db.pool.perform(
+                """
+                INSERT INTO \(unescaped: schema).jobs (queue, state, chain, stage_count, finished_at)
+                VALUES ('default', 'completed', '[{"task":"noop"}]', 1, now() - interval '2 days')
+                """)
+            let id = try await server.enqueue(["stages": [["task": "noop"]]])
+            _ = try await server.job(id) { $0["state"] == "completed" }
+            try await eventually("the worker's history to count the job") {
+                let queues = try await server.call(.GET, "/v1/queues")["queues"]?.items ?? []
+                return queues.first { $0["name"] == "default" }?["counts"]?["completed"] == 1
+            }
+        }
+    }
+
     /// Jobs are found by text in their last error (case-insensitive, LIKE's wildcards taken as
     /// text) and by creation time, over HTTP and from the CLI.
     @Test func jobsAreFilteredByErrorTextAndCreationTime() async throws {

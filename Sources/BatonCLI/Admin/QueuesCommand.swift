@@ -11,7 +11,8 @@ struct Queues: AsyncParsableCommand {
 
     struct List: AdminCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Each queue: jobs per state and how long its oldest available job has waited.")
+            abstract: "Each queue: jobs per state and how long its oldest available job has waited.",
+            discussion: "DONE, DISC and CANC count the jobs that finished in the last 24 hours.")
 
         @OptionGroup var local: AdminOptions
         @ParentCommand var root: BatonCommand

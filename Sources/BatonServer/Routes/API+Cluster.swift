@@ -4,10 +4,13 @@ import BatonPostgres
 import Foundation
 
 extension API {
-    /// `GET /v1/queues`: counts per state, the oldest available job's age, paused or not.
+    /// `GET /v1/queues`: unfinished jobs per state now, finished ones over the last day (from the
+    /// per-minute history: no finished row is counted, however many are kept), the oldest
+    /// available job's age, paused or not.
     func listQueues(_ input: Operations.ListQueues.Input) async throws -> Operations.ListQueues.Output {
         let now = Date()
-        let queues = try await store.queues().filter { Caller.current?.serves($0.name) ?? true }.map {
+        let summaries = try await store.queueSummaries(finishedSince: now.addingTimeInterval(-86400))
+        let queues = summaries.filter { Caller.current?.serves($0.name) ?? true }.map {
             Components.Schemas.Queue($0, now: now)
         }
         return .ok(.init(body: .json(.init(queues: queues))))

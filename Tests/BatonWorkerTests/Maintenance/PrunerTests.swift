@@ -68,4 +68,22 @@ struct PrunerTests {
             #expect(try await db.store.job(ids[2]) != nil, "a cancelled job is kept two weeks")
         }
     }
+
+    /// A backlog larger than a batch is pruned batch after batch, resting between them, to the
+    /// end; the jobs still within their retention stay.
+    @Test func aBacklogIsPrunedInBatchesWithRests() async throws {
+        try await TestDatabase.with { db async throws in
+            let schema = db.configuration.schema
+            try await db.pool.perform(
+                """
+                INSERT INTO \(unescaped: schema).jobs (queue, state, chain, stage_count, finished_at)
+                SELECT 'default', 'completed', '[{"task": "noop"}]', 1,
+                       CASE WHEN i <= 12000 THEN now() - interval '2 days' ELSE now() END
+                FROM generate_series(1, 12010) AS i
+                """)
+            let pruned = try await Pruner.prune(.completed, retention: .seconds(86400), store: db.store, restFactor: 1)
+            #expect(pruned == 12000)
+            #expect(try await db.values("SELECT count(*)::int FROM \(unescaped: schema).jobs", as: Int.self) == [10])
+        }
+    }
 }

@@ -51,6 +51,8 @@ struct Bench: AsyncParsableCommand {
             "Prune the retained jobs while the jobs run, as the maintenance leader prunes a backlog.",
             discussion: "Then prunes the rest, vacuums, and writes another day of them, with the sizes after each."))
     var prune = false
+    @Option(help: "With --prune: days of finished jobs written, each after the day before is pruned.")
+    var days: Int = 2
     @Flag(help: "Print one JSON object instead of a summary.") var json = false
     @ParentCommand var root: BatonCommand
 
@@ -60,12 +62,13 @@ struct Bench: AsyncParsableCommand {
     func validate() throws {
         guard jobs >= 1, chain >= 1, chain <= ChainDefinition.maxStages, lanes >= 0, concurrency >= 1,
             pickupSamples >= 0, LaneSetting.widths.contains(laneWidth), (networkDelay ?? 0) >= 0,
-            (networkDelay ?? 0) <= 1000, retained >= 0, !prune || retained > 0,
+            (networkDelay ?? 0) <= 1000, retained >= 0, !prune || retained > 0, (2...30).contains(days),
             rateLimit == 0 || RateLimit.rates.contains(rateLimit)
         else {
             throw ValidationError(
                 "--jobs, --chain (≤ 100) and --concurrency must be positive; --lanes ≥ 0; --lane-width 1 to 10000; "
-                    + "--rate-limit 0 to 1000000; --network-delay 0 to 1000 (ms); --retained ≥ 0, and > 0 with --prune")
+                    + "--rate-limit 0 to 1000000; --network-delay 0 to 1000 (ms); --retained ≥ 0, and > 0 with --prune; "
+                    + "--days 2 to 30")
         }
     }
 
@@ -118,14 +121,17 @@ struct Bench: AsyncParsableCommand {
                 let left = try await count(pool, "id <= \(retainedUpTo)")
                 retention.pruned = retained - left
                 retention.pruneSeconds = report.retention?.pruneSeconds
-                progress.show("pruning the other \(left) retained jobs…")
-                try await Pruner.prune(
-                    .completed, retention: .seconds(24 * 3600), store: Store(pool: pool, logger: logger), restFactor: 0)
-                progress.show("vacuuming, then another day of finished jobs…")
-                try await pool.perform(PostgresQuery(unsafeSQL: "VACUUM ANALYZE \(schema).jobs"))
-                retention.afterPrune = try await sizes(pool)
-                _ = try await retain(retained, pool: pool, progress: progress)
-                retention.afterNextDay = try await sizes(pool)
+                // Then day after day: the day before pruned (flat out), vacuumed, a new day written.
+                for day in 2...days {
+                    progress.show("day \(day): pruning the day before…")
+                    try await Pruner.prune(
+                        .completed, retention: .seconds(24 * 3600), store: Store(pool: pool, logger: logger),
+                        restFactor: 0)
+                    try await pool.perform(PostgresQuery(unsafeSQL: "VACUUM ANALYZE \(schema).jobs"))
+                    if day == 2 { retention.afterPrune = try await sizes(pool) }
+                    _ = try await retain(retained, pool: pool, progress: progress)
+                    retention.days.append(try await sizes(pool))
+                }
             }
             if retained > 0 {
                 retention.count = retained
@@ -452,7 +458,7 @@ struct Report {
                 fields["pruned"] = .number(JSONNumber(pruned))
                 fields["prune_seconds"] = retention.pruneSeconds.map(number) ?? .null
                 fields["sizes_after_prune_and_vacuum"] = retention.afterPrune?.json ?? .null
-                fields["sizes_after_next_day"] = retention.afterNextDay?.json ?? .null
+                fields["sizes_after_each_next_day"] = .array(retention.days.map(\.json))
             }
         }
         return JSONValue.object(fields).jsonText
@@ -483,7 +489,10 @@ struct Report {
         if let pruned = retention.pruned {
             lines +=
                 "\n  pruned      \(pruned) in the \(String(format: "%.1f", retention.pruneSeconds ?? 0)) s the jobs ran; "
-            lines += "after a vacuum \(sizes(retention.afterPrune)); after another day \(sizes(retention.afterNextDay))"
+            lines += "after a vacuum \(sizes(retention.afterPrune))"
+            for (index, day) in retention.days.enumerated() {
+                lines += "\n  day \(index + 2)       pruned, vacuumed and written again: \(sizes(day))"
+            }
         }
         return lines
     }

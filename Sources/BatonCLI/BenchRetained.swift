@@ -101,5 +101,6 @@ struct RetentionReport {
     var pruned: Int?
     var pruneSeconds: Double?
     var afterPrune: Bench.Sizes?
-    var afterNextDay: Bench.Sizes?
+    /// After each next day is written (the day before pruned and vacuumed).
+    var days: [Bench.Sizes] = []
 }

@@ -17,7 +17,8 @@
 #   kubernetes/     `kubectl kustomize` renders it (skipped without kubectl); every object
 #                   validated strictly (unknown fields are errors) for Kubernetes 1.29 and 1.37.
 #   systemd/        `systemd-analyze verify` in a scratch root: the units, a copy of this host's
-#                   system units (for sysinit.target and friends) and a stub /usr/local/bin/baton
+#                   system units (for sysinit.target and friends) and stubs of /usr/local/bin/baton
+#                   and /bin/kill
 #                   (verify insists that ExecStart's binary exist; no real binary is needed).
 #                   Any message fails, not only a non-zero exit: verify only warns on an unknown
 #                   key or a bad value. Then `systemd-analyze security --offline` must rate every
@@ -145,8 +146,13 @@ if command -v systemd-analyze >/dev/null 2>&1 && [ -d "$units_dir" ]; then
     mkdir -p "$R/etc/systemd/system" "$R/usr/local/bin" "$R${units_dir%/system}"
     cp -a "$units_dir" "$R${units_dir%/system}/"
     cp deploy/systemd/*.service "$R/etc/systemd/system/"
-    printf '#!/bin/sh\nexit 0\n' >"$R/usr/local/bin/baton"
-    chmod +x "$R/usr/local/bin/baton"
+    # Stubs of the programs the units run (verify insists that they exist): baton, and the
+    # /bin/kill of baton-api's ExecReload, which every system with systemd has.
+    mkdir -p "$R/bin"
+    for program in usr/local/bin/baton bin/kill; do
+        printf '#!/bin/sh\nexit 0\n' >"$R/$program"
+        chmod +x "$R/$program"
+    done
     units=(baton-migrate.service baton-api.service baton-worker@1.service)
     if (cd "$R" && systemd-analyze verify --root="$R" --man=no --generators=no "${units[@]}") >"$WORK/log" 2>&1 \
         && [ ! -s "$WORK/log" ]; then

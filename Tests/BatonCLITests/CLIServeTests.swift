@@ -93,25 +93,36 @@ struct CLIServeTests {
         }
     }
 
+    /// `baton serve` over `db` with `environment`, and the address it listens on once it does.
+    static func serve(_ db: TestDatabase, environment: [String: String?]) async throws -> (ChildProcess, String) {
+        let serve = try await ChildProcess(
+            try ChildProcess.builtBinary("baton"), ["serve", "--database-url", db.url, "--port", "0"],
+            environment: environment)
+        let address = try await eventually(timeout: .seconds(60), "the API to listen") {
+            guard serve.isRunning else { throw TestFailure("the API exited: \(serve.standardError)") }
+            return serve.standardOutput.firstMatch(of: /listening on (http:\/\/[0-9.:]+)/)?.1
+        }
+        return (serve, String(address))
+    }
+
+    /// The status of `GET /v1/queues` with `token`.
+    static func status(_ address: String, token: String) async throws -> Int {
+        var request = HTTPClientRequest(url: "\(address)/v1/queues")
+        request.headers.add(name: "Authorization", value: "Bearer \(token)")
+        return Int(try await HTTPClient.shared.execute(request, timeout: .seconds(10)).status.code)
+    }
+
     /// `systemctl reload` sends SIGHUP whatever the tokens' source: without a file it is ignored,
     /// and the server goes on.
     @Test func sighupWithoutATokenFileLeavesTheServerRunning() async throws {
         try await TestDatabase.with { db async throws in
             var environment = Self.noTokens
             environment["BATON_API_TOKENS"] = "admin:env-admin-secret-0001"
-            let serve = try await ChildProcess(
-                try ChildProcess.builtBinary("baton"), ["serve", "--database-url", db.url, "--port", "0"],
-                environment: environment)
+            let (serve, address) = try await Self.serve(db, environment: environment)
             defer { if serve.isRunning { serve.signal(SIGKILL) } }
-            let address = try await eventually(timeout: .seconds(60), "the API to listen") {
-                guard serve.isRunning else { throw TestFailure("the API exited: \(serve.standardError)") }
-                return serve.standardOutput.firstMatch(of: /listening on (http:\/\/[0-9.:]+)/)?.1
-            }
             serve.signal(SIGHUP)
             try await eventually("the signal to be logged") { serve.standardError.contains("SIGHUP ignored") }
-            var request = HTTPClientRequest(url: "\(address)/v1/queues")
-            request.headers.add(name: "Authorization", value: "Bearer env-admin-secret-0001")
-            #expect(try await HTTPClient.shared.execute(request, timeout: .seconds(10)).status == .ok)
+            #expect(try await Self.status(address, token: "env-admin-secret-0001") == 200)
             #expect(serve.isRunning)
         }
     }
@@ -137,19 +148,9 @@ struct CLIServeTests {
                 "\(refused.standardError)")
 
             try write("ops admin ops-secret-0000000001\nold read old-secret-0000000001\n")
-            let serve = try await ChildProcess(
-                try ChildProcess.builtBinary("baton"), ["serve", "--database-url", db.url, "--port", "0"],
-                environment: environment)
+            let (serve, address) = try await Self.serve(db, environment: environment)
             defer { if serve.isRunning { serve.signal(SIGKILL) } }
-            let address = try await eventually(timeout: .seconds(60), "the API to listen") {
-                guard serve.isRunning else { throw TestFailure("the API exited: \(serve.standardError)") }
-                return serve.standardOutput.firstMatch(of: /listening on (http:\/\/[0-9.:]+)/)?.1
-            }
-            func status(_ token: String) async throws -> Int {
-                var request = HTTPClientRequest(url: "\(address)/v1/queues")
-                request.headers.add(name: "Authorization", value: "Bearer \(token)")
-                return Int(try await HTTPClient.shared.execute(request, timeout: .seconds(10)).status.code)
-            }
+            func status(_ token: String) async throws -> Int { try await Self.status(address, token: token) }
             #expect(try await status("old-secret-0000000001") == 200)
             #expect(try await status("new-secret-0000000001") == 401)
 

@@ -16,12 +16,7 @@ extension API {
         var filter = AuditFilter(
             actor: query.actor, action: query.action, target: query.target,
             limit: try Self.limit(query.limit, default: 50))
-        if let key = try Cursor.decode(query.cursor) {
-            guard key.hasPrefix("audit:"), let id = Int64(key.dropFirst(6)) else {
-                throw Problem.invalid("cursor", "cursor is not one this server handed out")
-            }
-            filter.before = id
-        }
+        filter.before = try Cursor.id(query.cursor, kind: "audit")
         let limit = filter.limit
         filter.limit += 1
         let events = try await store.auditEvents(filter)

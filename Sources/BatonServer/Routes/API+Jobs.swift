@@ -250,12 +250,7 @@ extension API {
                 return state
             }
         }
-        if let key = try Cursor.decode(query.cursor) {
-            guard key.hasPrefix("job:"), let id = Int64(key.dropFirst(4)) else {
-                throw Problem.invalid("cursor", "cursor is not one this server handed out")
-            }
-            filter.before = id
-        }
+        filter.before = try Cursor.id(query.cursor, kind: "job")
         let limit = filter.limit
         filter.limit += 1
         let listing = try await store.jobs(filter)

@@ -16,4 +16,14 @@ enum Cursor {
         }
         return key
     }
+
+    /// The id a cursor of `kind` (`job`, `audit`: `encode("job:42")`) carries; nil without a
+    /// cursor, 400 for one this server did not hand out for this listing.
+    static func id(_ cursor: String?, kind: String) throws -> Int64? {
+        guard let key = try decode(cursor) else { return nil }
+        guard key.hasPrefix(kind + ":"), let id = Int64(key.dropFirst(kind.count + 1)) else {
+            throw Problem.invalid("cursor", "cursor is not one this server handed out")
+        }
+        return id
+    }
 }

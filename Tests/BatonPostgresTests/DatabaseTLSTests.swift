@@ -49,6 +49,7 @@ struct DatabaseTLSTests {
 
     @Test func everyModeConnectsOrIsRefusedAsWithPsql() async throws {
         let certificates = try await Certificates.make()
+        defer { try? FileManager.default.removeItem(at: certificates.directory) }
         let hba = [
             "local all all trust",
             "hostssl all certuser 127.0.0.1/32 trust clientcert=verify-full",
@@ -134,6 +135,7 @@ struct DatabaseTLSTests {
 
     @Test func badSettingsAreRefusedNamingTheSettingAndTheFile() async throws {
         let certificates = try await Certificates.make()
+        defer { try? FileManager.default.removeItem(at: certificates.directory) }
         let home = certificates.home.path
         func refusal(_ query: String, environment: [String: String] = [:]) -> String {
             do {

@@ -206,6 +206,12 @@ public final class BatonClient: Service, Sendable {
         !(try await store.cancel(id, by: actor)).isEmpty
     }
 
+    /// The audit trail, newest first: the changes made through the control plane, and those of
+    /// Swift callers that named themselves (`by:`).
+    public func auditEvents(_ filter: AuditFilter = AuditFilter()) async throws -> [AuditEvent] {
+        try await store.auditEvents(filter)
+    }
+
     /// Retries, cancels or deletes every job `filter` matches in a state the action applies to
     /// (its limit and cursor aside), a thousand per transaction; with `dryRun`, only counts them.
     /// After an outage: `bulk(.retry, matching: JobFilter(states: [.discarded], queue: "billing"))`.

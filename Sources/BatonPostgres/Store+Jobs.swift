@@ -190,7 +190,10 @@ extension Store {
         let rows = try await audited(actor) { connection in
             let rows = try await connection.rows(
                 "SELECT id, worker_id, watched FROM \(unescaped: self.schema).cancel_job(\(id))", logger: self.logger)
-            guard !rows.isEmpty, let queue = try await self.queue(of: id, on: connection) else { return (rows, []) }
+            // The queue, for the record only: no read without an actor.
+            guard actor != nil, !rows.isEmpty, let queue = try await self.queue(of: id, on: connection) else {
+                return (rows, [])
+            }
             let change = AuditChange(
                 "cancelJob", "job:\(id)",
                 ["queue": .string(queue), "to": "cancelled", "cancelled": .number(JSONNumber(rows.count))])

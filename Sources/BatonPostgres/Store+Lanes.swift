@@ -96,6 +96,10 @@ extension Store {
     ) async throws {
         try Self.check(width, lane: lane)
         let queues = try await audited(actor) { connection in
+            // The width before, for the record only: no read without an actor.
+            guard actor != nil else {
+                return (try await self.setLaneWidth(width, lane: lane, source: source, on: connection), [])
+            }
             let before = try await connection.rows(
                 "SELECT width FROM \(unescaped: self.schema).lane_settings WHERE lane = \(lane)", logger: self.logger
             ).first?.decode(Int.self)

@@ -31,6 +31,8 @@ extension Store {
     package func setRateLimit(_ limit: RateLimit, by actor: AuditActor? = nil) async throws {
         try Self.check(limit)
         try await audited(actor) { connection in
+            // The limit before, for the record only: no read without an actor.
+            guard actor != nil else { return (try await self.setRateLimit(limit, on: connection), []) }
             let before = try await connection.rows(
                 """
                 SELECT rate, per_ms, burst FROM \(unescaped: self.schema).rate_limits

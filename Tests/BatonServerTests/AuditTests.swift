@@ -152,6 +152,21 @@ struct AuditTests {
         }
     }
 
+    /// Swift code records its changes by naming itself, and reads the trail; unnamed, it records
+    /// nothing.
+    @Test func swiftCallersNameThemselvesToBeRecorded() async throws {
+        try await withServer(worker: nil) { server async throws in
+            let named = try await server.enqueue(Self.job(), query: "?unchecked=true")
+            let unnamed = try await server.enqueue(Self.job(), query: "?unchecked=true")
+            #expect(try await server.client.cancel(named, by: AuditActor(name: "billing-service")))
+            #expect(try await server.client.cancel(unnamed))
+            let events = try await server.client.auditEvents()
+            #expect(events.map(\.actor) == ["billing-service"])
+            #expect(events.map(\.target) == ["job:\(named)"])
+            #expect(try await server.client.auditEvents(AuditFilter(actor: "someone")).isEmpty)
+        }
+    }
+
     @Test func theTrailIsFilteredPagedAndForAdminsOnly() async throws {
         try await withServer(worker: nil) { server async throws in
             for queue in ["a", "b", "c"] {

@@ -36,12 +36,6 @@ final class Access: Sendable {
         return FingerprintKeys(configuredKeys + [key])
     }
 
-    /// The caller a bearer token identifies now, or nil.
-    func caller(token: Substring) async throws -> Caller? {
-        guard let found = tokens.token(secret: token) else { return nil }
-        return try await keys().caller(found)
-    }
-
     /// The token named `name` as it is configured now, with its caller.
     func token(named name: String) async throws -> (token: APITokens.Token, caller: Caller)? {
         guard let found = tokens.tokens.first(where: { $0.name == name }) else { return nil }

@@ -184,6 +184,22 @@ struct Dashboard: Sendable {
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: html)))
     }
 
+    /// A page's query parameter, trimmed of spaces; nil when absent or blank.
+    static func parameter(_ name: String, of request: Request) -> String? {
+        request.uri.queryParameters[Substring(name)].map(String.init).flatMap {
+            $0.trimmingCharacters(in: .whitespaces).isEmpty ? nil : $0
+        }
+    }
+
+    /// The filters among `names` a page was given, to keep in its links.
+    static func filters(_ names: [String], of request: Request) -> URLComponents {
+        var kept = URLComponents()
+        kept.queryItems = names.compactMap { name in
+            parameter(name, of: request).map { URLQueryItem(name: name, value: $0) }
+        }
+        return kept
+    }
+
     /// A redirect after a form (303: the browser follows with a GET).
     static func redirect(_ location: String, cookie: Cookie? = nil) -> Response {
         var response = Response(status: .seeOther, headers: Self.securityHeaders)

@@ -33,7 +33,7 @@ struct AccessMiddleware: ServerMiddleware {
         }
         guard let header = request.headerFields[.authorization], header.count > 7,
             header.prefix(7).lowercased() == "bearer ",
-            let caller = try await access.caller(token: header.dropFirst(7).drop(while: { $0 == " " }))
+            let caller = try await access.token(secret: header.dropFirst(7).drop(while: { $0 == " " }))?.caller
         else { throw Problem.unauthorized(tokenSent: request.headerFields[.authorization] != nil) }
         try Self.check(caller, operationID, operation)
         RequestScope.tokenName?.value = caller.name

@@ -27,12 +27,7 @@ extension Dashboard {
 
     func audit(_ request: Request) async throws -> Response {
         let session = try await session(request, section: .audit)
-        let parameters = request.uri.queryParameters
-        func text(_ name: String) -> String? {
-            parameters[Substring(name)].map(String.init).flatMap {
-                $0.trimmingCharacters(in: .whitespaces).isEmpty ? nil : $0
-            }
-        }
+        func text(_ name: String) -> String? { Self.parameter(name, of: request) }
         let listed = try await asCaller(session, ["listAuditEvents"]) {
             try await api.listAuditEvents(
                 .init(
@@ -42,14 +37,9 @@ extension Dashboard {
             ).ok.body.json
         }
         let now = Date()
-        var older: String?
-        if let next = listed.nextCursor {
-            var query = URLComponents()
-            query.queryItems =
-                (["actor", "action", "target"].compactMap { name in
-                    text(name).map { URLQueryItem(name: name, value: $0) }
-                }) + [URLQueryItem(name: "cursor", value: next)]
-            older = "/ui/audit?" + (query.percentEncodedQuery ?? "")
+        let filters = Self.filters(["actor", "action", "target"], of: request).percentEncodedQuery ?? ""
+        let older = listed.nextCursor.map {
+            "/ui/audit?" + (filters.isEmpty ? "" : filters + "&") + "cursor=" + Self.query($0)
         }
         let view = AuditView(
             rows: listed.events.map { event in

@@ -51,12 +51,7 @@ extension Dashboard {
 
     func jobs(_ request: Request) async throws -> Response {
         let session = try await session(request, section: .jobs)
-        let parameters = request.uri.queryParameters
-        func text(_ name: String) -> String? {
-            parameters[Substring(name)].map(String.init).flatMap {
-                $0.trimmingCharacters(in: .whitespaces).isEmpty ? nil : $0
-            }
-        }
+        func text(_ name: String) -> String? { Self.parameter(name, of: request) }
         let state = text("state").flatMap { JobState(rawValue: $0) == nil ? nil : $0 }
         let (from, to) = (text("from").flatMap(Self.minute), text("to").flatMap(Self.minute))
         let listed = try await asCaller(session, ["listJobs"]) {
@@ -69,10 +64,7 @@ extension Dashboard {
             ).ok.body.json
         }
         let now = Date()
-        var kept = URLComponents()
-        kept.queryItems = ["state", "queue", "lane", "task", "error", "from", "to"].compactMap { name in
-            text(name).map { URLQueryItem(name: name, value: $0) }
-        }
+        let kept = Self.filters(["state", "queue", "lane", "task", "error", "from", "to"], of: request)
         let filters = kept.percentEncodedQuery ?? ""
         let jobs = Jobs(
             rows: listed.jobs.map { job in

@@ -25,6 +25,12 @@ BATON_API_TOKEN=$token BATON_LOG_LEVEL=warning "$baton" dev --data "$work/pgdata
     >"$work/dev.out" 2>"$work/dev.err" &
 dev=$!
 cleanup() {
+    # A server that died under the run leaves its last words here (a Swift runtime trap prints
+    # "Fatal error: …" on standard error, which would otherwise go with $work).
+    if ! kill -0 "$dev" 2>/dev/null; then
+        echo "baton dev exited during the run; the end of its standard error:" >&2
+        tail -n 40 "$work/dev.err" >&2
+    fi
     kill -INT "$dev" 2>/dev/null && wait "$dev" 2>/dev/null || true
     rm -rf "$work"
 }

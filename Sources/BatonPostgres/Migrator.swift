@@ -5,12 +5,13 @@ import PostgresNIO
 /// Applies the SQL files of `migrations/` (compiled into the binary) that the database lacks, then
 /// the functions of `migrations/functions/`.
 ///
-/// A numbered file (tables, types, indexes) is applied once, in its own transaction, in file-name
-/// order, and recorded in `<schema>.migrations`. The functions are all replaced (`CREATE OR
-/// REPLACE`) on every run, in one transaction: a change to a function is a diff of its file. A
+/// A numbered file (tables, types, indexes) is applied once, in file-name order, and recorded in
+/// `<schema>.migrations`. The functions are all replaced (`CREATE OR REPLACE`) on every run: a
+/// change to a function is a diff of its file. A run is one transaction: the files it lacked,
+/// their records and the functions commit together, or nothing does. A
 /// function's signature is a contract with running workers of the previous version: change it
-/// under a new name, and drop the old one in a numbered file once no release calls it. A session
-/// advisory lock makes concurrent runs (many workers starting at once) wait for each other.
+/// under a new name, and drop the old one in a numbered file once no release calls it. Concurrent runs
+/// (many workers starting at once) wait for each other (``migrate(on:)``).
 public struct Migrator: Sendable {
     public struct Migration: Sendable, Hashable {
         public var version: Int
@@ -46,9 +47,14 @@ public struct Migrator: Sendable {
     }
 
     /// Applies what is missing on one connection; returns the files applied.
+    ///
+    /// Runs wait for each other on a session advisory lock (Baton's namespace, "migr"), taken by
+    /// this function only: one lock for every schema of the cluster, not one per schema. Schema
+    /// changes of many backends at once flood every backend's catalog caches with invalidations:
+    /// 250 schemas migrated at once (the test suite, one schema per test, 2026-11-26) made new
+    /// connections to the cluster take over 5 s. (The tests now copy one migrated database.)
     @discardableResult
     public func migrate(on connection: PostgresConnection) async throws -> [String] {
-        // Only this function takes this session lock; its keys are Baton's namespace and "migr".
         try await connection.perform("SELECT pg_advisory_lock(1650553966, 1835100530)", logger: logger)
         do {
             let applied = try await applyMissing(on: connection)
@@ -98,6 +104,10 @@ public struct Migrator: Sendable {
         try await connection.perform("SELECT pg_temp.baton_execute(\(sql))", logger: logger)
     }
 
+    /// The missing files, their records and every function, in one transaction of a few round
+    /// trips: a schema is at one version or the next, never between, and a fresh one is made in
+    /// one statement (a file at a time took a hundred round trips, which on a loaded machine, or
+    /// far from the database, is what a migration cost).
     private func applyMissing(on connection: PostgresConnection) async throws -> [String] {
         try await connection.perform("CREATE SCHEMA IF NOT EXISTS \(unescaped: schema)", logger: logger)
         try await connection.perform(
@@ -109,23 +119,23 @@ public struct Migrator: Sendable {
         for row in try await connection.rows("SELECT version FROM \(unescaped: schema).migrations", logger: logger) {
             done.insert(try row.decode(Int.self))
         }
-        var applied: [String] = []
-        for migration in Self.migrations.sorted(by: { $0.version < $1.version }) where !done.contains(migration.version)
-        {
-            try await connection.withTransaction(logger: logger) { connection in
-                try await execute(migration.sql, on: connection)
-                try await connection.perform(
-                    "INSERT INTO migrations (version, file) VALUES (\(migration.version), \(migration.file))",
-                    logger: logger)
-            }
-            logger.info("migrated", metadata: ["file": "\(migration.file)", "schema": "\(schema)"])
-            applied.append(migration.file)
-        }
-        // Every function in one statement, one transaction.
+        let missing = Self.migrations.sorted(by: { $0.version < $1.version }).filter { !done.contains($0.version) }
         try await connection.withTransaction(logger: logger) { connection in
-            try await execute(Self.functions.map(\.sql).joined(separator: "\n"), on: connection)
+            // A `;` between files ends a last statement written without one.
+            try await execute(
+                (missing.map(\.sql) + Self.functions.map(\.sql)).joined(separator: "\n;\n"), on: connection)
+            if !missing.isEmpty {
+                try await connection.perform(
+                    """
+                    INSERT INTO migrations (version, file)
+                    SELECT * FROM unnest(\(missing.map(\.version))::int[], \(missing.map(\.file))::text[])
+                    """, logger: logger)
+            }
+        }
+        for migration in missing {
+            logger.info("migrated", metadata: ["file": "\(migration.file)", "schema": "\(schema)"])
         }
         logger.debug("functions replaced", metadata: ["count": "\(Self.functions.count)", "schema": "\(schema)"])
-        return applied
+        return missing.map(\.file)
     }
 }

@@ -144,7 +144,7 @@ public struct DatabaseConfiguration: Sendable {
                 host: host, port: port, username: username, password: password, database: database, tls: tls)
         }
         configuration.options.maximumConnections = maximumConnections
-        configuration.options.connectTimeout = .seconds(5)
+        configuration.options.connectTimeout = DatabasePool.connectTimeout
         return PostgresClient(configuration: configuration, backgroundLogger: logger)
     }
 
@@ -179,7 +179,7 @@ public struct DatabaseConfiguration: Sendable {
             configuration = .init(
                 host: host, port: port, username: username, password: password, database: database, tls: tls)
         }
-        configuration.options.connectTimeout = .seconds(5)
+        configuration.options.connectTimeout = TimeAmount(DatabasePool.connectTimeout)
         return configuration
     }
 

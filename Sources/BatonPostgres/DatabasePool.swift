@@ -50,6 +50,12 @@ public final class DatabasePool: Service, Sendable {
     public static let leaseTimeout = Duration.seconds(10)
     /// How often an absent database is tried.
     public static let probeInterval = Duration.milliseconds(250)
+    /// How long a new connection may take (TCP, TLS, start-up, authentication) before the database
+    /// is judged not to answer: the pool's connections, single ones and the probe alike. A probe
+    /// may not be quicker to give up than the pool: a server busy starting a hundred backends at
+    /// once on two cores took over 2 s to accept one (the test suite's start, 2026-11-26), and a
+    /// busy database is not an absent one.
+    public static let connectTimeout = Duration.seconds(5)
 
     public init(configuration: DatabaseConfiguration, logger: Logger) {
         self.configuration = configuration
@@ -283,7 +289,6 @@ public final class DatabasePool: Service, Sendable {
             logger.error("cannot probe the database", metadata: ["error": "\(error)"])
             return
         }
-        probe.options.connectTimeout = .seconds(2)
         while !Task.isCancelled {
             do {
                 let connection = try await PostgresConnection.connect(configuration: probe, id: 0, logger: logger)

@@ -4,51 +4,68 @@ import LocalPostgres
 import Logging
 import PostgresNIO
 
-/// A database for a test: a fresh schema, migrated, in the cluster at `BATON_TEST_DATABASE_URL`,
-/// or else in a throwaway local cluster started once per test process and stopped at exit.
+/// A database for a test: a copy of a migrated template, in the cluster at
+/// `BATON_TEST_DATABASE_URL`, or else in a throwaway local cluster started once per test process
+/// and stopped at exit.
+///
+/// A copy, not a schema migrated per test: the suite runs some 250 of them at once, and
+/// migrations take one lock for the whole cluster (``Migrator/migrate(on:)``): one at a time, on
+/// two loaded cores, the last waited almost two minutes for its turn (2026-11-26). A copy is a
+/// copy (`CREATE DATABASE … TEMPLATE`), with no schema change to wait for.
 public struct TestDatabase: Sendable {
     public let configuration: DatabaseConfiguration
     public let pool: DatabasePool
     package let store: Store
     public let logger: Logger
-    /// The database URL with this test's schema (`?schema=`), for worker processes.
+    /// The database URL of this test's database and schema (`?schema=`), for worker processes.
     public let url: String
 
-    /// Runs `body` with a new schema (in the database at `baseURL`, else the shared one); drops it
-    /// afterwards.
+    /// The schema Baton's tables are in, in every test's database.
+    public static let schema = "baton"
+
+    /// Runs `body` with a new database (in the cluster at `baseURL`, else the shared one); drops
+    /// it afterwards.
     public static func with<T: Sendable>(
         baseURL given: String? = nil, _ body: @Sendable (TestDatabase) async throws -> T
     ) async throws -> T {
         let baseURL: String
         if let given { baseURL = given } else { baseURL = try await Cluster.shared.url() }
-        let schema = "t_" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
-        let url = baseURL + (baseURL.contains("?") ? "&" : "?") + "schema=\(schema)"
         var logger = Logger(label: "baton.test")
         logger.logLevel =
             ProcessInfo.processInfo.environment["BATON_TEST_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) }
             ?? .warning
+        let template = try await Templates.shared.template(in: baseURL, logger: logger)
+        let name = "t_" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
+        try await Templates.shared.copy(template, to: name, in: baseURL, logger: logger)
+        let url = try Templates.url(baseURL, database: name, schema: schema)
         var configuration = try DatabaseConfiguration(url: url)
         configuration.maximumConnections = 10
         let pool = DatabasePool(configuration: configuration, logger: logger)
         let database = TestDatabase(
             configuration: configuration, pool: pool, store: Store(pool: pool, logger: logger), logger: logger,
             url: url)
-        return try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addImmediateTask {
-                await pool.run()
-                return nil
-            }
-            defer { group.cancelAll() }
-            try await Migrator(schema: schema, logger: logger).migrate(pool)
-            do {
-                let result = try await body(database)
-                try await pool.perform("DROP SCHEMA \(unescaped: schema) CASCADE", logger: logger)
-                return result
-            } catch {
-                try? await pool.perform("DROP SCHEMA \(unescaped: schema) CASCADE", logger: logger)
-                throw error
-            }
-        }
+        return try await run(
+            {
+                try await withThrowingTaskGroup(of: T?.self) { group in
+                    group.addImmediateTask {
+                        await pool.run()
+                        return nil
+                    }
+                    defer { group.cancelAll() }
+                    do {
+                        return try await body(database)
+                    } catch let error as PSQLError {
+                        // Its description hides what the server said.
+                        throw TestFailure(String(reflecting: error))
+                    }
+                }
+            },
+            thenAlways: {
+                // FORCE: a worker process a failed test left running must not keep the database.
+                try await Templates.administer(baseURL, logger: logger) { connection in
+                    try await connection.perform("DROP DATABASE \(unescaped: name) WITH (FORCE)", logger: logger)
+                }
+            })
     }
 
     /// Rows of a one-column query.
@@ -85,6 +102,114 @@ extension TestDatabase {
 public struct TestFailure: Error, CustomStringConvertible {
     public var description: String
     public init(_ description: String) { self.description = description }
+}
+
+/// The migrated databases tests copy, one per cluster: `baton_template_` and a digest of the
+/// migrations, so that a cluster named by `BATON_TEST_DATABASE_URL` keeps one per version of the
+/// schema across runs (drop them with the rest when done).
+actor Templates {
+    static let shared = Templates()
+    private var made: [String: Task<String, any Error>] = [:]
+
+    private var copying = 0
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+    /// How many copies are made at once. The whole suite starts at once: some 250 copies at once
+    /// made new connections of every test wait over 5 s on two cores. In turns, they are done in
+    /// seconds, and the tests start in turn. (Copied through the WAL, PostgreSQL 15's default, a
+    /// copy takes no checkpoint: 83 ms here, where `STRATEGY FILE_COPY` took 238.)
+    private static let copiesAtOnce = 4
+
+    /// Makes database `name` a copy of `template`, in turn.
+    func copy(_ template: String, to name: String, in baseURL: String, logger: Logger) async throws {
+        if copying < Self.copiesAtOnce {
+            copying += 1
+        } else {
+            await withCheckedContinuation { waiting.append($0) }
+        }
+        // The turn passes to the next in line, or ends.
+        defer { if waiting.isEmpty { copying -= 1 } else { waiting.removeFirst().resume() } }
+        try await Self.administer(baseURL, logger: logger) { connection in
+            try await connection.perform(
+                "CREATE DATABASE \(unescaped: name) TEMPLATE \(unescaped: template)", logger: logger)
+        }
+    }
+
+    /// The template in the cluster at `baseURL`, made on first need.
+    func template(in baseURL: String, logger: Logger) async throws -> String {
+        let making = made[baseURL] ?? Task { try await Self.make(in: baseURL, logger: logger) }
+        made[baseURL] = making
+        return try await making.value
+    }
+
+    /// Made under a name of its own, then renamed: whoever renames first wins, and no one copies a
+    /// template that is still being migrated (a copy needs it without connections).
+    private static func make(in baseURL: String, logger: Logger) async throws -> String {
+        let name = "baton_template_" + digest(Migrator.migrations.map(\.sql) + Migrator.functions.map(\.1))
+        let exists = try await administer(baseURL, logger: logger) { connection in
+            try await !connection.read("SELECT 1 FROM pg_database WHERE datname = \(name)", logger: logger).isEmpty
+        }
+        if exists { return name }
+        let draft = name + "_" + String(UInt32.random(in: 0...UInt32.max), radix: 36)
+        try await administer(baseURL, logger: logger) { connection in
+            try await connection.perform("CREATE DATABASE \(unescaped: draft)", logger: logger)
+        }
+        let configuration = try DatabaseConfiguration(url: url(baseURL, database: draft, schema: TestDatabase.schema))
+        let connection = try await PostgresConnection.connect(
+            configuration: try configuration.connectionConfiguration, id: 0, logger: logger)
+        do {
+            try await Migrator(schema: TestDatabase.schema, logger: logger).migrate(on: connection)
+            try await connection.close()
+        } catch {
+            try? await connection.close()
+            throw error
+        }
+        try await administer(baseURL, logger: logger) { connection in
+            try await connection.perform(
+                "ALTER DATABASE \(unescaped: draft) WITH ALLOW_CONNECTIONS false IS_TEMPLATE true", logger: logger)
+            do {
+                try await connection.perform(
+                    "ALTER DATABASE \(unescaped: draft) RENAME TO \(unescaped: name)", logger: logger)
+            } catch let error as PSQLError where error.serverInfo?[.sqlState] == "42P04" {
+                // Another test process made it meanwhile.
+                try await connection.perform("ALTER DATABASE \(unescaped: draft) IS_TEMPLATE false", logger: logger)
+                try await connection.perform("DROP DATABASE \(unescaped: draft)", logger: logger)
+            }
+        }
+        return name
+    }
+
+    /// Runs `body` on a connection of its own to the database of `baseURL`.
+    static func administer<T: Sendable>(
+        _ baseURL: String, logger: Logger, _ body: (PostgresConnection) async throws -> T
+    ) async throws -> T {
+        let configuration = try DatabaseConfiguration(url: baseURL)
+        do {
+            let connection = try await PostgresConnection.connect(
+                configuration: try configuration.connectionConfiguration, id: 0, logger: logger)
+            return try await run({ try await body(connection) }, thenAlways: { try? await connection.close() })
+        } catch let error as PSQLError {
+            // PSQLError's description hides what the server said.
+            throw TestFailure("\(configuration.displayAddress): \(DatabaseConfiguration.describe(error))")
+        }
+    }
+
+    /// `baseURL` naming `database` and `schema`.
+    static func url(_ baseURL: String, database: String, schema: String) throws -> String {
+        guard var components = URLComponents(string: baseURL) else { throw TestFailure("not a URL: \(baseURL)") }
+        components.path = "/" + database
+        components.queryItems = (components.queryItems ?? []) + [URLQueryItem(name: "schema", value: schema)]
+        guard let url = components.string else { throw TestFailure("not a URL: \(baseURL)") }
+        return url
+    }
+
+    /// FNV-1a, 64 bits, of `texts`, in hex: a name that changes when the migrations do.
+    private static func digest(_ texts: [String]) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in texts.joined(separator: "\u{0}").utf8 {
+            hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
+        }
+        return String(hash, radix: 16)
+    }
 }
 
 /// The process-wide cluster the tests share.

@@ -280,9 +280,11 @@ struct OperatorTests {
                 admin.database = "template1"
                 let outside = try await PostgresConnection.connect(
                     configuration: admin, id: 1, logger: server.db.logger)
-                try await outside.perform("ALTER DATABASE postgres ALLOW_CONNECTIONS false", logger: server.db.logger)
+                let database = try #require(server.db.configuration.database)
                 try await outside.perform(
-                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'postgres'",
+                    "ALTER DATABASE \(unescaped: database) ALLOW_CONNECTIONS false", logger: server.db.logger)
+                try await outside.perform(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = \(database)",
                     logger: server.db.logger)
                 do {
                     let refused = try await server.call(.POST, "/v1/jobs?unchecked=true", body: job)
@@ -293,7 +295,8 @@ struct OperatorTests {
                 } catch {
                     Issue.record(error)
                 }
-                try await outside.perform("ALTER DATABASE postgres ALLOW_CONNECTIONS true", logger: server.db.logger)
+                try await outside.perform(
+                    "ALTER DATABASE \(unescaped: database) ALLOW_CONNECTIONS true", logger: server.db.logger)
                 try await outside.close()
                 try await eventually("the database to take requests again") {
                     try await server.call(.POST, "/v1/jobs?unchecked=true", body: job).status == 201

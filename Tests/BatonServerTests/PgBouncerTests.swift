@@ -23,14 +23,16 @@ struct PgBouncerTests {
                 // Migrated directly (`baton migrate` takes a session lock), as documented.
                 try await TestDatabase.with(baseURL: server.url) { db async throws in
                     let schema = db.configuration.schema
+                    let viaBouncer =
+                        bouncer.url(database: try #require(db.configuration.database)) + "&schema=\(schema)"
                     try await db.createRunsTable()
                     var environment: [String: String?] = [
-                        "BATON_DATABASE_URL": bouncer.url() + "&schema=\(schema)", "BATON_DATABASE_POOL_SIZE": "8",
+                        "BATON_DATABASE_URL": viaBouncer, "BATON_DATABASE_POOL_SIZE": "8",
                         "BATON_API_TOKENS": "admin:pgbouncer-test-token-0123", "BATON_API_TOKEN": nil,
                         "DATABASE_URL": nil,
                         "BATON_DATABASE_LISTEN_URL": nil, "BATON_TEST_LOG_LEVEL": "info",
                     ]
-                    if mode == .transaction { environment["BATON_DATABASE_LISTEN_URL"] = server.url }
+                    if mode == .transaction { environment["BATON_DATABASE_LISTEN_URL"] = db.url }
 
                     let api = try await ChildProcess(
                         try ChildProcess.builtBinary("baton"), ["serve", "--port", "0"], environment: environment)
@@ -39,7 +41,7 @@ struct PgBouncerTests {
                         workers.append(
                             try await ChildProcess(
                                 try ChildProcess.builtBinary("BatonTestWorker"),
-                                [bouncer.url() + "&schema=\(schema)", "default:8", "2000", "5000"],
+                                [viaBouncer, "default:8", "2000", "5000"],
                                 environment: environment))
                     }
                     defer {

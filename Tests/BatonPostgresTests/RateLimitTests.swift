@@ -109,7 +109,8 @@ extension RateLimitTests {
             let paused = try await db.store.claimCountingTokens(queue: "default", limit: 10, worker: "w")
             #expect(paused.jobs.isEmpty, "the key gives no token while paused")
             let wait = try #require(paused.nextToken)
-            #expect(wait > .seconds(59) && wait <= .seconds(60))
+            // What is left of the minute (less what a loaded machine took since), not a token's 10 ms.
+            #expect(wait > .seconds(50) && wait <= .seconds(60))
         }
     }
 }

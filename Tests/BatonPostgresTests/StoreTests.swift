@@ -111,14 +111,16 @@ struct StoreTests {
         }
     }
 
+    /// Its time comes by moving it (the database's clock is the one that counts): a time a moment
+    /// ahead may already have passed when a loaded machine has enqueued it.
     @Test func aScheduledJobWaitsForItsTime() async throws {
         try await TestDatabase.with { db async throws in
-            let enqueued = try await db.store.enqueue([job([.task("noop")], runAt: Date().addingTimeInterval(0.3))])
+            let enqueued = try await db.store.enqueue([job([.task("noop")], runAt: Date().addingTimeInterval(3600))])
             #expect(enqueued[0].state == .scheduled)
             #expect(try await db.store.claim(queue: "default", limit: 10, worker: "w").isEmpty)
-            try await eventually("the job to be due") {
-                try await db.store.promoteDue(limit: 10) == ["default"]
-            }
+            #expect(try await db.store.promoteDue(limit: 10).isEmpty)
+            try await db.pool.perform("UPDATE \(unescaped: db.configuration.schema).jobs SET run_at = now()")
+            #expect(try await db.store.promoteDue(limit: 10) == ["default"])
             #expect(try await db.store.claim(queue: "default", limit: 10, worker: "w").map(\.id) == [enqueued[0].id])
         }
     }

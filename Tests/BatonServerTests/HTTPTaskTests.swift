@@ -733,7 +733,7 @@ struct HTTPTaskTests {
                 return count == 1
             }
             return first
-                ? TargetServer.text("slow down", status: .tooManyRequests, headers: [.retryAfter: "2"])
+                ? TargetServer.text("slow down", status: .tooManyRequests, headers: [.retryAfter: "60"])
                 : TargetServer.json(["ok": true])
         }) { target async throws in
             try await withServer { server async throws in
@@ -756,14 +756,12 @@ struct HTTPTaskTests {
                 _ = try await server.job(limited) { $0["state"] == "retryable" }
                 let sameKey = try await server.enqueue(call("/same", rate: "partner"))
                 let otherKey = try await server.enqueue(call("/other", rate: "other"))
-                for id in [limited, sameKey, otherKey] {
-                    #expect(try await Self.finished(server, id)["state"] == "completed")
-                }
-                let refused = try #require(target.received(path: "/limited").first?.at)
-                let same = try #require(target.received(path: "/same").first?.at)
-                let other = try #require(target.received(path: "/other").first?.at)
-                #expect(same - refused >= .milliseconds(1900), "the key's next stage waited \(same - refused)")
-                #expect(other - refused < .milliseconds(1900), "another key's stage waited \(other - refused)")
+                // Told apart by order, not by time (a loaded machine makes any bound a guess):
+                // another key's stage runs while the paused key's next one is held for the minute.
+                #expect(try await Self.finished(server, otherKey)["state"] == "completed")
+                #expect(target.received(path: "/same").isEmpty, "the paused key's next stage ran")
+                #expect(try await server.call(.GET, "/v1/jobs/\(sameKey)")["state"] != "completed")
+
             }
         }
     }

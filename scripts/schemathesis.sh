@@ -28,8 +28,13 @@ cleanup() {
     # A server that died under the run leaves its last words here (a Swift runtime trap prints
     # "Fatal error: …" on standard error, which would otherwise go with $work).
     if ! kill -0 "$dev" 2>/dev/null; then
-        echo "baton dev exited during the run; the end of its standard error:" >&2
-        tail -n 40 "$work/dev.err" >&2
+        echo "baton dev exited during the run; its standard error from the crash on:" >&2
+        # The backtracer's report starts at "Program crashed"; its end is only registers.
+        if grep -q "Program crashed\|Fatal error" "$work/dev.err"; then
+            sed -n '/Program crashed\|Fatal error/,+80p' "$work/dev.err" >&2
+        else
+            tail -n 40 "$work/dev.err" >&2
+        fi
     fi
     kill -INT "$dev" 2>/dev/null && wait "$dev" 2>/dev/null || true
     rm -rf "$work"

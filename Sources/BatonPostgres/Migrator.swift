@@ -8,10 +8,10 @@ import PostgresNIO
 /// A numbered file (tables, types, indexes) is applied once, in file-name order, and recorded in
 /// `<schema>.migrations`. The functions are all replaced (`CREATE OR REPLACE`) on every run: a
 /// change to a function is a diff of its file. A run is one transaction: the files it lacked,
-/// their records and the functions commit together, or nothing does. A
-/// function's signature is a contract with running workers of the previous version: change it
-/// under a new name, and drop the old one in a numbered file once no release calls it. Concurrent runs
-/// (many workers starting at once) wait for each other (``migrate(on:)``).
+/// their records and the functions commit together, or nothing does. A function's signature is a
+/// contract with running workers of the previous version: change it under a new name, and drop
+/// the old one in a numbered file once no release calls it. Concurrent runs (many workers starting
+/// at once) wait for each other (``migrate(on:)``).
 public struct Migrator: Sendable {
     public struct Migration: Sendable, Hashable {
         public var version: Int

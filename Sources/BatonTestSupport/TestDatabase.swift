@@ -10,8 +10,8 @@ import PostgresNIO
 ///
 /// A copy, not a schema migrated per test: the suite runs some 250 of them at once, and
 /// migrations take one lock for the whole cluster (``Migrator/migrate(on:)``): one at a time, on
-/// two loaded cores, the last waited almost two minutes for its turn (2026-11-26). A copy is a
-/// copy (`CREATE DATABASE … TEMPLATE`), with no schema change to wait for.
+/// two loaded cores, the last waited almost two minutes for its turn (2026-11-26). A copy
+/// (`CREATE DATABASE … TEMPLATE`) makes no schema change and waits for none.
 public struct TestDatabase: Sendable {
     public let configuration: DatabaseConfiguration
     public let pool: DatabasePool
@@ -56,7 +56,7 @@ public struct TestDatabase: Sendable {
                         return try await body(database)
                     } catch let error as PSQLError {
                         // Its description hides what the server said.
-                        throw TestFailure(String(reflecting: error))
+                        throw TestFailure(DatabaseConfiguration.describe(error))
                     }
                 }
             },
@@ -153,15 +153,8 @@ actor Templates {
         try await administer(baseURL, logger: logger) { connection in
             try await connection.perform("CREATE DATABASE \(unescaped: draft)", logger: logger)
         }
-        let configuration = try DatabaseConfiguration(url: url(baseURL, database: draft, schema: TestDatabase.schema))
-        let connection = try await PostgresConnection.connect(
-            configuration: try configuration.connectionConfiguration, id: 0, logger: logger)
-        do {
+        try await administer(url(baseURL, database: draft, schema: TestDatabase.schema), logger: logger) { connection in
             try await Migrator(schema: TestDatabase.schema, logger: logger).migrate(on: connection)
-            try await connection.close()
-        } catch {
-            try? await connection.close()
-            throw error
         }
         try await administer(baseURL, logger: logger) { connection in
             try await connection.perform(
@@ -178,7 +171,7 @@ actor Templates {
         return name
     }
 
-    /// Runs `body` on a connection of its own to the database of `baseURL`.
+    /// Runs `body` on a connection of its own to the database of `baseURL` (or any URL).
     static func administer<T: Sendable>(
         _ baseURL: String, logger: Logger, _ body: (PostgresConnection) async throws -> T
     ) async throws -> T {

@@ -186,6 +186,12 @@ public struct RateLimit: Sendable, Hashable {
     public static let rates = 1...1_000_000
     public static let periods = Duration.milliseconds(1)...Duration.seconds(31 * 86_400)
 
+    /// Whether `key` limits a whole queue (`queue:NAME`) or lane (`lane:NAME`), or a prefix of
+    /// them (`lane:customer-*`): the key of every task stage there that names none itself.
+    public static func isScoped(_ key: String) -> Bool {
+        key.hasPrefix("queue:") || key.hasPrefix("lane:")
+    }
+
     public init(
         key: String, rate: Int, per: Duration, burst: Int? = nil, tokens: Double? = nil,
         source: SettingSource = .api, updatedAt: Date = Date()

@@ -3,6 +3,8 @@ import Foundation
 import PostgresNIO
 
 /// Rate limits: a token bucket per key, spent by `claim_for` as it claims the stages naming it.
+/// A key `queue:NAME` or `lane:NAME` (or a prefix of either) is named for the task stages of that
+/// queue or lane that name no key themselves (`stage_rate_key`).
 extension Store {
     /// Every rate limit set, by key (the buckets a prefix made for its keys aside), its bucket
     /// refilled to now (read only: the claim refills it).
@@ -54,7 +56,7 @@ extension Store {
 
     private func setRateLimit(_ limit: RateLimit, on connection: PostgresConnection) async throws {
         try await forgetPrefixBuckets(under: limit.key, on: connection)
-        _ = try await connection.rows(
+        let rows = try await connection.rows(
             """
             INSERT INTO \(unescaped: schema).rate_limits AS r (key, rate, per_ms, burst, tokens, source)
             VALUES (\(limit.key), \(limit.rate)::int, \(limit.per.milliseconds), \(limit.burst)::int,
@@ -63,7 +65,19 @@ extension Store {
                 rate = excluded.rate, per_ms = excluded.per_ms, burst = excluded.burst, source = excluded.source,
                 tokens = least(excluded.burst, r.tokens + extract(epoch FROM now() - r.refilled_at) * 1000.0 * r.rate / r.per_ms),
                 refilled_at = now(), updated_at = now()
+            RETURNING xmax = 0
             """, logger: logger)
+        // A new limit on a queue or lane binds its stages already waiting (a changed one binds
+        // the same stages).
+        if try rows.first?.decode(Bool.self) == true { try await rekeyStages(under: limit.key, on: connection) }
+    }
+
+    /// After a limit on a whole queue or lane appeared or went: its waiting stages that name no
+    /// key take the key they resolve to now.
+    private func rekeyStages(under key: String, on connection: PostgresConnection) async throws {
+        guard RateLimit.isScoped(key) else { return }
+        _ = try await connection.rows(
+            "SELECT \(unescaped: schema).rekey_scoped_stages(\(key))", logger: logger)
     }
 
     /// Deletes the buckets a prefix made for its keys (`key`, a prefix: each is made afresh, from
@@ -85,6 +99,7 @@ extension Store {
             let rows = try await connection.rows(
                 "DELETE FROM \(unescaped: self.schema).rate_limits WHERE key = \(key) RETURNING key",
                 logger: self.logger)
+            if !rows.isEmpty { try await self.rekeyStages(under: key, on: connection) }
             return (!rows.isEmpty, rows.isEmpty ? [] : [AuditChange("deleteRateLimit", "rate-limit:\(key)")])
         }
     }
@@ -101,16 +116,22 @@ extension Store {
                 owned.source = .settings
                 try await self.setRateLimit(owned, on: connection)
             }
-            _ = try await connection.rows(
+            let deleted = try await connection.rows(
                 """
                 DELETE FROM \(unescaped: self.schema).rate_limits
                 WHERE source = 'settings' AND key <> ALL(\(limits.map(\.key)))
+                RETURNING key
                 """, logger: self.logger)
+            for row in deleted { try await self.rekeyStages(under: try row.decode(String.self), on: connection) }
         }
     }
 
     private static func check(_ limit: RateLimit) throws {
         try ChainDefinition.checkName(limit.key, path: "key", what: "rate limit key")
+        guard !RateLimit.isScoped(limit.key) || !limit.key.hasSuffix(":") else {
+            throw BatonError.invalidChain(
+                path: "key", reason: "\"\(limit.key)\" names no queue or lane: add its name (or a prefix ending in *)")
+        }
         guard RateLimit.rates.contains(limit.rate) else {
             throw BatonError.invalidChain(path: "rate", reason: "a rate is 1 to 1000000 starts per period")
         }

@@ -275,6 +275,7 @@ extension Store {
         for (index, event) in events.enumerated() {
             switch event {
             case "applied": result.applied.insert(ids[index])
+            case "handed-on": result.handedOn.insert(ids[index])
             case "wake": result.woken.insert(queueNames[index])
             case "finished": result.finished.append(ids[index])
             case "claimed":

@@ -19,9 +19,25 @@ import Synchronization
 /// On graceful shutdown it writes what it holds and returns (the ``StageRunner``, shut down before
 /// it, has no stage left to submit); cancelled, it leaves the rest to the lease.
 final class Completer: Service, Sendable {
+    /// What became of an outcome its submitter waited for.
+    enum Committed: Equatable {
+        /// It took effect: a hop's next stage is this worker's to run.
+        case applied
+        /// A hop took effect as an advance: the next stage's queue is rate limited as a whole, so
+        /// it starts with a token, which only a claim takes.
+        case handedOn
+        /// The job was no longer this worker's to finish (cancelled, or rescued after a lost lease).
+        case notApplied
+
+        init(_ job: Int64, in result: AppliedOutcomes) {
+            self =
+                !result.applied.contains(job) ? .notApplied : result.handedOn.contains(job) ? .handedOn : .applied
+        }
+    }
+
     private struct Pending {
         var outcome: Outcome
-        var done: CheckedContinuation<Bool, Never>?
+        var done: CheckedContinuation<Committed, Never>?
     }
 
     private struct State {
@@ -93,16 +109,15 @@ final class Completer: Service, Sendable {
         }
     }
 
-    /// Queues `outcome` and returns once it is committed: true if it took effect, false if the job
-    /// was no longer this worker's to finish (cancelled, or rescued after a lost lease).
-    func submitAndWait(_ outcome: Outcome) async -> Bool {
+    /// Queues `outcome` and returns once it is committed, with what became of it.
+    func submitAndWait(_ outcome: Outcome) async -> Committed {
         await withCheckedContinuation { continuation in
             let accepted = state.withLock { state -> Bool in
                 guard !state.finished else { return false }
                 state.buffer.append(Pending(outcome: outcome, done: continuation))
                 return true
             }
-            if accepted { wake() } else { continuation.resume(returning: false) }
+            if accepted { wake() } else { continuation.resume(returning: .notApplied) }
         }
     }
 
@@ -172,7 +187,7 @@ final class Completer: Service, Sendable {
             }
             return (state.buffer, state.held)
         }
-        for pending in abandoned.0 { pending.done?.resume(returning: false) }
+        for pending in abandoned.0 { pending.done?.resume(returning: .notApplied) }
         for submitter in abandoned.1 { submitter.resume() }
     }
 
@@ -197,10 +212,10 @@ final class Completer: Service, Sendable {
                 handOver(result.claimed, reserved: reserved)
                 afterCommit(result)
                 for pending in batch {
-                    let applied = result.applied.contains(pending.outcome.jobID)
+                    let committed = Committed(pending.outcome.jobID, in: result)
                     if let done = pending.done {
-                        done.resume(returning: applied)
-                    } else if !applied {
+                        done.resume(returning: committed)
+                    } else if committed == .notApplied {
                         logger.notice(
                             "outcome not applied: the job is no longer this worker's",
                             metadata: ["job": "\(pending.outcome.jobID)", "stage": "\(pending.outcome.stage)"])
@@ -220,7 +235,7 @@ final class Completer: Service, Sendable {
             } catch {
                 handOver([], reserved: reserved)
                 if Task.isCancelled {
-                    for pending in batch { pending.done?.resume(returning: false) }
+                    for pending in batch { pending.done?.resume(returning: .notApplied) }
                     return
                 }
                 // The connection is gone: keep the batch and retry until the database is back.
@@ -235,18 +250,19 @@ final class Completer: Service, Sendable {
 
     /// Applies one outcome, retrying while the database is away; an outcome the database refuses
     /// is recorded as a permanent failure instead, so that its job does not stay running.
-    private func applyAlone(_ outcome: Outcome) async -> Bool {
+    private func applyAlone(_ outcome: Outcome) async -> Committed {
         var backoff = Duration.milliseconds(50)
         var attempt = outcome
         while !Task.isCancelled {
             do {
                 let result = try await store.apply([attempt], worker: workerID)
                 afterCommit(result)
-                return attempt.transition == outcome.transition && result.applied.contains(outcome.jobID)
+                guard attempt.transition == outcome.transition else { return .notApplied }
+                return Committed(outcome.jobID, in: result)
             } catch  where error.isRefusalByDatabase {
                 logger.error(
                     "outcome refused", metadata: ["job": "\(outcome.jobID)", "error": "\(String(reflecting: error))"])
-                guard attempt.transition == outcome.transition else { return false }
+                guard attempt.transition == outcome.transition else { return .notApplied }
                 // Only the SQLSTATE: the refused text itself may be what cannot be stored.
                 let state = (error as? PSQLError)?.serverInfo?[.sqlState] ?? "?"
                 attempt.transition = .discard(
@@ -256,6 +272,6 @@ final class Completer: Service, Sendable {
                 backoff = min(backoff * 2, .seconds(2))
             }
         }
-        return false
+        return .notApplied
     }
 }

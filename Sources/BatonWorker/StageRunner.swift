@@ -119,7 +119,15 @@ final class StageRunner: Service, Sendable {
                 await completer.submit(outcome)
                 return
             }
-            guard await completer.submitAndWait(outcome) else {
+            switch await completer.submitAndWait(outcome) {
+            case .applied:
+                break
+            case .handedOn:
+                logger.debug(
+                    "next stage handed on: its queue is rate limited",
+                    metadata: ["job": "\(job.id)", "stage": "\(target ?? job.stage + 1)"])
+                return
+            case .notApplied:
                 logger.notice(
                     "outcome not applied: the job is no longer this worker's",
                     metadata: ["job": "\(job.id)", "stage": "\(job.stage)", "attempt": "\(job.attempt)"])

@@ -141,3 +141,96 @@ extension RateLimitTests {
         }
     }
 }
+
+/// Limits on a whole queue or lane (`queue:NAME`, `lane:NAME`, or a prefix of either): every task
+/// stage there that names no key of its own counts against it.
+extension RateLimitTests {
+    func plain(_ input: Int, queue: String = "default", lane: String? = nil, rate: String? = nil) -> NewJob {
+        NewJob(
+            chain: ChainDefinition(input: .number(input), stages: [.task("t", lane: lane, rate: rate)]), queue: queue)
+    }
+
+    @Test func aQueueLimitBindsItsStagesThatNameNoKey() async throws {
+        try await TestDatabase.with { db async throws in
+            try await db.store.setRateLimit(RateLimit(key: "queue:mail", rate: 2, per: .seconds(3600)))
+            let mail = try await db.store.enqueue((0..<4).map { plain($0, queue: "mail") }).map(\.id)
+            let own = try await db.store.enqueue([plain(9, queue: "mail", rate: "own")])[0].id
+            let other = try await db.store.enqueue([plain(10)])[0].id
+            let first = try await db.store.claimCountingTokens(queue: "mail", limit: 10, worker: "w")
+            // The stage naming its own (unlimited) key is not bound by the queue's limit.
+            #expect(Set(first.jobs.map(\.id)) == Set(mail.prefix(2) + [own]))
+            #expect(first.nextToken != nil)
+            #expect(try await db.store.claim(queue: "default", limit: 10, worker: "w").map(\.id) == [other])
+            let waiting = try #require(try await db.store.job(mail[2]))
+            #expect(waiting.waitingFor.map(\.kind).contains(.rateLimited))
+            // Deleted, the limit frees its backlog at once.
+            #expect(try await db.store.deleteRateLimit("queue:mail"))
+            #expect(try await db.store.claim(queue: "mail", limit: 10, worker: "w").map(\.id) == Array(mail[2...]))
+        }
+    }
+
+    /// A limit set while stages wait binds them too (they are re-keyed); one on a lane wins over
+    /// the queue's.
+    @Test func aNewQueueOrLaneLimitBindsTheBacklogAlreadyWaiting() async throws {
+        try await TestDatabase.with { db async throws in
+            let backlog = try await db.store.enqueue((0..<3).map { plain($0, queue: "bulk") }).map(\.id)
+            try await db.store.setRateLimit(RateLimit(key: "queue:bulk", rate: 1, per: .seconds(3600)))
+            #expect(try await db.store.claim(queue: "bulk", limit: 10, worker: "w").map(\.id) == [backlog[0]])
+            try await db.store.setRateLimit(RateLimit(key: "lane:tenant-*", rate: 1, per: .seconds(3600)))
+            let laned = try await db.store.enqueue([plain(5, queue: "bulk", lane: "tenant-1")])[0].id
+            // The lane's bucket, not the (empty) queue's, admits it.
+            #expect(try await db.store.claim(queue: "bulk", limit: 10, worker: "w").map(\.id) == [laned])
+        }
+    }
+
+    /// Each lane under a prefix has a bucket of its own; the worker that frees a lane is not handed
+    /// its next stage when the lane has no token (it waits for a claim).
+    @Test func aLanePrefixGivesEachLaneItsOwnRate() async throws {
+        try await TestDatabase.with { db async throws in
+            try await db.store.setRateLimit(RateLimit(key: "lane:customer-*", rate: 1, per: .seconds(3600)))
+            let one = try await db.store.enqueue((0..<2).map { plain($0, lane: "customer-1") }).map(\.id)
+            let two = try await db.store.enqueue([plain(2, lane: "customer-2")])[0].id
+            let free = try await db.store.enqueue([plain(3, lane: "other")])[0].id
+            let claimed = try await db.store.claim(queue: "default", limit: 10, worker: "w")
+            #expect(Set(claimed.map(\.id)) == [one[0], two, free])
+            let applied = try await db.store.apply(
+                [Outcome(jobID: one[0], stage: 0, attempt: 1, transition: .complete(output: "0"))], worker: "w",
+                slots: ["default": 5])
+            #expect(applied.claimed.isEmpty)
+            #expect(try await db.store.job(one[1])?.state == .available)
+            #expect(try await db.store.claim(queue: "default", limit: 10, worker: "w").isEmpty, "no token left")
+        }
+    }
+
+    /// A hop into a stage whose queue is limited is applied as an advance, and the worker is told:
+    /// the stage starts with a token, which only a claim takes.
+    @Test func aHopIntoALimitedQueueIsHandedOn() async throws {
+        try await TestDatabase.with { db async throws in
+            try await db.store.setRateLimit(RateLimit(key: "queue:mail", rate: 1, per: .seconds(3600)))
+            let job = try await db.store.enqueue([
+                NewJob(chain: ChainDefinition(input: 1, stages: [.task("t"), .task("t", queue: "mail")]))
+            ])[0].id
+            #expect(try await db.store.claim(queue: "default", limit: 1, worker: "w").map(\.id) == [job])
+            let applied = try await db.store.apply(
+                [Outcome(jobID: job, stage: 0, attempt: 1, transition: .hop(output: "2", queue: "mail"))], worker: "w")
+            #expect(applied.applied == [job] && applied.handedOn == [job])
+            #expect(applied.woken == ["mail"])
+            let record = try #require(try await db.store.job(job))
+            #expect(record.state == .available && record.stage == 1 && record.queue == "mail")
+            #expect(try await db.store.claim(queue: "mail", limit: 10, worker: "w").map(\.id) == [job])
+        }
+    }
+
+    @Test func aQueueOrLaneKeyMustNameOne() async throws {
+        try await TestDatabase.with { db async throws in
+            for key in ["queue:", "lane:"] {
+                do {
+                    try await db.store.setRateLimit(RateLimit(key: key, rate: 1, per: .seconds(1)))
+                    Issue.record("\(key) accepted")
+                } catch let BatonError.invalidChain(at, reason) {
+                    #expect(at == "key" && reason.contains("names no queue or lane"))
+                }
+            }
+        }
+    }
+}

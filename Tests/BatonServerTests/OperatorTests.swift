@@ -205,6 +205,29 @@ struct OperatorTests {
         }
     }
 
+    /// A limit on a whole queue binds the stages there that name no key, shown as waiting for it;
+    /// a queue or lane key must name one.
+    @Test func aQueueRateLimitIsSetOverHTTPAndShownOnItsStages() async throws {
+        try await withServer(worker: nil) { server async throws in
+            let set = try await server.call(.PUT, "/v1/rate-limits/queue:idle", body: ["rate": 1, "per": "1h"])
+            #expect(set.status == 200, "\(set.text)")
+            #expect(set["key"] == "queue:idle")
+            var ids: [Int64] = []
+            for _ in 0..<2 {
+                ids.append(
+                    try await server.enqueue(["stages": [["task": "noop"]], "queue": "idle"], query: "?unchecked=true"))
+            }
+            #expect(try await server.db.store.claim(queue: "idle", limit: 10, worker: "probe").map(\.id) == [ids[0]])
+            let waiting = try await server.call(.GET, "/v1/jobs/\(ids[1])")
+            let reason = try #require(waiting["waiting_for"]?.items.first { $0["reason"] == "rate-limited" })
+            #expect(reason["message"]?.stringValue?.hasPrefix("waits for a token of rate limit \"queue:idle\"") == true)
+            for key in ["queue:", "lane:"] {
+                let refused = try await server.call(.PUT, "/v1/rate-limits/\(key)", body: ["rate": 1, "per": "1s"])
+                #expect((refused.status, refused["path"]?.stringValue) == (400, "key"), "\(refused.text)")
+            }
+        }
+    }
+
     /// A lane whose head failed and waits to retry is blocked: `?blocked=true` lists only such
     /// lanes, the overview counts them and the lanes page shows them first.
     @Test func blockedLanesAreListedCountedAndShownFirst() async throws {

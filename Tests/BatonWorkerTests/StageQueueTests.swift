@@ -99,4 +99,38 @@ struct StageQueueTests {
             }
         }
     }
+
+    /// A worker serving both queues does not hop into a stage whose queue is rate limited as a
+    /// whole: the database hands it on, and it starts with a token; stages without one wait.
+    @Test func aWorkerHandsOnAStageWhoseQueueIsRateLimited() async throws {
+        try await TestDatabase.with { db async throws in
+            try await db.store.setRateLimit(RateLimit(key: "queue:gpu", rate: 2, per: .seconds(3600)))
+            var both = WorkerConfiguration.test()
+            both.queues = ["default": 8, "gpu": 8]
+            try await withWorker(db, tasks: Self.tasks("both"), configuration: both) { baton, _ async throws in
+                let jobs = try await baton.enqueue(
+                    (0..<3).map { _ in
+                        NewJob(
+                            chain: ChainDefinition(input: [], stages: [.task("where"), .task("where", queue: "gpu")]))
+                    })
+                try await eventually("two jobs to complete and one to wait for a token") {
+                    var records: [JobRecord] = []
+                    for job in jobs { records.append(try await baton.job(job.id)) }
+                    return records.filter { $0.state == .completed }.count == 2
+                        && records.contains { $0.stage == 1 && $0.waitingFor.map(\.kind) == [.rateLimited] }
+                }
+                for job in jobs {
+                    let record = try await baton.job(job.id)
+                    guard record.state == .completed else { continue }
+                    // Claimed, not hopped into: a hop starts at the instant the stage before ended.
+                    #expect(record.results[1].startedAt != record.results[0].finishedAt, "\(record.results)")
+                }
+                try await db.store.deleteRateLimit("queue:gpu")
+                for job in jobs {
+                    try await baton.waitUntilFinished(job.id, timeout: .seconds(30))
+                    #expect(try await baton.job(job.id).output == ["both", "both"])
+                }
+            }
+        }
+    }
 }

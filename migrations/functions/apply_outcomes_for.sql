@@ -14,7 +14,9 @@
 --   await    the stage awaits a signal not yet delivered: the job waits for it, holding no worker,
 --            until `delay_ms` from now (then expire_awaits fails the attempt)
 -- Returns what the caller must act on after commit: ('applied', id), ('wake', queue) for queues
--- with newly available jobs, ('finished', id) for finished jobs someone awaits.
+-- with newly available jobs, ('finished', id) for finished jobs someone awaits, ('handed-on', id)
+-- for a hop applied as an advance (its next stage's queue is rate limited: the worker must not
+-- run it).
 --   p_batch: [{"id", "stage", "attempt", "kind", "output"?, "error"?, "code"?, "details"?, "delay_ms"?,
 --             "lane"?, "target"?, "queue"?, "pause"?}, …]
 -- `target`: the position a hop or advance goes to, when a `goto` or `repeat` chose it (else the next).
@@ -42,6 +44,10 @@ DECLARE
     v_applied applied_outcome[];
     v_repeats boolean;
     v_pauses boolean;
+    -- Whether a limit binds a whole queue or lane: then each stage's key is looked up.
+    v_scoped boolean := scoped_rate_limits();
+    -- Hops handed on, their next stage being rate limited.
+    v_handed bigint[];
 BEGIN
     SELECT array_agg(b.id), array_agg(b.id) FILTER (WHERE b.kind = 'spawn'),
            array_agg(b.lane) FILTER (WHERE b.lane IS NOT NULL), bool_or(b.kind = 'await'),
@@ -59,6 +65,22 @@ BEGIN
     ) x(l) WHERE x.l IS NOT NULL;
     IF v_lanes IS NOT NULL THEN
         PERFORM lock_lanes(v_lanes);
+    END IF;
+
+    -- A hop into a stage whose queue is rate limited as a whole (the worker cannot know; a key the
+    -- stage names it does, and advances instead): the stage starts only with a token, which a
+    -- claim takes, so the hop becomes an advance, and the worker is told ('handed-on').
+    IF v_scoped THEN
+        SELECT array_agg(j.id) INTO v_handed
+        FROM jsonb_to_recordset(p_batch) AS b(id bigint, kind text, target int, queue text)
+        JOIN jobs j ON j.id = b.id
+        WHERE b.kind = 'hop'
+          AND stage_rate_key(j.chain -> coalesce(b.target, j.stage + 1), coalesce(b.queue, j.home_queue, j.queue)) <> '';
+        IF v_handed IS NOT NULL THEN
+            SELECT jsonb_agg(CASE WHEN (e ->> 'id')::bigint = ANY (v_handed) THEN jsonb_set(e, '{kind}', '"advance"')
+                                  ELSE e END)
+            INTO p_batch FROM jsonb_array_elements(p_batch) e;
+        END IF;
     END IF;
 
     WITH b AS (
@@ -96,8 +118,10 @@ BEGIN
                           WHEN b.kind IN ('advance', 'release') THEN now() ELSE j.run_at END,
             lane = CASE WHEN b.kind IN ('hop', 'advance') THEN b.lane ELSE j.lane END,
             queue = CASE WHEN b.kind IN ('hop', 'advance') THEN coalesce(b.queue, j.home_queue, j.queue) ELSE j.queue END,
-            rate_key = CASE WHEN b.kind IN ('hop', 'advance')
-                            THEN coalesce(j.chain -> coalesce(b.target, j.stage + 1) ->> 'rate', '') ELSE j.rate_key END,
+            rate_key = CASE WHEN b.kind NOT IN ('hop', 'advance') THEN j.rate_key
+                            WHEN v_scoped THEN stage_rate_key(j.chain -> coalesce(b.target, j.stage + 1),
+                                                              coalesce(b.queue, j.home_queue, j.queue))
+                            ELSE coalesce(j.chain -> coalesce(b.target, j.stage + 1) ->> 'rate', '') END,
             home_queue = CASE WHEN b.queue IS NOT NULL THEN coalesce(j.home_queue, j.queue) ELSE j.home_queue END,
             -- After the lane lock: entry times follow the order the lock serialises entries in.
             -- A stage repeated in its lane keeps its place: it is promoted again before any other.
@@ -171,7 +195,8 @@ BEGIN
                jsonb_build_array(m.value), 1,
                CASE WHEN jsonb_array_length(p.results) = 0 THEN p.input ELSE p.results -> -1 -> 'output' END,
                p.metadata, m.value ->> 'lane', clock_timestamp(), p.id, p.stage, (m.ordinality - 1)::int,
-               coalesce(m.value ->> 'rate', '')
+               CASE WHEN v_scoped THEN stage_rate_key(m.value, coalesce(m.value ->> 'queue', p.queue))
+                    ELSE coalesce(m.value ->> 'rate', '') END
         FROM unnest(v_applied) a
         JOIN jobs p ON p.id = a.id
         CROSS JOIN LATERAL jsonb_array_elements(p.chain -> p.stage -> 'group') WITH ORDINALITY m
@@ -270,5 +295,7 @@ BEGIN
             WHERE a.watched AND a.state IN ('completed', 'discarded')
         UNION ALL
         SELECT 'applied', a.id, NULL FROM unnest(v_applied) a
+        UNION ALL
+        SELECT 'handed-on', a.id, NULL FROM unnest(v_applied) a WHERE a.id = ANY (v_handed)
     ) x;
 END $$;

@@ -32,6 +32,8 @@ DECLARE
     v_run_at timestamptz[];
     v_created_at timestamptz[];
     v_taken bigint;
+    -- Whether a limit binds a whole queue or lane: then each stage's key is looked up.
+    v_scoped boolean := scoped_rate_limits();
 BEGIN
     -- Lock the lanes entered before inserting, so that their entry time (taken after the lock)
     -- orders them the way the lane lock serialises them.
@@ -64,7 +66,8 @@ BEGIN
                     ELSE 'available' END::job_state,
                coalesce(i.run_at, now()), i.chain, jsonb_array_length(i.chain), coalesce(i.input, 'null'),
                coalesce(i.metadata, '{}'), i.key, i.chain -> 0 ->> 'lane', i.ready_at, i.owner, i.home_queue,
-               coalesce(i.chain -> 0 ->> 'rate', '')
+               CASE WHEN v_scoped THEN stage_rate_key(i.chain -> 0, coalesce(i.queue, 'default'))
+                    ELSE coalesce(i.chain -> 0 ->> 'rate', '') END
         FROM input i WHERE i.unique_key IS NULL ORDER BY i.ord
         ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
         RETURNING jobs.id, jobs.queue, jobs.state, jobs.run_at, jobs.created_at
@@ -80,7 +83,8 @@ BEGIN
                     ELSE 'available' END::job_state,
                coalesce(i.run_at, now()), i.chain, jsonb_array_length(i.chain), coalesce(i.input, 'null'),
                coalesce(i.metadata, '{}'), i.key, i.chain -> 0 ->> 'lane', i.ready_at, i.owner, i.unique_key,
-               i.unique_states, i.home_queue, coalesce(i.chain -> 0 ->> 'rate', '')
+               i.unique_states, i.home_queue, CASE WHEN v_scoped THEN stage_rate_key(i.chain -> 0, coalesce(i.queue, 'default'))
+                    ELSE coalesce(i.chain -> 0 ->> 'rate', '') END
         FROM input i WHERE i.unique_key IS NOT NULL ORDER BY i.ord
         ON CONFLICT DO NOTHING
         RETURNING jobs.id, jobs.queue, jobs.state, jobs.run_at, jobs.created_at

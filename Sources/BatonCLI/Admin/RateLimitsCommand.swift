@@ -13,6 +13,10 @@ struct RateLimits: AsyncParsableCommand {
             limit of RATE per PER and a BURST, at most BURST of them start at once after a quiet
             spell and RATE per PER after that; a stage waiting for a token stays available, its
             attempt not spent. A key with no limit does not limit.
+
+            A key queue:NAME or lane:NAME limits every task stage of that queue or lane that names
+            no key (the lane's limit wins over the queue's); a key ending in * is a prefix, giving
+            each key it starts a bucket of its own: lane:customer-* limits each customer's lane.
             """,
         subcommands: [List.self, SetLimit.self, Unset.self], defaultSubcommand: List.self)
 
@@ -48,7 +52,7 @@ struct RateLimits: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "set", abstract: "Limit the starts of the stages naming KEY; in effect at the next claim.")
 
-        @Argument(help: "The key stages name in \"rate\".")
+        @Argument(help: "The key stages name in \"rate\", or queue:NAME or lane:NAME.")
         var key: String
 
         @Option(help: "Starts allowed per period (1 to 1000000).")

@@ -4,8 +4,12 @@
 -- before it in this call either (else `apply_outcomes_for` looks for the older holders, to start
 -- them first). Each lane costs a few index probes, whatever its backlog.
 -- (Replaces `lane_heads`, which admitted one job per lane; a later migration drops it.)
+-- `ROWS 10`: a set-returning function is estimated at 1,000 rows unless told, and with that many
+-- the hand-over in `apply_outcomes_for` was planned as hash joins over a sequential scan of `jobs`
+-- (80 ms a flush on a table of 30,000 jobs, instead of ~100 index probes; docs/benchmarks.md,
+-- "The hand-over's plan"). It returns one row per lane admitting, at most a batch's worth.
 CREATE OR REPLACE FUNCTION lane_admissions(p_lanes text[]) RETURNS TABLE (id bigint, slot smallint, first boolean)
-LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+LANGUAGE plpgsql ROWS 10 SET search_path FROM CURRENT AS $$
 BEGIN
     RETURN QUERY
     SELECT w.id, f.slot, h.available = 0 AND w.k = 1

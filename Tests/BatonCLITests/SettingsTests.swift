@@ -223,6 +223,7 @@ final class SettingsTests: Sendable {
                       tenant-vip: {width: 10}
                     rate_limits:
                       partner: {rate: 10, per: 1s, burst: 20}
+                      queue:emails: {rate: 100, per: 1m}
                       slow: {rate: 1000, per: 1h}
                     """))
             var schedules = try await db.store.schedules()
@@ -237,7 +238,8 @@ final class SettingsTests: Sendable {
                 ])
             #expect(
                 try await db.store.rateLimits().map { "\($0.key) \($0.rate)/\($0.per) \($0.burst) \($0.source)" } == [
-                    "partner 10/1.0 seconds 20 settings", "slow 1000/3600.0 seconds 1000 settings",
+                    "partner 10/1.0 seconds 20 settings", "queue:emails 100/60.0 seconds 100 settings",
+                    "slow 1000/3600.0 seconds 1000 settings",
                 ])
 
             try await start(

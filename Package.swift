@@ -142,10 +142,13 @@ let package = Package(
                 .product(name: "Yams", package: "Yams"),
             ]
         ),
+        // Bounds how many tests run at once, before Swift Testing starts (see its one file).
+        .target(name: "BatonTestParallelism"),
         .target(
             name: "BatonTestSupport",
             dependencies: [
-                "BatonPostgres", "LocalPostgres", .product(name: "PostgresNIO", package: "postgres-nio"),
+                "BatonPostgres", "BatonTestParallelism", "LocalPostgres",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),

@@ -188,7 +188,11 @@ struct HTTPTaskTests {
                 #expect(upload.body == "hello baton")
                 let confirm = try #require(target.received(path: "/uploads/up-1/confirm").first)
                 #expect(confirm.json == ["id": "up-1", "etag": "\"e-1\""])
-                #expect(target.received.map { $0["Idempotency-Key"] } == ["\(id)-0", "\(id)-1", "confirm-up-1"])
+                // A request the machine was too slow to answer in time is sent again, with the same
+                // key (which is what the key is for): each key in order, however often.
+                var keys: [String?] = []
+                for key in target.received.map({ $0["Idempotency-Key"] }) where keys.last != key { keys.append(key) }
+                #expect(keys == ["\(id)-0", "\(id)-1", "confirm-up-1"])
                 #expect(target.received.allSatisfy { $0["User-Agent"] == "Baton/\(BatonVersion.current)" })
                 #expect(target.received.allSatisfy { $0["Accept-Encoding"]?.contains("gzip") == true })
             }

@@ -7,3 +7,8 @@
 -- database without them pays one empty index probe per statement, not a look-up per stage.
 CREATE INDEX rate_limits_scoped ON rate_limits (key)
     WHERE starts_with(key, 'queue:') OR starts_with(key, 'lane:');
+
+-- `lane_heads`, replaced by `lane_admissions` in version 14, called by no function since. It was
+-- kept then because the functions were replaced after the numbered files, in transactions of
+-- their own; a migration is now one transaction, files and functions together.
+DROP FUNCTION IF EXISTS lane_heads(text[]);

@@ -3,7 +3,7 @@
 -- lanes locked. `first`: no other holder of its lane waits for a worker, and no job admitted
 -- before it in this call either (else `apply_outcomes_for` looks for the older holders, to start
 -- them first). Each lane costs a few index probes, whatever its backlog.
--- (Replaces `lane_heads`, which admitted one job per lane; a later migration drops it.)
+-- (Replaces `lane_heads`, which admitted one job per lane; dropped by migration 17.)
 -- `ROWS 10`: a set-returning function is estimated at 1,000 rows unless told, and with that many
 -- the hand-over in `apply_outcomes_for` was planned as hash joins over a sequential scan of `jobs`
 -- (80 ms a flush on a table of 30,000 jobs, instead of ~100 index probes; docs/benchmarks.md,

@@ -67,8 +67,8 @@ extension Store {
                 refilled_at = now(), updated_at = now()
             RETURNING xmax = 0
             """, logger: logger)
-        // A new limit on a queue or lane binds its stages already waiting (a changed one binds
-        // the same stages).
+        // `xmax = 0`: the row was inserted, not updated. A new limit on a queue or lane binds its
+        // stages already waiting (a changed one binds the same stages).
         if try rows.first?.decode(Bool.self) == true { try await rekeyStages(under: limit.key, on: connection) }
     }
 
@@ -76,8 +76,7 @@ extension Store {
     /// key take the key they resolve to now.
     private func rekeyStages(under key: String, on connection: PostgresConnection) async throws {
         guard RateLimit.isScoped(key) else { return }
-        _ = try await connection.rows(
-            "SELECT \(unescaped: schema).rekey_scoped_stages(\(key))", logger: logger)
+        try await connection.perform("SELECT \(unescaped: schema).rekey_scoped_stages(\(key))", logger: logger)
     }
 
     /// Deletes the buckets a prefix made for its keys (`key`, a prefix: each is made afresh, from
@@ -128,7 +127,7 @@ extension Store {
 
     private static func check(_ limit: RateLimit) throws {
         try ChainDefinition.checkName(limit.key, path: "key", what: "rate limit key")
-        guard !RateLimit.isScoped(limit.key) || !limit.key.hasSuffix(":") else {
+        guard limit.key != "queue:", limit.key != "lane:" else {
             throw BatonError.invalidChain(
                 path: "key", reason: "\"\(limit.key)\" names no queue or lane: add its name (or a prefix ending in *)")
         }

@@ -30,8 +30,11 @@ final class Completer: Service, Sendable {
         case notApplied
 
         init(_ job: Int64, in result: AppliedOutcomes) {
-            self =
-                !result.applied.contains(job) ? .notApplied : result.handedOn.contains(job) ? .handedOn : .applied
+            if !result.applied.contains(job) {
+                self = .notApplied
+            } else {
+                self = result.handedOn.contains(job) ? .handedOn : .applied
+            }
         }
     }
 

@@ -9,8 +9,22 @@ import Testing
 /// of a limited key, and says when the next token comes.
 @Suite(.timeLimit(.minutes(2)))
 struct RateLimitTests {
-    func limited(_ key: String, _ input: Int, lane: String? = nil) -> NewJob {
-        NewJob(chain: ChainDefinition(input: .number(input), stages: [.task("t", lane: lane, rate: key)]))
+    func job(_ input: Int, queue: String = "default", lane: String? = nil, rate: String? = nil) -> NewJob {
+        NewJob(
+            chain: ChainDefinition(input: .number(input), stages: [.task("t", lane: lane, rate: rate)]), queue: queue)
+    }
+
+    func limited(_ key: String, _ input: Int, lane: String? = nil) -> NewJob { job(input, lane: lane, rate: key) }
+
+    /// Completes `holder` with free slots to spare: the lane's next stage, `next`, is not handed
+    /// to the worker (it has no token to start with), waits available, and no claim takes it.
+    func expectNoHandOver(_ db: TestDatabase, completing holder: Int64, next: Int64) async throws {
+        let applied = try await db.store.apply(
+            [Outcome(jobID: holder, stage: 0, attempt: 1, transition: .complete(output: "0"))], worker: "w",
+            slots: ["default": 5])
+        #expect(applied.claimed.isEmpty)
+        #expect(try await db.store.job(next)?.state == .available)
+        #expect(try await db.store.claim(queue: "default", limit: 10, worker: "w").isEmpty, "no token left")
     }
 
     @Test func aClaimTakesNoMoreStagesOfAKeyThanItHasTokens() async throws {
@@ -58,12 +72,7 @@ struct RateLimitTests {
             let laned = try await db.store.enqueue((0..<2).map { limited("slow", $0, lane: "l") }).map(\.id)
             let claimed = try await db.store.claim(queue: "default", limit: 10, worker: "w")
             #expect(claimed.map(\.id) == [laned[0]])
-            let applied = try await db.store.apply(
-                [Outcome(jobID: laned[0], stage: 0, attempt: 1, transition: .complete(output: "0"))], worker: "w",
-                slots: ["default": 5])
-            #expect(applied.claimed.isEmpty)
-            #expect(try await db.store.job(laned[1])?.state == .available)
-            #expect(try await db.store.claim(queue: "default", limit: 10, worker: "w").isEmpty, "no token left")
+            try await expectNoHandOver(db, completing: laned[0], next: laned[1])
         }
     }
 
@@ -145,17 +154,12 @@ extension RateLimitTests {
 /// Limits on a whole queue or lane (`queue:NAME`, `lane:NAME`, or a prefix of either): every task
 /// stage there that names no key of its own counts against it.
 extension RateLimitTests {
-    func plain(_ input: Int, queue: String = "default", lane: String? = nil, rate: String? = nil) -> NewJob {
-        NewJob(
-            chain: ChainDefinition(input: .number(input), stages: [.task("t", lane: lane, rate: rate)]), queue: queue)
-    }
-
     @Test func aQueueLimitBindsItsStagesThatNameNoKey() async throws {
         try await TestDatabase.with { db async throws in
             try await db.store.setRateLimit(RateLimit(key: "queue:mail", rate: 2, per: .seconds(3600)))
-            let mail = try await db.store.enqueue((0..<4).map { plain($0, queue: "mail") }).map(\.id)
-            let own = try await db.store.enqueue([plain(9, queue: "mail", rate: "own")])[0].id
-            let other = try await db.store.enqueue([plain(10)])[0].id
+            let mail = try await db.store.enqueue((0..<4).map { job($0, queue: "mail") }).map(\.id)
+            let own = try await db.store.enqueue([job(9, queue: "mail", rate: "own")])[0].id
+            let other = try await db.store.enqueue([job(10)])[0].id
             let first = try await db.store.claimCountingTokens(queue: "mail", limit: 10, worker: "w")
             // The stage naming its own (unlimited) key is not bound by the queue's limit.
             #expect(Set(first.jobs.map(\.id)) == Set(mail.prefix(2) + [own]))
@@ -173,11 +177,11 @@ extension RateLimitTests {
     /// the queue's.
     @Test func aNewQueueOrLaneLimitBindsTheBacklogAlreadyWaiting() async throws {
         try await TestDatabase.with { db async throws in
-            let backlog = try await db.store.enqueue((0..<3).map { plain($0, queue: "bulk") }).map(\.id)
+            let backlog = try await db.store.enqueue((0..<3).map { job($0, queue: "bulk") }).map(\.id)
             try await db.store.setRateLimit(RateLimit(key: "queue:bulk", rate: 1, per: .seconds(3600)))
             #expect(try await db.store.claim(queue: "bulk", limit: 10, worker: "w").map(\.id) == [backlog[0]])
             try await db.store.setRateLimit(RateLimit(key: "lane:tenant-*", rate: 1, per: .seconds(3600)))
-            let laned = try await db.store.enqueue([plain(5, queue: "bulk", lane: "tenant-1")])[0].id
+            let laned = try await db.store.enqueue([job(5, queue: "bulk", lane: "tenant-1")])[0].id
             // The lane's bucket, not the (empty) queue's, admits it.
             #expect(try await db.store.claim(queue: "bulk", limit: 10, worker: "w").map(\.id) == [laned])
         }
@@ -188,17 +192,12 @@ extension RateLimitTests {
     @Test func aLanePrefixGivesEachLaneItsOwnRate() async throws {
         try await TestDatabase.with { db async throws in
             try await db.store.setRateLimit(RateLimit(key: "lane:customer-*", rate: 1, per: .seconds(3600)))
-            let one = try await db.store.enqueue((0..<2).map { plain($0, lane: "customer-1") }).map(\.id)
-            let two = try await db.store.enqueue([plain(2, lane: "customer-2")])[0].id
-            let free = try await db.store.enqueue([plain(3, lane: "other")])[0].id
+            let one = try await db.store.enqueue((0..<2).map { job($0, lane: "customer-1") }).map(\.id)
+            let two = try await db.store.enqueue([job(2, lane: "customer-2")])[0].id
+            let free = try await db.store.enqueue([job(3, lane: "other")])[0].id
             let claimed = try await db.store.claim(queue: "default", limit: 10, worker: "w")
             #expect(Set(claimed.map(\.id)) == [one[0], two, free])
-            let applied = try await db.store.apply(
-                [Outcome(jobID: one[0], stage: 0, attempt: 1, transition: .complete(output: "0"))], worker: "w",
-                slots: ["default": 5])
-            #expect(applied.claimed.isEmpty)
-            #expect(try await db.store.job(one[1])?.state == .available)
-            #expect(try await db.store.claim(queue: "default", limit: 10, worker: "w").isEmpty, "no token left")
+            try await expectNoHandOver(db, completing: one[0], next: one[1])
         }
     }
 

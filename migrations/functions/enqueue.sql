@@ -48,7 +48,9 @@ BEGIN
     -- the order of RETURNING.
     -- Entry times are taken here too, in batch order, for both inserts below.
     WITH input AS MATERIALIZED (
-        SELECT nextval('jobs_id_seq') AS new_id, clock_timestamp() AS ready_at, i.*
+        SELECT nextval('jobs_id_seq') AS new_id, clock_timestamp() AS ready_at, i.*,
+               CASE WHEN v_scoped THEN stage_rate_key(i.chain -> 0, coalesce(i.queue, 'default'))
+                    ELSE coalesce(i.chain -> 0 ->> 'rate', '') END AS rate_key
         FROM ROWS FROM (jsonb_to_recordset(p_jobs)
                 AS (queue text, priority smallint, run_at timestamptz, chain jsonb, input jsonb, metadata jsonb,
                     key text, owner text, unique_key text, unique_states job_state[], home_queue text))
@@ -66,8 +68,7 @@ BEGIN
                     ELSE 'available' END::job_state,
                coalesce(i.run_at, now()), i.chain, jsonb_array_length(i.chain), coalesce(i.input, 'null'),
                coalesce(i.metadata, '{}'), i.key, i.chain -> 0 ->> 'lane', i.ready_at, i.owner, i.home_queue,
-               CASE WHEN v_scoped THEN stage_rate_key(i.chain -> 0, coalesce(i.queue, 'default'))
-                    ELSE coalesce(i.chain -> 0 ->> 'rate', '') END
+               i.rate_key
         FROM input i WHERE i.unique_key IS NULL ORDER BY i.ord
         ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
         RETURNING jobs.id, jobs.queue, jobs.state, jobs.run_at, jobs.created_at
@@ -83,8 +84,7 @@ BEGIN
                     ELSE 'available' END::job_state,
                coalesce(i.run_at, now()), i.chain, jsonb_array_length(i.chain), coalesce(i.input, 'null'),
                coalesce(i.metadata, '{}'), i.key, i.chain -> 0 ->> 'lane', i.ready_at, i.owner, i.unique_key,
-               i.unique_states, i.home_queue, CASE WHEN v_scoped THEN stage_rate_key(i.chain -> 0, coalesce(i.queue, 'default'))
-                    ELSE coalesce(i.chain -> 0 ->> 'rate', '') END
+               i.unique_states, i.home_queue, i.rate_key
         FROM input i WHERE i.unique_key IS NOT NULL ORDER BY i.ord
         ON CONFLICT DO NOTHING
         RETURNING jobs.id, jobs.queue, jobs.state, jobs.run_at, jobs.created_at

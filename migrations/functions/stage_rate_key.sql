@@ -27,30 +27,25 @@ $$;
 -- After a limit on `p_key` (`queue:…` or `lane:…`, maybe a prefix) was set or deleted: the stages
 -- of that queue or lane that name no key and wait to start (available, scheduled, retryable, or
 -- waiting for their lane or a signal) take the key they resolve to now, so that a new limit binds
--- a backlog already queued, and a deleted one frees it. Running stages keep theirs. Returns how
--- many stages changed key.
-CREATE OR REPLACE FUNCTION rekey_scoped_stages(p_key text) RETURNS bigint
+-- a backlog already queued, and a deleted one frees it. Running stages keep theirs.
+CREATE OR REPLACE FUNCTION rekey_scoped_stages(p_key text) RETURNS void
 LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 DECLARE
     v_scope text := split_part(p_key, ':', 1);
-    v_name text := substr(p_key, length(split_part(p_key, ':', 1)) + 2);
+    v_name text := substr(p_key, length(v_scope) + 2);
     v_prefix boolean := right(p_key, 1) = '*';
-    v_count bigint;
 BEGIN
     IF v_scope NOT IN ('queue', 'lane') THEN
-        RETURN 0;
+        RETURN;
     END IF;
     IF v_prefix THEN
         v_name := left(v_name, -1);
     END IF;
     UPDATE jobs j SET rate_key = k.key
-    FROM (SELECT n.id, stage_rate_key(n.chain -> n.stage, n.queue) AS key FROM jobs n
+    FROM (SELECT n.id, stage_rate_key(n.chain -> n.stage, n.queue) AS key
+          FROM jobs n CROSS JOIN LATERAL (SELECT CASE v_scope WHEN 'queue' THEN n.queue ELSE n.lane END AS name) s
           WHERE n.state IN ('available', 'scheduled', 'retryable', 'waiting')
             AND NOT (n.chain -> n.stage ? 'rate')
-            AND CASE v_scope
-                WHEN 'queue' THEN CASE WHEN v_prefix THEN starts_with(n.queue, v_name) ELSE n.queue = v_name END
-                ELSE CASE WHEN v_prefix THEN starts_with(n.lane, v_name) ELSE n.lane = v_name END END) k
+            AND CASE WHEN v_prefix THEN starts_with(s.name, v_name) ELSE s.name = v_name END) k
     WHERE j.id = k.id AND j.rate_key <> k.key;
-    GET DIAGNOSTICS v_count = ROW_COUNT;
-    RETURN v_count;
 END $$;

@@ -52,8 +52,11 @@ struct WorkerMetrics: Sendable {
     }
 
     func pickedUp(queue: String, waited: Double) {
+        // A wait past Int64's ~292 years of nanoseconds (a clock gone wrong) is recorded as the
+        // longest a Timer can hold, not trapped on.
+        let nanoseconds = Int64(exactly: (max(0, waited) * 1e9).rounded()) ?? .max
         Timer(label: "baton_pickup_latency_seconds", dimensions: [("queue", queue)])
-            .record(duration: .nanoseconds(Int64(max(0, waited) * 1e9)))
+            .record(duration: .nanoseconds(nanoseconds))
         history.pickedUp(queue: queue, waited: waited)
     }
 }

@@ -3,7 +3,8 @@
 -- scan of the `jobs_available` partial index: lanes cost nothing here (a job waiting for its lane
 -- is not available). A function so that its plan is cached per connection: planning this
 -- statement costs more than running it on an idle queue. `waited`: seconds since the stage became
--- claimable (`run_at` is that instant in every path), the worker's pickup latency.
+-- claimable (`run_at`, or the job's creation when a caller backdated `run_at`), the worker's pickup
+-- latency.
 -- `p_tasks`: the tasks the worker runs; a task stage of another task is left for a worker that
 -- runs it (group and await stages are every worker's). NULL: any.
 --
@@ -73,7 +74,8 @@ BEGIN
             RETURNING j.id, j.stage, j.attempt, j.chain::text,
                 (CASE WHEN jsonb_array_length(j.results) = 0 THEN j.input ELSE j.results -> -1 -> 'output' END)::text,
                 CASE WHEN jsonb_array_length(j.results) = 0 THEN NULL ELSE j.results::text END,
-                j.metadata::text, j.group_output::text, extract(epoch FROM now() - j.run_at)::float8;
+                j.metadata::text, j.group_output::text,
+                extract(epoch FROM now() - greatest(j.run_at, j.created_at))::float8;
             GET DIAGNOSTICS v_taken = ROW_COUNT;
             v_left := v_left - v_taken;
             IF v_bucket.key IS NOT NULL AND v_taken > 0 THEN

@@ -93,10 +93,11 @@ struct MetricsTests {
             #expect(completed["state"] == "completed")
             // Backdated by fourteen centuries (the API takes any instant from year 1): its pickup
             // latency is counted from its enqueue (it once overflowed the worker's nanoseconds
-            // and killed it).
+            // and killed it), and its time comes back as it went in.
             let backdated = try await Self.post(
                 base + "/v1/jobs?wait=30s", #"{"run_at": "0532-01-05T03:43:28Z", "stages": [{"task": "noop"}]}"#)
             #expect(backdated["state"] == "completed")
+            #expect(backdated["run_at"] == "0532-01-05T03:43:28.000Z")  // not the Julian 01-03
             let discarded = try await Self.post(
                 base + "/v1/jobs?wait=30s",
                 #"{"stages": [{"task": "http", "args": \#(failing), "max_attempts": 2, "backoff": {"kind": "constant", "initial": "10ms"}}]}"#

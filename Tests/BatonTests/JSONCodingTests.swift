@@ -85,6 +85,42 @@ struct JSONCodingTests {
         #expect(RFC3339.parse("2024-01-01t12:00:00.5z") == RFC3339.parse("2024-01-01T12:00:00.500Z"))
     }
 
+    /// Dates before the Gregorian reform come back as they went in, at the instant PostgreSQL
+    /// gives them (`extract(epoch FROM '0532-01-05 03:43:28+00'::timestamptz)`). Foundation reads
+    /// and writes them in the Julian calendar, PostgreSQL in the proleptic Gregorian: a job
+    /// enqueued for `0532-01-05` was stored so, and shown as `0532-01-03`.
+    @Test func datesOfEveryCenturyRoundTripInPostgreSQLsCalendar() throws {
+        #expect(RFC3339.parse("0532-01-05T03:43:28Z") == Date(timeIntervalSince1970: -45_378_562_592))
+        #expect(RFC3339.parse("0001-01-01T00:00:00Z") == Date(timeIntervalSince1970: -62_135_596_800))
+        #expect(RFC3339.parse("9999-12-31T23:59:59.999Z") == Date(timeIntervalSince1970: 253_402_300_799.999))
+        #expect(RFC3339.format(Date(timeIntervalSince1970: -45_378_562_592)) == "0532-01-05T03:43:28.000Z")
+        #expect(RFC3339.parse("0532-01-05T03:43:28.5+00:00") == RFC3339.parse("0532-01-05T03:43:28.500Z"))
+        #expect(RFC3339.parse("0000-01-01T00:00:00Z") == nil)  // PostgreSQL has no year 0
+        #expect(RFC3339.parse("2024-02-29T00:00:00Z") != nil)
+        #expect(RFC3339.parse("2000-02-29T00:00:00Z") != nil)
+        #expect(RFC3339.parse("2023-02-29T00:00:00Z") == nil)
+        #expect(RFC3339.parse("1900-02-29T00:00:00Z") == nil)
+        #expect(RFC3339.parse("2026-04-31T00:00:00Z") == nil)
+        #expect(RFC3339.parse("2026-12-31T23:59:60Z") == RFC3339.parse("2027-01-01T00:00:00Z"))
+        #expect(RFC3339.parse("2026-01-31T09:30:00.1234567Z") == RFC3339.parse("2026-01-31T09:30:00.123457Z"))
+
+        var random = SystemRandomNumberGenerator()
+        for _ in 0..<20_000 {
+            // Any millisecond of years 0001 to 9999: written, read back, written again the same.
+            let milliseconds = Int64.random(in: -62_135_596_800_000...253_402_300_799_999, using: &random)
+            let date = Date(timeIntervalSince1970: Double(milliseconds) / 1000)
+            let text = RFC3339.format(date)
+            let read = try #require(RFC3339.parse(text), "\(text)")
+            #expect(RFC3339.format(read) == text)
+            #expect(abs(read.timeIntervalSince1970 - date.timeIntervalSince1970) < 1e-4, "\(text)")
+            // From 1583 on, Foundation's parser reads the same time.
+            if milliseconds >= -12_212_553_600_000 {
+                let foundation = try Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text)
+                #expect(abs(foundation.timeIntervalSince1970 - date.timeIntervalSince1970) < 1e-3, "\(text)")
+            }
+        }
+    }
+
     @Test func datesFromPostgreSQLAndFromBatonBothDecode() throws {
         let time = Date(timeIntervalSince1970: 1_790_000_000.125)
         #expect(try JSONValue.string("2026-09-21T14:13:20.125Z").decode(as: Date.self) == time)

@@ -13,12 +13,15 @@ enum StopReason: Sendable {
     case released
 }
 
-/// The handle by which a running stage is stopped from outside.
+/// The handle by which a running stage is stopped from outside: for good (``stop(_:)``), or one
+/// attempt of it when its time is up (``timeOut(_:)``; the run goes on to its next stage).
 final class RunControl: Sendable {
     let signal = Signal()
     /// When the worker took the run on (``Worker/admit(_:)``).
     let admitted = ContinuousClock.now
     private let reason = Mutex<StopReason?>(nil)
+    /// The last attempt whose deadline passed.
+    private let expired = Mutex<Deadlines.Watch?>(nil)
 
     func stop(_ why: StopReason) {
         reason.withLock { if $0 == nil { $0 = why } }
@@ -26,6 +29,13 @@ final class RunControl: Sendable {
     }
 
     var stopReason: StopReason? { reason.withLock { $0 } }
+
+    func timeOut(_ attempt: Deadlines.Watch) {
+        expired.withLock { $0 = attempt }
+        signal.signal()
+    }
+
+    func hasTimedOut(_ attempt: Deadlines.Watch) -> Bool { expired.withLock { $0 == attempt } }
 }
 
 /// Runs one attempt at one stage as a child task, with the stage's timeout, and says how it ended.
@@ -34,6 +44,7 @@ struct Executor: Sendable {
     let workerID: String
     let progress: ProgressWriter
     let signals: SignalTokens
+    let deadlines: Deadlines
     let logger: Logger
 
     enum Result: Sendable {
@@ -106,15 +117,19 @@ struct Executor: Sendable {
             case timedOut
             case stopped
         }
+        let watch = deadlines.watch(control, until: .now + timeout)
+        defer { deadlines.forget(watch) }
         let race = await withTaskGroup(of: Race?.self) { group -> Race in
             group.addTask { .finished(await Swift.Result(catching: { try await runner(stage.args, input, context) })) }
             group.addTask {
-                try? await Task.sleep(for: timeout)
-                return Task.isCancelled ? nil : .timedOut
-            }
-            group.addTask {
-                await control.signal.wait()
-                return Task.isCancelled ? nil : .stopped
+                // Woken by a stop, or by this attempt's deadline; a deadline of an attempt before
+                // it that passed as that one ended may have left the signal set: not this one's.
+                while true {
+                    await control.signal.wait()
+                    if Task.isCancelled { return nil }
+                    if control.stopReason != nil { return .stopped }
+                    if control.hasTimedOut(watch) { return .timedOut }
+                }
             }
             while let next = await group.next() {
                 if let next {

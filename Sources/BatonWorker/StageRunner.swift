@@ -40,6 +40,10 @@ final class StageRunner: Service, Sendable {
                     return true
                 }
                 group.addTask {
+                    await self.executor.deadlines.run()
+                    return false
+                }
+                group.addTask {
                     await self.drainStarted.wait()
                     try? await Task.sleep(for: self.drainGrace)
                     guard !Task.isCancelled else { return false }

@@ -75,7 +75,7 @@ public final class Worker: Service, Sendable {
             intake: intake,
             executor: Executor(
                 registry: tasks, workerID: configuration.id, progress: progress, signals: SignalTokens(store: store),
-                logger: logger),
+                deadlines: Deadlines(), logger: logger),
             completer: completer, metrics: metrics, failures: failures, drainGrace: configuration.drainGrace,
             logger: logger)
         self.fetchers = configuration.queues.keys.sorted().map {

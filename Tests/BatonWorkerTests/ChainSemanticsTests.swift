@@ -217,11 +217,13 @@ struct ChainSemanticsTests {
     @Test func aStageThatOutrunsItsTimeoutFails() async throws {
         try await TestDatabase.with { db async throws in
             try await withWorker(db, tasks: testTasks) { baton, _ async throws in
+                // Two attempts, each timed out on its own.
                 let job = try await baton.enqueue(
-                    Chain(input: 1).then(Hang(seconds: 60), retry: .none, timeout: .milliseconds(200)))
+                    Chain(input: 1).then(
+                        Hang(seconds: 60), retry: .constant(.zero, attempts: 2), timeout: .milliseconds(200)))
                 let record = try await baton.waitUntilFinished(job.id, timeout: .seconds(20))
                 #expect(record.state == .discarded)
-                #expect(record.lastError?.contains("timed out") == true)
+                #expect(record.errors.map(\.error) == ["timed out after 0.2 seconds", "timed out after 0.2 seconds"])
             }
         }
     }

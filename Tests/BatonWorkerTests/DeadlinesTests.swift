@@ -1,0 +1,58 @@
+import Testing
+
+@testable import BatonWorker
+
+/// The one watch over every running attempt's timeout (``Deadlines``) and its heap.
+@Suite(.timeLimit(.minutes(1)))
+struct DeadlinesTests {
+    /// Whatever was inserted and removed, what is left comes out earliest first, each once.
+    @Test func theHeapGivesWhatIsLeftEarliestFirst() {
+        var heap = DeadlineHeap<Int>()
+        let start = ContinuousClock.now
+        var left: [UInt64: ContinuousClock.Instant] = [:]
+        var random = SystemRandomNumberGenerator()
+        for id in UInt64(1)...2000 {
+            let deadline = start + .milliseconds(Int.random(in: 0..<500, using: &random))
+            heap.insert(Int(id), id: id, at: deadline)
+            left[id] = deadline
+            if Bool.random(using: &random), let gone = left.keys.randomElement(using: &random) {
+                #expect(heap.remove(gone)?.id == gone)
+                left[gone] = nil
+            }
+        }
+        #expect(heap.remove(999_999) == nil)
+        #expect(heap.count == left.count)
+        let early = heap.removeAll(through: start + .milliseconds(250))
+        let late = heap.removeAll(through: start + .seconds(1))
+        #expect(early.allSatisfy { $0.deadline <= start + .milliseconds(250) })
+        #expect(late.allSatisfy { $0.deadline > start + .milliseconds(250) })
+        let out = early + late
+        #expect(out.map(\.deadline) == out.map(\.deadline).sorted())
+        #expect(Set(out.map(\.id)) == Set(left.keys) && out.count == left.count)
+        #expect(heap.count == 0)
+    }
+
+    /// A deadline earlier than the one the watch sleeps until wakes it; a forgotten attempt is
+    /// never timed out; each attempt's timeout is told apart from another's on the same run.
+    @Test func anEarlierDeadlineWakesTheWatchAndAForgottenOneNeverFires() async throws {
+        let deadlines = Deadlines()
+        let watching = Task { await deadlines.run() }
+        defer { watching.cancel() }
+        let (patient, forgotten, hurried) = (RunControl(), RunControl(), RunControl())
+        let far = deadlines.watch(patient, until: .now + .seconds(3600))
+        let dropped = deadlines.watch(forgotten, until: .now + .milliseconds(20))
+        deadlines.forget(dropped)
+        let near = deadlines.watch(hurried, until: .now + .milliseconds(50))
+        await hurried.signal.wait()
+        #expect(hurried.hasTimedOut(near))
+        #expect(!hurried.hasTimedOut(far))
+        #expect(!forgotten.hasTimedOut(dropped))
+        #expect(!patient.hasTimedOut(far))
+        // The same run's next attempt has a watch of its own.
+        let next = deadlines.watch(hurried, until: .now + .milliseconds(10))
+        await hurried.signal.wait()
+        #expect(hurried.hasTimedOut(next) && !hurried.hasTimedOut(near))
+        deadlines.forget(far)
+        #expect(deadlines.count == 0)
+    }
+}

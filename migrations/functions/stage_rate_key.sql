@@ -19,10 +19,13 @@ LANGUAGE sql STABLE SET search_path FROM CURRENT AS $$
 $$;
 
 -- Whether any limit is set on a whole queue or lane (one probe of `rate_limits_scoped`).
+-- PL/pgSQL, whose plan a session keeps: as an SQL function called from PL/pgSQL (each enqueue and
+-- each flush) it was planned on every call, 100–270 µs, twenty times what it runs in.
 CREATE OR REPLACE FUNCTION scoped_rate_limits() RETURNS boolean
-LANGUAGE sql STABLE SET search_path FROM CURRENT AS $$
-    SELECT EXISTS (SELECT 1 FROM rate_limits WHERE starts_with(key, 'queue:') OR starts_with(key, 'lane:'))
-$$;
+LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
+BEGIN
+    RETURN EXISTS (SELECT 1 FROM rate_limits WHERE starts_with(key, 'queue:') OR starts_with(key, 'lane:'));
+END $$;
 
 -- After a limit on `p_key` (`queue:…` or `lane:…`, maybe a prefix) was set or deleted: the stages
 -- of that queue or lane that name no key and wait to start (available, scheduled, retryable, or

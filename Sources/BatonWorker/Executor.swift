@@ -14,31 +14,60 @@ enum StopReason: Sendable {
 }
 
 /// The handle by which a running stage is stopped from outside: for good (``stop(_:)``), or one
-/// attempt of it when its time is up (``timeOut(_:)``; the run goes on to its next stage).
+/// attempt of it when its time is up (``timeOut(_:)``; the run may go on to its next stage).
+/// Either cancels the attempt's task.
 final class RunControl: Sendable {
-    let signal = Signal()
     /// When the worker took the run on (``Worker/admit(_:)``).
     let admitted = ContinuousClock.now
-    private let reason = Mutex<StopReason?>(nil)
-    /// The last attempt whose deadline passed.
-    private let expired = Mutex<Deadlines.Watch?>(nil)
+
+    private struct State {
+        var reason: StopReason?
+        /// The last attempt whose deadline passed.
+        var expired: Deadlines.Watch?
+        /// The attempt running, and how to cancel it.
+        var attempt: (watch: Deadlines.Watch, cancel: @Sendable () -> Void)?
+    }
+
+    private let state = Mutex(State())
 
     func stop(_ why: StopReason) {
-        reason.withLock { if $0 == nil { $0 = why } }
-        signal.signal()
+        let cancel = state.withLock { state in
+            if state.reason == nil { state.reason = why }
+            return state.attempt?.cancel
+        }
+        cancel?()
     }
 
-    var stopReason: StopReason? { reason.withLock { $0 } }
+    var stopReason: StopReason? { state.withLock { $0.reason } }
 
     func timeOut(_ attempt: Deadlines.Watch) {
-        expired.withLock { $0 = attempt }
-        signal.signal()
+        let cancel = state.withLock { state in
+            state.expired = attempt
+            return state.attempt?.watch == attempt ? state.attempt?.cancel : nil
+        }
+        cancel?()
     }
 
-    func hasTimedOut(_ attempt: Deadlines.Watch) -> Bool { expired.withLock { $0 == attempt } }
+    func hasTimedOut(_ attempt: Deadlines.Watch) -> Bool { state.withLock { $0.expired == attempt } }
+
+    /// Runs `body` as the attempt `watch`, in a task of its own that a stop or the attempt's
+    /// deadline cancels (as does cancelling the caller), and returns once it has returned.
+    func attempt<Value: Sendable>(
+        _ watch: Deadlines.Watch, _ body: sending @escaping @isolated(any) () async -> Value
+    ) async -> Value {
+        let task = Task(operation: body)
+        let cancelNow = state.withLock { state in
+            state.attempt = (watch, { task.cancel() })
+            return state.reason != nil || state.expired == watch
+        }
+        if cancelNow { task.cancel() }
+        let value = await withTaskCancellationHandler { await task.value } onCancel: { task.cancel() }
+        state.withLock { $0.attempt = nil }
+        return value
+    }
 }
 
-/// Runs one attempt at one stage as a child task, with the stage's timeout, and says how it ended.
+/// Runs one attempt at one stage in a task of its own, with the stage's timeout, and says how it ended.
 struct Executor: Sendable {
     let registry: TaskRegistry
     let workerID: String
@@ -112,50 +141,28 @@ struct Executor: Sendable {
         let input = job.input
         let timeout = stage.timeout
 
-        enum Race: Sendable {
-            case finished(Swift.Result<(output: String, then: FlowRule.Action?), any Error>)
-            case timedOut
-            case stopped
-        }
+        // One task for the attempt, cancelled by a stop or by its deadline (one watch over every
+        // attempt's): a task group racing the attempt against a timer and a stop cost two tasks
+        // more and a timer on every stage (docs/benchmarks.md, "One watch for every timeout").
         let watch = deadlines.watch(control, until: .now + timeout)
-        defer { deadlines.forget(watch) }
-        let race = await withTaskGroup(of: Race?.self) { group -> Race in
-            group.addTask { .finished(await Swift.Result(catching: { try await runner(stage.args, input, context) })) }
-            group.addTask {
-                // Woken by a stop, or by this attempt's deadline; a deadline of an attempt before
-                // it that passed as that one ended may have left the signal set: not this one's.
-                while true {
-                    await control.signal.wait()
-                    if Task.isCancelled { return nil }
-                    if control.stopReason != nil { return .stopped }
-                    if control.hasTimedOut(watch) { return .timedOut }
-                }
-            }
-            while let next = await group.next() {
-                if let next {
-                    group.cancelAll()
-                    return next
-                }
-            }
-            return .stopped
+        let result = await control.attempt(watch) {
+            await Swift.Result(catching: { try await runner(stage.args, input, context) })
         }
+        deadlines.forget(watch)
         if let reason = control.stopReason { return .stopped(reason) }
         // The worker itself is being torn down (not drained): put the stage back, count nothing.
         if Task.isCancelled { return .stopped(.released) }
-        switch race {
-        case .stopped:
-            return .stopped(control.stopReason ?? .released)
-        case .timedOut:
-            return .ended(.failed(error: "timed out after \(timeout)", retry: .byPolicy))
-        case .finished(.success(let result)):
+        if control.hasTimedOut(watch) { return .ended(.failed(error: "timed out after \(timeout)", retry: .byPolicy)) }
+        switch result {
+        case .success(let result):
             return .ended(.succeeded(output: result.output, then: result.then))
-        case .finished(.failure(let snooze as Snooze)):
+        case .failure(let snooze as Snooze):
             return .ended(.snoozed(snooze.delay, pausingRateLimit: snooze.pausesRateLimit))
-        case .finished(.failure(let failure as TaskFailure)):
+        case .failure(let failure as TaskFailure):
             return .ended(.failed(error: failure.error, retry: failure.retry))
-        case .finished(.failure(let error as StageError)):
+        case .failure(let error as StageError):
             return .ended(.failed(error: error, retry: .byPolicy))
-        case .finished(.failure(let error)):
+        case .failure(let error):
             return .ended(.failed(error: StageError(Self.describe(error)), retry: .byPolicy))
         }
     }

@@ -32,26 +32,36 @@ struct DeadlinesTests {
         #expect(heap.count == 0)
     }
 
-    /// A deadline earlier than the one the watch sleeps until wakes it; a forgotten attempt is
-    /// never timed out; each attempt's timeout is told apart from another's on the same run.
-    @Test func anEarlierDeadlineWakesTheWatchAndAForgottenOneNeverFires() async throws {
+    /// A deadline earlier than the one the watch sleeps until wakes it, and cancels its attempt's
+    /// task; a forgotten attempt is never timed out; each attempt's timeout is told apart from
+    /// another's on the same run, and a stop cancels the attempt running.
+    @Test func anEarlierDeadlineCancelsItsAttemptAndAForgottenOneNeverFires() async throws {
         let deadlines = Deadlines()
         let watching = Task { await deadlines.run() }
         defer { watching.cancel() }
+        /// Runs an attempt that ends only when cancelled.
+        func hang(_ control: RunControl, _ watch: Deadlines.Watch) async -> Bool {
+            await control.attempt(watch) { (try? await Task.sleep(for: .seconds(3600))) == nil }
+        }
         let (patient, forgotten, hurried) = (RunControl(), RunControl(), RunControl())
         let far = deadlines.watch(patient, until: .now + .seconds(3600))
         let dropped = deadlines.watch(forgotten, until: .now + .milliseconds(20))
         deadlines.forget(dropped)
         let near = deadlines.watch(hurried, until: .now + .milliseconds(50))
-        await hurried.signal.wait()
-        #expect(hurried.hasTimedOut(near))
-        #expect(!hurried.hasTimedOut(far))
+        #expect(await hang(hurried, near))
+        #expect(hurried.hasTimedOut(near) && !hurried.hasTimedOut(far))
         #expect(!forgotten.hasTimedOut(dropped))
         #expect(!patient.hasTimedOut(far))
-        // The same run's next attempt has a watch of its own.
+        // The same run's next attempt has a deadline of its own.
         let next = deadlines.watch(hurried, until: .now + .milliseconds(10))
-        await hurried.signal.wait()
+        #expect(await hang(hurried, next))
         #expect(hurried.hasTimedOut(next) && !hurried.hasTimedOut(near))
+        // A stop cancels the attempt, however far its deadline, whether it came before the attempt
+        // started or after.
+        async let stopped = hang(patient, far)
+        patient.stop(.cancelled)
+        #expect(await stopped)
+        #expect(!patient.hasTimedOut(far))
         deadlines.forget(far)
         #expect(deadlines.count == 0)
     }

@@ -61,7 +61,11 @@ final class RunControl: Sendable {
             return state.reason != nil || state.expired == watch
         }
         if cancelNow { task.cancel() }
-        let value = await withTaskCancellationHandler { await task.value } onCancel: { task.cancel() }
+        let value = await withTaskCancellationHandler {
+            await task.value
+        } onCancel: {
+            task.cancel()
+        }
         state.withLock { $0.attempt = nil }
         return value
     }

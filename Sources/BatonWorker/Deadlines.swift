@@ -11,13 +11,14 @@ import Synchronization
 /// costs an insertion and a removal in a heap as large as the attempts running.
 final class Deadlines: Sendable {
     /// An attempt being watched: ``watch(_:until:)`` gives it, ``forget(_:)`` takes it back.
-    struct Watch: Hashable, Sendable {
-        fileprivate let id: UInt64
+    struct Watch: Equatable, Sendable {
+        fileprivate let entry: DeadlineHeap<RunControl>.Entry
+
+        static func == (lhs: Watch, rhs: Watch) -> Bool { lhs.entry === rhs.entry }
     }
 
     private struct State {
         var heap = DeadlineHeap<RunControl>()
-        var nextID: UInt64 = 0
         /// When the sleeper wakes next of itself; nil while it waits for a deadline to come.
         var wakesAt: ContinuousClock.Instant?
     }
@@ -29,11 +30,10 @@ final class Deadlines: Sendable {
     /// first.
     func watch(_ control: RunControl, until deadline: ContinuousClock.Instant) -> Watch {
         let (watch, wakeSleeper) = state.withLock { state -> (Watch, Bool) in
-            state.nextID += 1
-            state.heap.insert(control, id: state.nextID, at: deadline)
-            guard state.wakesAt.map({ deadline < $0 }) ?? true else { return (Watch(id: state.nextID), false) }
+            let watch = Watch(entry: state.heap.insert(control, at: deadline))
+            guard state.wakesAt.map({ deadline < $0 }) ?? true else { return (watch, false) }
             state.wakesAt = deadline
-            return (Watch(id: state.nextID), true)
+            return (watch, true)
         }
         if wakeSleeper { wake.signal() }
         return watch
@@ -42,7 +42,7 @@ final class Deadlines: Sendable {
     /// Stops watching an attempt that ended (its deadline may have passed meanwhile: the control
     /// then knows, and the attempt's own id tells that signal apart from a later attempt's).
     func forget(_ watch: Watch) {
-        state.withLock { _ = $0.heap.remove(watch.id) }
+        state.withLock { _ = $0.heap.remove(watch.entry) }
     }
 
     /// How many attempts are watched.
@@ -58,7 +58,7 @@ final class Deadlines: Sendable {
                 state.wakesAt = state.heap.first?.deadline
                 return (expired, state.wakesAt)
             }
-            for entry in expired { entry.value.timeOut(Watch(id: entry.id)) }
+            for entry in expired { entry.value.timeOut(Watch(entry: entry)) }
             if let next {
                 await wake.wait(timeout: next - now)
             } else {
@@ -68,56 +68,67 @@ final class Deadlines: Sendable {
     }
 }
 
-/// A binary min-heap of values by deadline, each with an id by which it can be removed in
-/// O(log n) (`positions` says where each id sits).
-struct DeadlineHeap<Value: Sendable>: Sendable {
-    struct Entry: Sendable {
+/// A binary min-heap of values by deadline. Each entry knows where it sits, so that it is removed
+/// in O(log n) without a look-up (a dictionary from ids to places, updated at every swap, cost a
+/// twentieth of a busy worker's CPU in hashing). Entries are shared with whoever holds them, so a
+/// heap has one owner, which serialises every use of it and its entries.
+struct DeadlineHeap<Value: Sendable>: @unchecked Sendable {
+    final class Entry: @unchecked Sendable {
         let deadline: ContinuousClock.Instant
-        let id: UInt64
         let value: Value
+        /// Its place in the heap; -1 once removed.
+        fileprivate(set) var index: Int
+
+        fileprivate init(deadline: ContinuousClock.Instant, value: Value, index: Int) {
+            self.deadline = deadline
+            self.value = value
+            self.index = index
+        }
     }
 
     private var heap: [Entry] = []
-    private var positions: [UInt64: Int] = [:]
 
     var count: Int { heap.count }
     /// The entry with the earliest deadline.
     var first: Entry? { heap.first }
 
-    mutating func insert(_ value: Value, id: UInt64, at deadline: ContinuousClock.Instant) {
-        heap.append(Entry(deadline: deadline, id: id, value: value))
-        positions[id] = heap.count - 1
-        siftUp(heap.count - 1)
+    mutating func insert(_ value: Value, at deadline: ContinuousClock.Instant) -> Entry {
+        let entry = Entry(deadline: deadline, value: value, index: heap.count)
+        heap.append(entry)
+        siftUp(entry.index)
+        return entry
     }
 
-    /// Removes the entry `id`, if it is here.
+    /// Removes `entry`; false if it was removed before.
     @discardableResult
-    mutating func remove(_ id: UInt64) -> Entry? {
-        guard let index = positions.removeValue(forKey: id) else { return nil }
-        let entry = heap[index]
+    mutating func remove(_ entry: Entry) -> Bool {
+        let index = entry.index
+        guard heap.indices.contains(index), heap[index] === entry else { return false }
+        entry.index = -1
         let last = heap.removeLast()
         if index < heap.count {
             heap[index] = last
-            positions[last.id] = index
+            last.index = index
             siftDown(index)
-            siftUp(index)
+            siftUp(last.index)
         }
-        return entry
+        return true
     }
 
     /// Removes and returns the entries due by `instant`, earliest first.
     mutating func removeAll(through instant: ContinuousClock.Instant) -> [Entry] {
         var due: [Entry] = []
-        while let first = heap.first, first.deadline <= instant, let entry = remove(first.id) {
-            due.append(entry)
+        while let first = heap.first, first.deadline <= instant {
+            remove(first)
+            due.append(first)
         }
         return due
     }
 
     private mutating func swapAt(_ a: Int, _ b: Int) {
         heap.swapAt(a, b)
-        positions[heap[a].id] = a
-        positions[heap[b].id] = b
+        heap[a].index = a
+        heap[b].index = b
     }
 
     private mutating func siftUp(_ index: Int) {

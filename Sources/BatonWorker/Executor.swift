@@ -110,10 +110,11 @@ struct Executor: Sendable {
         guard let runner = registry.runners[stage.task] else {
             return .ended(.failed(error: "no task named \"\(stage.task)\" on worker \(workerID)", retry: .byPolicy))
         }
+        // Numbers as `stringConvertible`: made text only if the task logs.
         var logger = logger
-        logger[metadataKey: "job"] = "\(job.id)"
-        logger[metadataKey: "stage"] = "\(job.stage)"
-        logger[metadataKey: "attempt"] = "\(job.attempt)"
+        logger[metadataKey: "job"] = .stringConvertible(job.id)
+        logger[metadataKey: "stage"] = .stringConvertible(job.stage)
+        logger[metadataKey: "attempt"] = .stringConvertible(job.attempt)
         let context = StageContext(
             jobID: job.id, stageIndex: job.stage, stageName: spec.name, attempt: job.attempt, queue: job.queue,
             lane: stage.lane, metadata: job.metadata, logger: logger,
@@ -123,13 +124,19 @@ struct Executor: Sendable {
             services: AttemptServices(writer: progress, tokens: signals, job: job))
         // A span per attempt (swift-distributed-tracing: a no-op until the process bootstraps a
         // tracer, e.g. swift-otel). The task runs inside it, so its own spans are children.
+        // Attributes only on a span that records: each set on a no-op span built a dictionary of
+        // attributes to throw away.
         return await withSpan("baton.stage \(stage.task)", ofKind: .consumer) { span in
-            span.attributes["baton.job.id"] = Int(job.id)
-            span.attributes["baton.stage.index"] = job.stage
-            span.attributes["baton.stage.task"] = stage.task
-            span.attributes["baton.attempt"] = job.attempt
-            span.attributes["baton.queue"] = job.queue
-            if let lane = stage.lane { span.attributes["baton.lane"] = lane }
+            if span.isRecording {
+                span.updateAttributes { attributes in
+                    attributes["baton.job.id"] = Int(job.id)
+                    attributes["baton.stage.index"] = job.stage
+                    attributes["baton.stage.task"] = stage.task
+                    attributes["baton.attempt"] = job.attempt
+                    attributes["baton.queue"] = job.queue
+                    if let lane = stage.lane { attributes["baton.lane"] = lane }
+                }
+            }
             let result = await attempt(stage, runner: runner, job: job, context: context, control: control)
             if case .ended(.failed(let error, _)) = result {
                 span.setStatus(SpanStatus(code: .error, message: error.description))

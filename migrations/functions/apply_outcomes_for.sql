@@ -83,8 +83,14 @@ BEGIN
         END IF;
     END IF;
 
+    -- Planned at each call (EXECUTE), not once per session: a plan cached while `jobs` was nearly
+    -- empty (a worker started on a new database) scanned the whole table for each batch, and as
+    -- the table grew a flush of thousands of outcomes took seconds (docs/benchmarks.md,
+    -- "A plan made on an empty table"). Planned with the table as it is, each outcome's row is
+    -- found by its id; the planning costs ~0.1 ms a flush.
+    EXECUTE $update$
     WITH b AS (
-        SELECT * FROM jsonb_to_recordset(p_batch)
+        SELECT * FROM jsonb_to_recordset($1)
             AS b(id bigint, stage int, attempt int, kind text, output jsonb, error text, code text, details jsonb,
                  delay_ms bigint, lane text, target int, queue text)
     ), upd AS (
@@ -110,7 +116,7 @@ BEGIN
                 ELSE j.results END,
             errors = CASE WHEN b.kind IN ('retry', 'discard')
                 THEN j.errors || jsonb_build_array(jsonb_build_object(
-                    'stage', j.stage, 'attempt', j.attempt, 'at', now(), 'worker', p_worker, 'error', b.error)
+                    'stage', j.stage, 'attempt', j.attempt, 'at', now(), 'worker', $2, 'error', b.error)
                     || CASE WHEN b.code IS NULL THEN '{}' ELSE jsonb_build_object('code', b.code) END
                     || CASE WHEN b.details IS NULL THEN '{}' ELSE jsonb_build_object('details', b.details) END)
                 ELSE j.errors END,
@@ -119,7 +125,7 @@ BEGIN
             lane = CASE WHEN b.kind IN ('hop', 'advance') THEN b.lane ELSE j.lane END,
             queue = CASE WHEN b.kind IN ('hop', 'advance') THEN coalesce(b.queue, j.home_queue, j.queue) ELSE j.queue END,
             rate_key = CASE WHEN b.kind NOT IN ('hop', 'advance') THEN j.rate_key
-                            WHEN v_scoped THEN stage_rate_key(j.chain -> coalesce(b.target, j.stage + 1),
+                            WHEN $3 THEN stage_rate_key(j.chain -> coalesce(b.target, j.stage + 1),
                                                               coalesce(b.queue, j.home_queue, j.queue))
                             ELSE coalesce(j.chain -> coalesce(b.target, j.stage + 1) ->> 'rate', '') END,
             home_queue = CASE WHEN b.queue IS NOT NULL THEN coalesce(j.home_queue, j.queue) ELSE j.home_queue END,
@@ -141,11 +147,12 @@ BEGIN
         -- rows only, would otherwise scan `jobs_running` for the worker and walk an entry for every
         -- job the worker ran since the last vacuum: 27,000 of them, 6 ms a batch, under a deep lane
         -- backlog (docs/benchmarks.md, "Outcomes found by id").
-        WHERE j.id = b.id AND (j.state = 'running' AND j.worker_id = p_worker) IS TRUE
+        WHERE j.id = b.id AND (j.state = 'running' AND j.worker_id = $2) IS TRUE
           AND j.stage = b.stage AND j.attempt = b.attempt
         RETURNING j.id, b.kind, j.state, j.queue, j.watched, j.parent_id
     )
-    SELECT array_agg(ROW(upd.*)::applied_outcome) INTO v_applied FROM upd;
+    SELECT array_agg(ROW(upd.*)::applied_outcome) FROM upd
+    $update$ INTO v_applied USING p_batch, p_worker, v_scoped;
 
     -- A snooze or a retry that pauses its stage's rate limit key: the key gives no token before
     -- the stage's own delay is over (its bucket set so that the next token comes then), across

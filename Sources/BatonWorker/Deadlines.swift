@@ -3,8 +3,8 @@ import Synchronization
 
 /// The running attempts' timeouts, watched by one task: a heap of deadlines and one sleep until
 /// the earliest. A sleeping child task per attempt cost a task, a timer and their cancellation on
-/// every stage, about a tenth of a busy worker's CPU (docs/benchmarks.md, "One watch for every
-/// timeout").
+/// every stage, about a tenth of a busy worker's CPU (docs/benchmarks.md, "Issue 21, part 5:
+/// the worker's CPU per stage").
 ///
 /// The sleeper is woken only when a deadline comes before the one it sleeps until: with timeouts
 /// alike (the common case), each new deadline is later than those before it, and an attempt
@@ -40,7 +40,7 @@ final class Deadlines: Sendable {
     }
 
     /// Stops watching an attempt that ended (its deadline may have passed meanwhile: the control
-    /// then knows, and the attempt's own id tells that signal apart from a later attempt's).
+    /// then knows, by this attempt's watch, which a later attempt's does not equal).
     func forget(_ watch: Watch) {
         state.withLock { _ = $0.heap.remove(watch.entry) }
     }

@@ -154,7 +154,7 @@ struct Executor: Sendable {
 
         // One task for the attempt, cancelled by a stop or by its deadline (one watch over every
         // attempt's): a task group racing the attempt against a timer and a stop cost two tasks
-        // more and a timer on every stage (docs/benchmarks.md, "One watch for every timeout").
+        // more and a timer on every stage (docs/benchmarks.md, "the worker's CPU per stage").
         let watch = deadlines.watch(control, until: .now + timeout)
         let result = await control.attempt(watch) {
             await Swift.Result(catching: { try await runner(stage.args, input, context) })

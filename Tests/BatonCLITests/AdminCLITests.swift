@@ -410,6 +410,14 @@ struct AdminCLITests {
                 rows.map { Array($0.dropFirst(2).prefix(3)) } == [
                     ["admin-1", "resumeQueue", "queue:idle"], ["admin-1", "pauseQueue", "queue:idle"],
                 ], "\(audit.out)")
+            // The time column is each event's time in UTC to the second, the API's time cut.
+            let all = try JSONValue(parsing: try await Self.baton(["audit", "--json"], server).out)
+            let times: [String] = (all["events"]?.items ?? []).compactMap { event in
+                guard let at = event["at"]?.stringValue else { return nil }
+                return "\(at.prefix(10)) \(at.dropFirst(11).prefix(8))Z"
+            }
+            let shown: [String] = rows.map { $0.prefix(2).joined(separator: " ") }
+            #expect(shown == times, "\(audit.out)")
             let json = try await Self.baton(["audit", "--action", "pauseQueue", "--json"], server)
             let page = try JSONValue(parsing: json.out)
             #expect(page["events"]?.items.map { $0["action"] } == ["pauseQueue"])

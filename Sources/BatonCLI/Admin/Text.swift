@@ -28,10 +28,11 @@ enum Text {
         return span(seconds)
     }
 
-    /// A UTC time to the second: `2026-11-23 15:37:02Z`.
+    /// A UTC time to the second: `2026-11-23 15:37:02Z` (in PostgreSQL's calendar, as the API
+    /// writes it: Foundation's would write a date before 1582 in the Julian one).
     static func time(_ date: Date) -> String {
-        let text = date.formatted(Date.ISO8601FormatStyle())
-        return text.replacingOccurrences(of: "T", with: " ")
+        let text = RFC3339.format(date)
+        return text.prefix(10) + " " + text.dropFirst(11).prefix(8) + "Z"
     }
 
     /// Compact JSON, cut to `limit` characters.

@@ -27,7 +27,7 @@ final class Deadlines: Sendable {
     private let wake = Signal()
 
     /// Times `control`'s attempt out at `deadline` (``RunControl/timeOut(_:)``), unless forgotten
-    /// first.
+    /// first (``RunControl/attempt(until:watchedBy:_:)`` does both).
     func watch(_ control: RunControl, until deadline: ContinuousClock.Instant) -> Watch {
         let (watch, wakeSleeper) = state.withLock { state -> (Watch, Bool) in
             let watch = Watch(entry: state.heap.insert(control, at: deadline))
@@ -39,8 +39,8 @@ final class Deadlines: Sendable {
         return watch
     }
 
-    /// Stops watching an attempt that ended (its deadline may have passed meanwhile: the control
-    /// then knows, by this attempt's watch, which a later attempt's does not equal).
+    /// Stops watching an attempt that ended (should its deadline have passed meanwhile, the
+    /// control ignores a watch that is not its running attempt's).
     func forget(_ watch: Watch) {
         state.withLock { _ = $0.heap.remove(watch.entry) }
     }

@@ -14,18 +14,16 @@ enum StopReason: Sendable {
 }
 
 /// The handle by which a running stage is stopped from outside: for good (``stop(_:)``), or one
-/// attempt of it when its time is up (``timeOut(_:)``; the run may go on to its next stage).
-/// Either cancels the attempt's task.
+/// attempt of it when its time is up (the run may go on to its next stage). Either cancels the
+/// attempt's task.
 final class RunControl: Sendable {
     /// When the worker took the run on (``Worker/admit(_:)``).
     let admitted = ContinuousClock.now
 
     private struct State {
         var reason: StopReason?
-        /// The last attempt whose deadline passed.
-        var expired: Deadlines.Watch?
-        /// The attempt running, and how to cancel it.
-        var attempt: (watch: Deadlines.Watch, cancel: @Sendable () -> Void)?
+        /// The attempt running: its deadline's watch, whether that passed, how to cancel it.
+        var attempt: (watch: Deadlines.Watch, timedOut: Bool, cancel: (@Sendable () -> Void)?)?
     }
 
     private let state = Mutex(State())
@@ -40,25 +38,34 @@ final class RunControl: Sendable {
 
     var stopReason: StopReason? { state.withLock { $0.reason } }
 
-    func timeOut(_ attempt: Deadlines.Watch) {
-        let cancel = state.withLock { state in
-            state.expired = attempt
-            return state.attempt?.watch == attempt ? state.attempt?.cancel : nil
+    /// Called by ``Deadlines`` when `watch`'s deadline passes; a watch of an attempt that has
+    /// ended (forgotten as its deadline passed) is not this run's concern any more.
+    func timeOut(_ watch: Deadlines.Watch) {
+        let cancel = state.withLock { state -> (@Sendable () -> Void)? in
+            guard state.attempt?.watch == watch else { return nil }
+            state.attempt?.timedOut = true
+            return state.attempt?.cancel
         }
         cancel?()
     }
 
-    func hasTimedOut(_ attempt: Deadlines.Watch) -> Bool { state.withLock { $0.expired == attempt } }
-
-    /// Runs `body` as the attempt `watch`, in a task of its own that a stop or the attempt's
-    /// deadline cancels (as does cancelling the caller), and returns once it has returned.
+    /// Runs `body` as an attempt, in a task of its own that a stop, the passing of `deadline`
+    /// (watched by `deadlines`) or cancelling the caller cancels; returns once it has returned,
+    /// with whether the deadline passed first.
     func attempt<Value: Sendable>(
-        _ watch: Deadlines.Watch, _ body: sending @escaping @isolated(any) () async -> Value
-    ) async -> Value {
+        until deadline: ContinuousClock.Instant, watchedBy deadlines: Deadlines,
+        _ body: sending @escaping @isolated(any) () async -> Value
+    ) async -> (value: Value, timedOut: Bool) {
+        // Watched under the lock, so that a deadline passing at once finds its attempt here.
+        let watch = state.withLock { state in
+            let watch = deadlines.watch(self, until: deadline)
+            state.attempt = (watch, false, nil)
+            return watch
+        }
         let task = Task(operation: body)
         let cancelNow = state.withLock { state in
-            state.attempt = (watch, { task.cancel() })
-            return state.reason != nil || state.expired == watch
+            state.attempt?.cancel = { task.cancel() }
+            return state.reason != nil || state.attempt?.timedOut == true
         }
         if cancelNow { task.cancel() }
         let value = await withTaskCancellationHandler {
@@ -66,8 +73,12 @@ final class RunControl: Sendable {
         } onCancel: {
             task.cancel()
         }
-        state.withLock { $0.attempt = nil }
-        return value
+        deadlines.forget(watch)
+        let timedOut = state.withLock { state in
+            defer { state.attempt = nil }
+            return state.attempt?.timedOut == true
+        }
+        return (value, timedOut)
     }
 }
 
@@ -155,15 +166,13 @@ struct Executor: Sendable {
         // One task for the attempt, cancelled by a stop or by its deadline (one watch over every
         // attempt's): a task group racing the attempt against a timer and a stop cost two tasks
         // more and a timer on every stage (docs/benchmarks.md, "the worker's CPU per stage").
-        let watch = deadlines.watch(control, until: .now + timeout)
-        let result = await control.attempt(watch) {
+        let (result, timedOut) = await control.attempt(until: .now + timeout, watchedBy: deadlines) {
             await Swift.Result(catching: { try await runner(stage.args, input, context) })
         }
-        deadlines.forget(watch)
         if let reason = control.stopReason { return .stopped(reason) }
         // The worker itself is being torn down (not drained): put the stage back, count nothing.
         if Task.isCancelled { return .stopped(.released) }
-        if control.hasTimedOut(watch) { return .ended(.failed(error: "timed out after \(timeout)", retry: .byPolicy)) }
+        if timedOut { return .ended(.failed(error: "timed out after \(timeout)", retry: .byPolicy)) }
         switch result {
         case .success(let result):
             return .ended(.succeeded(output: result.output, then: result.then))

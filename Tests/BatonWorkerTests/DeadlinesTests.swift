@@ -32,36 +32,35 @@ struct DeadlinesTests {
     }
 
     /// A deadline earlier than the one the watch sleeps until wakes it, and cancels its attempt's
-    /// task; a forgotten attempt is never timed out; each attempt's timeout is told apart from
-    /// another's on the same run, and a stop cancels the attempt running.
-    @Test func anEarlierDeadlineCancelsItsAttemptAndAForgottenOneNeverFires() async throws {
+    /// task; an attempt that ended is forgotten and never timed out; each attempt of a run has
+    /// its own deadline; a stop cancels the attempt running, before it starts or after.
+    @Test func anEarlierDeadlineCancelsItsAttemptAndAnEndedOneIsForgotten() async throws {
         let deadlines = Deadlines()
         let watching = Task { await deadlines.run() }
         defer { watching.cancel() }
-        /// Runs an attempt that ends only when cancelled.
-        func hang(_ control: RunControl, _ watch: Deadlines.Watch) async -> Bool {
-            await control.attempt(watch) { (try? await Task.sleep(for: .seconds(3600))) == nil }
+        /// An attempt that ends only when cancelled: whether it was, and whether by its deadline.
+        func hang(_ control: RunControl, for duration: Duration) async -> (cancelled: Bool, timedOut: Bool) {
+            let (cancelled, timedOut) = await control.attempt(until: .now + duration, watchedBy: deadlines) {
+                (try? await Task.sleep(for: .seconds(3600))) == nil
+            }
+            return (cancelled, timedOut)
         }
-        let (patient, forgotten, hurried) = (RunControl(), RunControl(), RunControl())
-        let far = deadlines.watch(patient, until: .now + .seconds(3600))
-        let dropped = deadlines.watch(forgotten, until: .now + .milliseconds(20))
-        deadlines.forget(dropped)
-        let near = deadlines.watch(hurried, until: .now + .milliseconds(50))
-        #expect(await hang(hurried, near))
-        #expect(hurried.hasTimedOut(near) && !hurried.hasTimedOut(far))
-        #expect(!forgotten.hasTimedOut(dropped))
-        #expect(!patient.hasTimedOut(far))
+        let (patient, quick, hurried) = (RunControl(), RunControl(), RunControl())
+        async let stopped = hang(patient, for: .seconds(3600))
+        let ended = await quick.attempt(until: .now + .seconds(3600), watchedBy: deadlines) { 7 }
+        #expect(ended.value == 7 && !ended.timedOut)
+        let first = await hang(hurried, for: .milliseconds(50))
+        #expect(first.cancelled && first.timedOut)
         // The same run's next attempt has a deadline of its own.
-        let next = deadlines.watch(hurried, until: .now + .milliseconds(10))
-        #expect(await hang(hurried, next))
-        #expect(hurried.hasTimedOut(next) && !hurried.hasTimedOut(near))
-        // A stop cancels the attempt, however far its deadline, whether it came before the attempt
-        // started or after.
-        async let stopped = hang(patient, far)
+        let next = await hang(hurried, for: .milliseconds(10))
+        #expect(next.cancelled && next.timedOut)
         patient.stop(.cancelled)
-        #expect(await stopped)
-        #expect(!patient.hasTimedOut(far))
-        deadlines.forget(far)
+        let stop = await stopped
+        #expect(stop.cancelled && !stop.timedOut)
+        let late = RunControl()
+        late.stop(.cancelled)
+        let never = await hang(late, for: .seconds(3600))
+        #expect(never.cancelled && !never.timedOut)
         #expect(deadlines.count == 0)
     }
 }

@@ -18,23 +18,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 baton=${BATON:-$here/../.build/release/baton}
 jobs=${1:-100000}
 batch=${2:-300}
-bindir=$(pg_config --bindir 2>/dev/null || ls -d /usr/lib/postgresql/*/bin | tail -1)
-work=$(mktemp -d)
-chmod 755 "$work"
-as_postgres=()
-if [ "$(id -u)" = 0 ]; then chown postgres "$work"; as_postgres=(runuser -u postgres --); fi
-port=$((20000 + $$ % 10000))
-cleanup() {
-    "${as_postgres[@]}" "$bindir/pg_ctl" -D "$work/data" -m fast stop >/dev/null 2>&1 || true
-    rm -rf "$work"
-}
-trap cleanup EXIT INT TERM
-"${as_postgres[@]}" "$bindir/initdb" -D "$work/data" -U postgres -A trust >/dev/null
-"${as_postgres[@]}" "$bindir/pg_ctl" -D "$work/data" -l "$work/log" -w \
-    -o "-p $port -k $work -c listen_addresses=127.0.0.1 -c max_connections=200 -c shared_preload_libraries=pg_stat_statements" \
-    start >/dev/null
-url="postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"
-sql() { psql -X -q -t -A -v ON_ERROR_STOP=1 "$url" -c "$1"; }
+# shellcheck source=bench/cluster.sh
+. "$here/cluster.sh"
+start_cluster -c max_connections=200 -c shared_preload_libraries=pg_stat_statements
 wal() { sql "SELECT pg_current_wal_lsn() - '0/0'::pg_lsn"; }
 
 sql "CREATE TABLE ceiling_jobs (

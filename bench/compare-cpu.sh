@@ -22,23 +22,9 @@ if [ $# -gt 0 ] && [ "$1" != "--" ]; then rounds=$1; shift; fi
 args=("$@")
 [ ${#args[@]} -gt 0 ] || args=(--jobs 100000)
 
-bindir=$(pg_config --bindir 2>/dev/null || ls -d /usr/lib/postgresql/*/bin | tail -1)
-work=$(mktemp -d)
-chmod 755 "$work"
-as_postgres=()
-if [ "$(id -u)" = 0 ]; then chown postgres "$work"; as_postgres=(runuser -u postgres --); fi
-port=$((20000 + $$ % 10000))
-cleanup() {
-    "${as_postgres[@]}" "$bindir/pg_ctl" -D "$work/data" -m fast stop >/dev/null 2>&1 || true
-    rm -rf "$work"
-}
-trap cleanup EXIT INT TERM
-"${as_postgres[@]}" "$bindir/initdb" -D "$work/data" -U postgres -A trust >/dev/null
-"${as_postgres[@]}" "$bindir/pg_ctl" -D "$work/data" -l "$work/log" -w \
-    -o "-p $port -k $work -c listen_addresses=127.0.0.1 -c max_connections=200 -c shared_preload_libraries=pg_stat_statements" \
-    start >/dev/null
-url="postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"
-postmaster=$(head -1 "$work/data/postmaster.pid")
+# shellcheck source=bench/cluster.sh
+. "$here/cluster.sh"
+start_cluster -c max_connections=200 -c shared_preload_libraries=pg_stat_statements
 ticks=$(getconf CLK_TCK)
 
 # CPU ticks of the cluster: its live processes, and those it has reaped (the postmaster's

@@ -19,27 +19,16 @@ jobs=${1:-100000}
 concurrency=${2:-1000}
 counts=(1 2 4 8)
 if [ $# -gt 2 ]; then counts=("${@:3}"); fi
-bindir=$(pg_config --bindir 2>/dev/null || ls -d /usr/lib/postgresql/*/bin | tail -1)
-work=$(mktemp -d)
-chmod 755 "$work"
-as_postgres=()
-if [ "$(id -u)" = 0 ]; then chown postgres "$work"; as_postgres=(runuser -u postgres --); fi
-port=$((20000 + $$ % 10000))
 pids=()
-cleanup() {
+before_cluster_stops() {
     for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
     wait 2>/dev/null || true
-    "${as_postgres[@]}" "$bindir/pg_ctl" -D "$work/data" -m fast stop >/dev/null 2>&1 || true
-    rm -rf "$work"
 }
-trap cleanup EXIT INT TERM
-"${as_postgres[@]}" "$bindir/initdb" -D "$work/data" -U postgres -A trust >/dev/null
-"${as_postgres[@]}" "$bindir/pg_ctl" -D "$work/data" -l "$work/log" -w \
-    -o "-p $port -k $work -c listen_addresses=127.0.0.1 -c max_connections=300" start >/dev/null
-url="postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"
+# shellcheck source=bench/cluster.sh
+. "$here/cluster.sh"
+start_cluster -c max_connections=300
 export BATON_DATABASE_URL="$url" BATON_LOG_LEVEL=warning
 "$baton" migrate >/dev/null
-sql() { psql -X -q -t -A -v ON_ERROR_STOP=1 "$url" -c "$1"; }
 
 for processes in "${counts[@]}"; do
     sql "DELETE FROM baton.jobs; DELETE FROM baton.workers"

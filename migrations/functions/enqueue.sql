@@ -57,23 +57,23 @@ BEGIN
             WITH ORDINALITY AS i(queue, priority, run_at, chain, input, metadata, key, owner, unique_key,
                                  unique_states, home_queue, ord)
     ), plain AS (
-        -- Jobs without a uniqueness rule: the idempotency key's index is the only arbiter (naming
-        -- none would make every unique index one, checked for every row).
-        INSERT INTO jobs (id, queue, priority, state, run_at, chain, stage_count, input, metadata,
-                          idempotency_key, lane, lane_ready_at, enqueued_by, home_queue, rate_key)
+        -- Jobs without a key of either kind: a plain insert. Naming an arbiter, even an index a
+        -- NULL key never enters, made each row a speculative insertion: a lock taken and released
+        -- and a confirmation record in the WAL per job (docs/benchmarks.md, "What the WAL holds").
+        INSERT INTO jobs (id, queue, priority, state, run_at, chain, stage_count, input, metadata, lane,
+                          lane_ready_at, enqueued_by, home_queue, rate_key)
         OVERRIDING SYSTEM VALUE
         SELECT i.new_id, coalesce(i.queue, 'default'), coalesce(i.priority, 0),
                CASE WHEN i.run_at > now() THEN 'scheduled'
                     WHEN i.chain -> 0 ->> 'lane' IS NOT NULL THEN 'waiting'
                     ELSE 'available' END::job_state,
                coalesce(i.run_at, now()), i.chain, jsonb_array_length(i.chain), coalesce(i.input, 'null'),
-               coalesce(i.metadata, '{}'), i.key, i.chain -> 0 ->> 'lane', i.ready_at, i.owner, i.home_queue,
-               i.rate_key
-        FROM input i WHERE i.unique_key IS NULL ORDER BY i.ord
-        ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+               coalesce(i.metadata, '{}'), i.chain -> 0 ->> 'lane', i.ready_at, i.owner, i.home_queue, i.rate_key
+        FROM input i WHERE i.unique_key IS NULL AND i.key IS NULL ORDER BY i.ord
         RETURNING jobs.id, jobs.queue, jobs.state, jobs.run_at, jobs.created_at
-    ), uniq AS (
-        -- Jobs with one: its index and the idempotency key's are both arbiters.
+    ), keyed AS (
+        -- Jobs with an idempotency key, a uniqueness rule or both: every unique index is an
+        -- arbiter (only those two can conflict on a new job).
         INSERT INTO jobs (id, queue, priority, state, run_at, chain, stage_count, input, metadata,
                           idempotency_key, lane, lane_ready_at, enqueued_by, unique_key, unique_states, home_queue,
                           rate_key)
@@ -85,11 +85,11 @@ BEGIN
                coalesce(i.run_at, now()), i.chain, jsonb_array_length(i.chain), coalesce(i.input, 'null'),
                coalesce(i.metadata, '{}'), i.key, i.chain -> 0 ->> 'lane', i.ready_at, i.owner, i.unique_key,
                i.unique_states, i.home_queue, i.rate_key
-        FROM input i WHERE i.unique_key IS NOT NULL ORDER BY i.ord
+        FROM input i WHERE i.unique_key IS NOT NULL OR i.key IS NOT NULL ORDER BY i.ord
         ON CONFLICT DO NOTHING
         RETURNING jobs.id, jobs.queue, jobs.state, jobs.run_at, jobs.created_at
     ), ins AS (
-        SELECT * FROM plain UNION ALL SELECT * FROM uniq
+        SELECT * FROM plain UNION ALL SELECT * FROM keyed
     )
     SELECT array_agg(ins.id ORDER BY i.ord), array_agg(ins.id IS NOT NULL ORDER BY i.ord),
            array_agg(ins.queue ORDER BY i.ord), array_agg(ins.state ORDER BY i.ord),

@@ -207,21 +207,22 @@ public struct APITokens: Sendable {
         return hex((0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
     }
 
-    /// The token a bearer token is, or nil.
-    func token(secret: Substring) -> Token? {
+    /// Where in ``tokens`` the token a bearer token is lies, or nil. Every token is compared,
+    /// each in constant time.
+    func index(secret: Substring) -> Int? {
         let digest = Array(SHA256.hash(data: Data(secret.utf8)))
-        var match: Token?
-        for token in tokens {
+        var match: Int?
+        for (index, token) in tokens.enumerated() {
             var difference: UInt8 = 0
             for (a, b) in zip(token.digest, digest) { difference |= a ^ b }
-            if difference == 0 { match = token }
+            if difference == 0 { match = index }
         }
         return match
     }
 
     /// The caller a bearer token identifies, its fingerprints made with `keys` (newest first).
     public func caller(token secret: Substring, keys: FingerprintKeys = .none) -> Caller? {
-        token(secret: secret).map { keys.caller($0) }
+        index(secret: secret).map { keys.caller(tokens[$0]) }
     }
 
     static func hex(_ bytes: some Sequence<UInt8>) -> String {

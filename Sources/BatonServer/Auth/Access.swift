@@ -12,6 +12,10 @@ final class Access: Sendable {
     private struct State {
         var tokens: APITokens
         var databaseKey: [UInt8]?
+        /// Each token's caller, in the order of `tokens`, made once the keys are known: its
+        /// fingerprints (an HMAC per key, in hex) were 5 % of the server's time for one job per
+        /// request when made for every request (docs/benchmarks.md, "One job per request").
+        var callers: [Caller]?
     }
 
     private let state: Mutex<State>
@@ -26,8 +30,6 @@ final class Access: Sendable {
         self.store = store
     }
 
-    var tokens: APITokens { state.withLock { $0.tokens } }
-
     /// The configured keys, then the database's.
     func keys() async throws -> FingerprintKeys {
         if let key = state.withLock({ $0.databaseKey }) { return FingerprintKeys(configuredKeys + [key]) }
@@ -38,14 +40,25 @@ final class Access: Sendable {
 
     /// The token named `name` as it is configured now, with its caller.
     func token(named name: String) async throws -> (token: APITokens.Token, caller: Caller)? {
-        guard let found = tokens.tokens.first(where: { $0.name == name }) else { return nil }
-        return (found, try await keys().caller(found))
+        let (tokens, callers) = try await current()
+        return tokens.tokens.firstIndex(where: { $0.name == name }).map { (tokens.tokens[$0], callers[$0]) }
     }
 
     /// The token a bearer token is, with its caller.
     func token(secret: Substring) async throws -> (token: APITokens.Token, caller: Caller)? {
-        guard let found = tokens.token(secret: secret) else { return nil }
-        return (found, try await keys().caller(found))
+        let (tokens, callers) = try await current()
+        return tokens.index(secret: secret).map { (tokens.tokens[$0], callers[$0]) }
+    }
+
+    /// The tokens and their callers, one set (a reload replaces both at once).
+    private func current() async throws -> (APITokens, [Caller]) {
+        if let known = state.withLock({ state in state.callers.map { (state.tokens, $0) } }) { return known }
+        let keys = try await keys()
+        return state.withLock { state in
+            let callers = state.callers ?? state.tokens.tokens.map(keys.caller)
+            state.callers = callers
+            return (state.tokens, callers)
+        }
     }
 
     /// Reads the token file again: its tokens replace the current ones, unless it does not read.
@@ -55,7 +68,10 @@ final class Access: Sendable {
         }
         do {
             let tokens = try APITokens.load(file: file)
-            state.withLock { $0.tokens = tokens }
+            state.withLock {
+                $0.tokens = tokens
+                $0.callers = nil
+            }
             logger.notice(
                 "API tokens read again",
                 metadata: ["file": .string(file), "tokens": .stringConvertible(tokens.tokens.count)])

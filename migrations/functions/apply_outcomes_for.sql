@@ -30,11 +30,17 @@
 -- `claim_runnable` but the wait; only if the worker runs its task (`p_tasks`, as in `claim_runnable`).
 -- In a wider lane, an older holder still waiting for a worker is claimed before it (a lane's stages
 -- start in the order they were admitted).
+-- `enable_seqscan = off`: every statement here finds its rows through an index (by id, lane,
+-- parent). Plans are cached per connection, and one made while `jobs` was nearly empty (a worker
+-- started on a new database) scanned the whole table for each batch: as the table grew, a flush of
+-- thousands of outcomes took seconds (docs/benchmarks.md, "A plan made on an empty table"). Planning
+-- the outcomes' update at every call instead cost 0.45 ms a flush, 15 µs a laned job ("Plans that
+-- stay good").
 CREATE OR REPLACE FUNCTION apply_outcomes_for(p_worker text, p_batch jsonb, p_queues text[], p_slots int[],
                                               p_tasks text[])
 RETURNS TABLE (event text, id bigint, queue text, stage int, attempt int, chain text, input text, results text,
                metadata text, group_output text)
-LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+LANGUAGE plpgsql SET search_path FROM CURRENT SET enable_seqscan = off AS $$
 #variable_conflict use_column
 DECLARE
     v_ids bigint[];
@@ -83,14 +89,8 @@ BEGIN
         END IF;
     END IF;
 
-    -- Planned at each call (EXECUTE), not once per session: a plan cached while `jobs` was nearly
-    -- empty (a worker started on a new database) scanned the whole table for each batch, and as
-    -- the table grew a flush of thousands of outcomes took seconds (docs/benchmarks.md,
-    -- "A plan made on an empty table"). Planned with the table as it is, each outcome's row is
-    -- found by its id; the planning costs ~0.1 ms a flush.
-    EXECUTE $update$
     WITH b AS (
-        SELECT * FROM jsonb_to_recordset($1)
+        SELECT * FROM jsonb_to_recordset(p_batch)
             AS b(id bigint, stage int, attempt int, kind text, output jsonb, error text, code text, details jsonb,
                  delay_ms bigint, lane text, target int, queue text)
     ), upd AS (
@@ -116,7 +116,7 @@ BEGIN
                 ELSE j.results END,
             errors = CASE WHEN b.kind IN ('retry', 'discard')
                 THEN j.errors || jsonb_build_array(jsonb_build_object(
-                    'stage', j.stage, 'attempt', j.attempt, 'at', now(), 'worker', $2, 'error', b.error)
+                    'stage', j.stage, 'attempt', j.attempt, 'at', now(), 'worker', p_worker, 'error', b.error)
                     || CASE WHEN b.code IS NULL THEN '{}' ELSE jsonb_build_object('code', b.code) END
                     || CASE WHEN b.details IS NULL THEN '{}' ELSE jsonb_build_object('details', b.details) END)
                 ELSE j.errors END,
@@ -125,7 +125,7 @@ BEGIN
             lane = CASE WHEN b.kind IN ('hop', 'advance') THEN b.lane ELSE j.lane END,
             queue = CASE WHEN b.kind IN ('hop', 'advance') THEN coalesce(b.queue, j.home_queue, j.queue) ELSE j.queue END,
             rate_key = CASE WHEN b.kind NOT IN ('hop', 'advance') THEN j.rate_key
-                            WHEN $3 THEN stage_rate_key(j.chain -> coalesce(b.target, j.stage + 1),
+                            WHEN v_scoped THEN stage_rate_key(j.chain -> coalesce(b.target, j.stage + 1),
                                                               coalesce(b.queue, j.home_queue, j.queue))
                             ELSE coalesce(j.chain -> coalesce(b.target, j.stage + 1) ->> 'rate', '') END,
             home_queue = CASE WHEN b.queue IS NOT NULL THEN coalesce(j.home_queue, j.queue) ELSE j.home_queue END,
@@ -147,12 +147,11 @@ BEGIN
         -- rows only, would otherwise scan `jobs_running` for the worker and walk an entry for every
         -- job the worker ran since the last vacuum: 27,000 of them, 6 ms a batch, under a deep lane
         -- backlog (docs/benchmarks.md, "Outcomes found by id").
-        WHERE j.id = b.id AND (j.state = 'running' AND j.worker_id = $2) IS TRUE
+        WHERE j.id = b.id AND (j.state = 'running' AND j.worker_id = p_worker) IS TRUE
           AND j.stage = b.stage AND j.attempt = b.attempt
         RETURNING j.id, b.kind, j.state, j.queue, j.watched, j.parent_id
     )
-    SELECT array_agg(ROW(upd.*)::applied_outcome) FROM upd
-    $update$ INTO v_applied USING p_batch, p_worker, v_scoped;
+    SELECT array_agg(ROW(upd.*)::applied_outcome) INTO v_applied FROM upd;
 
     -- A snooze or a retry that pauses its stage's rate limit key: the key gives no token before
     -- the stage's own delay is over (its bucket set so that the next token comes then), across

@@ -192,6 +192,8 @@ struct Bench: AsyncParsableCommand {
         let total = jobs * chain
         let batch = 1000
 
+        // The log from the first enqueue to the last outcome (the idle pickup samples excluded).
+        let walStart = await WALUse.position(pool)
         // Burn-down: everything is enqueued before the worker starts.
         var enqueueSeconds = 0.0
         let clock = ContinuousClock()
@@ -243,6 +245,7 @@ struct Bench: AsyncParsableCommand {
                 try await Task.sleep(for: .milliseconds(20))
             } while clock.now - settle < .seconds(30)
             let processSeconds = (clock.now - start).seconds
+            let walEnd = await WALUse.position(pool)
             pruning?.cancel()
             _ = try? await pruning?.value
             let roundTripsPerJob = proxy.map { Double($0.flightsToServer - flightsAtStart) / Double(jobs) }
@@ -282,6 +285,8 @@ struct Bench: AsyncParsableCommand {
             }
             await group.triggerGracefulShutdown()
             try await running.waitForAll()
+            var wal: WALUse?
+            if let walStart, let walEnd { wal = await WALUse.between(walStart, walEnd, jobs: jobs, pool: pool) }
             return Report(
                 mode: mode.rawValue, jobs: jobs, stages: total, lanes: lanes, laneWidth: laneWidth,
                 rateLimit: rateLimit,
@@ -293,7 +298,7 @@ struct Bench: AsyncParsableCommand {
                 callToStartP50: percentile(callToStart, 0.5), callToStartP99: percentile(callToStart, 0.99),
                 hopP50: percentile(hops, 0.5), hopP99: percentile(hops, 0.99),
                 lost: jobs - finished, statementsPerJob: statements, networkDelay: networkDelay,
-                roundTripsPerJob: roundTripsPerJob, roundTripsPerPickup: roundTripsPerPickup,
+                roundTripsPerJob: roundTripsPerJob, roundTripsPerPickup: roundTripsPerPickup, wal: wal,
                 retention: prune ? RetentionReport(pruneSeconds: processSeconds) : nil)
         }
     }
@@ -425,6 +430,7 @@ struct Report {
     var networkDelay: Double?
     var roundTripsPerJob: Double?
     var roundTripsPerPickup: Double?
+    var wal: WALUse?
     var retention: RetentionReport?
 
     var json: String {
@@ -445,6 +451,7 @@ struct Report {
             fields["statements_per_job"] = number(statementsPerJob.sent)
             fields["statements_per_job_in_functions_too"] = number(statementsPerJob.all)
         }
+        fields["wal"] = wal?.json ?? .null
         if let networkDelay {
             fields["network_delay_ms"] = number(networkDelay)
             fields["round_trips_per_job"] = roundTripsPerJob.map(number) ?? .null
@@ -473,6 +480,7 @@ struct Report {
               pickup      p50 \(f(pickupP50, 2)) ms   p99 \(f(pickupP99, 2)) ms   (from the enqueue's call: p50 \(f(callToStartP50, 2)) ms   p99 \(f(callToStartP99, 2)) ms)
               hop         p50 \(f(hopP50, 2)) ms   p99 \(f(hopP99, 2)) ms
               statements  \(statementsPerJob.map { "\(f($0.sent, 3)) sent per job, \(f($0.all, 2)) run per job (functions' inner statements too)" } ?? "n/a (pg_stat_statements not loaded)")
+              wal         \(wal?.summary ?? "n/a")
               lost        \(lost)
             """ + network + retainedLines
     }

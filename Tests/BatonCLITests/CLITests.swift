@@ -68,6 +68,10 @@ struct CLITests {
             for key in ["enqueue_per_s", "process_per_s", "pickup_p50_ms", "pickup_p99_ms", "hop_p50_ms"] {
                 #expect(report[key]?.numberValue != nil, "missing \(key)")
             }
+            // The cluster's WAL, which other tests write to as well: at least each job's row, inserted
+            // and updated once per stage (a row of this chain is some 400 bytes).
+            let wal = try #require(report["wal"]?["bytes_per_job"]?.numberValue?.double)
+            #expect(wal > 400)
         }
     }
 

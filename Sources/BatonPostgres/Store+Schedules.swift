@@ -34,6 +34,7 @@ extension Store {
         }
     }
 
+    @discardableResult
     private func saveSchedule(
         _ schedule: ScheduleDefinition, source: ScheduleRecord.Source, now: Date, replacing queues: [String]? = nil,
         on connection: PostgresConnection

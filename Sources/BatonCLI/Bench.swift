@@ -91,6 +91,7 @@ struct Bench: AsyncParsableCommand {
             baseURL = server!.url
         }
         defer { server?.stop() }  // at exit; nothing else runs by then
+        let postmaster = server.flatMap { CPUTime.postmaster(in: $0.dataDirectory) }
         let schema = "bench_" + String(UInt32.random(in: 0...UInt32.max), radix: 36)
         var database = try DatabaseConfiguration(url: baseURL).inSchema(schema)
         var proxy: DelayProxy?
@@ -115,7 +116,8 @@ struct Bench: AsyncParsableCommand {
                     Store(pool: pool, logger: logger), someJob: retainedUpTo / 2)
             }
             var report = try await measure(
-                pool: pool, proxy: proxy, logger: logger, progress: progress, after: retainedUpTo)
+                pool: pool, proxy: proxy, postmaster: postmaster, logger: logger, progress: progress,
+                after: retainedUpTo)
             if prune {
                 // What the throttled pruning deleted while the jobs ran; the rest flat out.
                 let left = try await count(pool, "id <= \(retainedUpTo)")
@@ -165,7 +167,9 @@ struct Bench: AsyncParsableCommand {
     }
 
     /// Runs the jobs (their ids above `after`: retained ones are below) and measures.
-    func measure(pool: DatabasePool, proxy: DelayProxy?, logger: Logger, progress: Progress, after: Int64)
+    func measure(
+        pool: DatabasePool, proxy: DelayProxy?, postmaster: Int32?, logger: Logger, progress: Progress, after: Int64
+    )
         async throws -> Report
     {
         let database = pool.configuration
@@ -194,6 +198,7 @@ struct Bench: AsyncParsableCommand {
 
         // The log from the first enqueue to the last outcome (the idle pickup samples excluded).
         let walStart = await WALUse.position(pool)
+        let cpuStart = CPUTime.now(postmaster: postmaster)
         // Burn-down: everything is enqueued before the worker starts.
         var enqueueSeconds = 0.0
         let clock = ContinuousClock()
@@ -246,6 +251,7 @@ struct Bench: AsyncParsableCommand {
             } while clock.now - settle < .seconds(30)
             let processSeconds = (clock.now - start).seconds
             let walEnd = await WALUse.position(pool)
+            let cpuEnd = CPUTime.now(postmaster: postmaster)
             pruning?.cancel()
             _ = try? await pruning?.value
             let roundTripsPerJob = proxy.map { Double($0.flightsToServer - flightsAtStart) / Double(jobs) }
@@ -299,6 +305,10 @@ struct Bench: AsyncParsableCommand {
                 hopP50: percentile(hops, 0.5), hopP99: percentile(hops, 0.99),
                 lost: jobs - finished, statementsPerJob: statements, networkDelay: networkDelay,
                 roundTripsPerJob: roundTripsPerJob, roundTripsPerPickup: roundTripsPerPickup, wal: wal,
+                batonCPUPerJob: (cpuEnd.baton - cpuStart.baton) * 1000 / Double(jobs),
+                postgresCPUPerJob: cpuEnd.postgres.flatMap { end in
+                    cpuStart.postgres.map { (end - $0) * 1000 / Double(jobs) }
+                },
                 retention: prune ? RetentionReport(pruneSeconds: processSeconds) : nil)
         }
     }
@@ -431,6 +441,10 @@ struct Report {
     var roundTripsPerJob: Double?
     var roundTripsPerPickup: Double?
     var wal: WALUse?
+    /// CPU milliseconds per job from the first enqueue to the last outcome: this process's (the
+    /// producer and the worker), and the private PostgreSQL's (nil with `--database-url`).
+    var batonCPUPerJob: Double
+    var postgresCPUPerJob: Double?
     var retention: RetentionReport?
 
     var json: String {
@@ -452,6 +466,8 @@ struct Report {
             fields["statements_per_job_in_functions_too"] = number(statementsPerJob.all)
         }
         fields["wal"] = wal?.json ?? .null
+        fields["baton_cpu_ms_per_job"] = number(batonCPUPerJob)
+        fields["postgres_cpu_ms_per_job"] = postgresCPUPerJob.map(number) ?? .null
         if let networkDelay {
             fields["network_delay_ms"] = number(networkDelay)
             fields["round_trips_per_job"] = roundTripsPerJob.map(number) ?? .null
@@ -480,6 +496,7 @@ struct Report {
               pickup      p50 \(f(pickupP50, 2)) ms   p99 \(f(pickupP99, 2)) ms   (from the enqueue's call: p50 \(f(callToStartP50, 2)) ms   p99 \(f(callToStartP99, 2)) ms)
               hop         p50 \(f(hopP50, 2)) ms   p99 \(f(hopP99, 2)) ms
               statements  \(statementsPerJob.map { "\(f($0.sent, 3)) sent per job, \(f($0.all, 2)) run per job (functions' inner statements too)" } ?? "n/a (pg_stat_statements not loaded)")
+              cpu         \(f(batonCPUPerJob, 4)) ms per job in this process (producer and worker), \(postgresCPUPerJob.map { "\(f($0, 4)) ms in PostgreSQL" } ?? "PostgreSQL's n/a (not the bench's own)")
               wal         \(wal?.summary ?? "n/a")
               lost        \(lost)
             """ + network + retainedLines

@@ -72,6 +72,9 @@ struct CLITests {
             // and updated once per stage (a row of this chain is some 400 bytes).
             let wal = try #require(report["wal"]?["bytes_per_job"]?.numberValue?.double)
             #expect(wal > 400)
+            // The producer's and the worker's CPU; PostgreSQL's only when the bench runs its own.
+            #expect(try #require(report["baton_cpu_ms_per_job"]?.numberValue?.double) > 0)
+            #expect(report["postgres_cpu_ms_per_job"] == .null)
         }
     }
 

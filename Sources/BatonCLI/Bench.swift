@@ -91,7 +91,7 @@ struct Bench: AsyncParsableCommand {
             baseURL = server!.url
         }
         defer { server?.stop() }  // at exit; nothing else runs by then
-        let postmaster = server.flatMap { CPUTime.postmaster(in: $0.dataDirectory) }
+        let postmaster = server?.postmaster
         let schema = "bench_" + String(UInt32.random(in: 0...UInt32.max), radix: 36)
         var database = try DatabaseConfiguration(url: baseURL).inSchema(schema)
         var proxy: DelayProxy?
@@ -168,7 +168,7 @@ struct Bench: AsyncParsableCommand {
 
     /// Runs the jobs (their ids above `after`: retained ones are below) and measures.
     func measure(
-        pool: DatabasePool, proxy: DelayProxy?, postmaster: Int32?, logger: Logger, progress: Progress, after: Int64
+        pool: DatabasePool, proxy: DelayProxy?, postmaster: pid_t?, logger: Logger, progress: Progress, after: Int64
     )
         async throws -> Report
     {
@@ -350,6 +350,13 @@ struct Bench: AsyncParsableCommand {
     }
 }
 
+extension JSONValue {
+    /// A figure of the report, to three decimals.
+    static func measured(_ value: Double) -> JSONValue {
+        JSONNumber(String(format: "%.3f", value)).map(JSONValue.number) ?? .null
+    }
+}
+
 func percentile(_ values: [Double], _ p: Double) -> Double {
     guard !values.isEmpty else { return 0 }
     let sorted = values.sorted()
@@ -448,9 +455,7 @@ struct Report {
     var retention: RetentionReport?
 
     var json: String {
-        func number(_ value: Double) -> JSONValue {
-            JSONNumber(String(format: "%.3f", value)).map(JSONValue.number) ?? .null
-        }
+        let number = JSONValue.measured
         var fields: [String: JSONValue] = [
             "mode": .string(mode), "jobs": .number(jobs), "stages": .number(stages), "lanes": .number(lanes),
             "lane_width": .number(laneWidth), "rate_limit_per_s": .number(rateLimit),

@@ -1,4 +1,5 @@
 import Foundation
+import LocalPostgres
 
 /// CPU time used so far (user and system, seconds): by this process, the bench's producer and
 /// worker, and, when the bench runs its own PostgreSQL, by that server's processes (those alive,
@@ -8,8 +9,8 @@ struct CPUTime {
     var baton: Double
     var postgres: Double?
 
-    /// Now; `postmaster`: the private server's first process, read from its data directory.
-    static func now(postmaster: Int32?) -> CPUTime {
+    /// Now; `postmaster`: the private server's first process.
+    static func now(postmaster: pid_t?) -> CPUTime {
         var usage = rusage()
         getrusage(RUSAGE_SELF.rawValue, &usage)
         let baton =
@@ -18,38 +19,18 @@ struct CPUTime {
         return CPUTime(baton: baton, postgres: postmaster.flatMap(serverSeconds))
     }
 
-    /// The postmaster's own time and its reaped children's, and each live child's.
-    private static func serverSeconds(_ postmaster: Int32) -> Double? {
-        guard let own = stat(postmaster) else { return nil }
-        var ticks = own.user + own.system + own.reapedChildren
-        let processes = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
-        for name in processes {
-            guard let pid = Int32(name), pid != postmaster, let child = stat(pid), child.parent == postmaster else {
-                continue
-            }
-            ticks += child.user + child.system
+    /// The postmaster's own time and its reaped children's, and each live child's. Fields of
+    /// `/proc/PID/stat` from the state on: ppid 1, utime 11, stime 12, cutime 13, cstime 14.
+    private static func serverSeconds(_ postmaster: pid_t) -> Double? {
+        func ticks(_ stat: [Substring], _ fields: [Int]) -> Int { fields.reduce(0) { $0 + (Int(stat[$1]) ?? 0) } }
+        guard let own = LocalPostgres.processStat(postmaster), own.count > 14 else { return nil }
+        var total = ticks(own, [11, 12, 13, 14])
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+            guard let pid = pid_t(name), pid != postmaster, let stat = LocalPostgres.processStat(pid),
+                stat.count > 12, pid_t(stat[1]) == postmaster
+            else { continue }
+            total += ticks(stat, [11, 12])
         }
-        return Double(ticks) / Double(sysconf(Int32(_SC_CLK_TCK)))
-    }
-
-    /// Fields of `/proc/PID/stat` (man 5 proc), read after the command name, which may hold
-    /// spaces and parentheses.
-    private static func stat(_ pid: Int32) -> (parent: Int32, user: Int, system: Int, reapedChildren: Int)? {
-        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-            let end = text.lastIndex(of: ")")
-        else { return nil }
-        // From field 3 (state) on: ppid is field 4, utime 14, stime 15, cutime 16, cstime 17.
-        let fields = text[text.index(after: end)...].split(separator: " ")
-        guard fields.count > 14, let parent = Int32(fields[1]), let user = Int(fields[11]),
-            let system = Int(fields[12]), let childUser = Int(fields[13]), let childSystem = Int(fields[14])
-        else { return nil }
-        return (parent, user, system, childUser + childSystem)
-    }
-
-    /// The first line of `postmaster.pid` in `dataDirectory`.
-    static func postmaster(in dataDirectory: URL) -> Int32? {
-        guard let text = try? String(contentsOf: dataDirectory.appending(path: "postmaster.pid"), encoding: .utf8)
-        else { return nil }
-        return text.split(separator: "\n").first.flatMap { Int32($0) }
+        return Double(total) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 }

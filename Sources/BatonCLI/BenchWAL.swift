@@ -55,9 +55,7 @@ struct WALUse {
     }
 
     var json: JSONValue {
-        func number(_ value: Double) -> JSONValue {
-            JSONNumber(String(format: "%.2f", value)).map(JSONValue.number) ?? .null
-        }
+        let number = JSONValue.measured
         return [
             "bytes_per_job": number(bytesPerJob),
             "records_per_job": .array(

@@ -224,21 +224,31 @@ public final class LocalPostgres: Sendable {
     /// started it and exited), so it is reaped by PID 1, and in a container whose PID 1 reaps nothing
     /// it stays a zombie, which `kill(pid, 0)` still finds.
     package static func hasExited(_ pid: pid_t) -> Bool {
-        guard kill(pid, 0) == 0 else { return true }
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-            let end = stat.lastIndex(of: ")")
-        else { return true }
-        // `pid (command) state …`: the state follows the command, which may itself hold spaces.
-        return stat[stat.index(after: end)...].trimmingCharacters(in: .whitespaces).first == "Z"
+        guard kill(pid, 0) == 0, let stat = processStat(pid) else { return true }
+        return stat.first == "Z"
+    }
+
+    /// The fields of `/proc/PID/stat` from the third (the state) on (`man 5 proc`): they follow
+    /// the command in parentheses, which may itself hold spaces and parentheses. Nil once the
+    /// process is gone.
+    package static func processStat(_ pid: pid_t) -> [Substring]? {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let end = text.lastIndex(of: ")")
+        else { return nil }
+        return text[text.index(after: end)...].split(separator: " ")
+    }
+
+    /// The server's first process (its `postmaster.pid`), or nil if it does not run.
+    package var postmaster: pid_t? {
+        let file = dataDirectory.appending(path: "postmaster.pid")
+        guard let text = try? String(contentsOf: file, encoding: .utf8) else { return nil }
+        return text.split(separator: "\n").first.flatMap { pid_t($0) }
     }
 
     /// Asks the server for a fast shutdown (SIGINT, what `pg_ctl stop -m fast` sends); returns its
     /// process id, or nil if it does not run.
     private func signalPostmaster() -> pid_t? {
-        let file = dataDirectory.appending(path: "postmaster.pid")
-        guard let text = try? String(contentsOf: file, encoding: .utf8),
-            let pid = text.split(separator: "\n").first.flatMap({ pid_t($0) }), kill(pid, SIGINT) == 0
-        else { return nil }
+        guard let pid = postmaster, kill(pid, SIGINT) == 0 else { return nil }
         return pid
     }
 

@@ -5,7 +5,8 @@
 #
 # Sets `work` (the directory, which the script may use too) and, once started, `url` and
 # `postmaster` (its pid); `sql STATEMENT` prints the rows. A script with more to undo on exit
-# defines `before_cluster_stops`.
+# defines `before_cluster_stops`. `cluster_ticks` is the CPU the cluster has used so far, in clock
+# ticks (`getconf CLK_TCK` a second); `process_ticks PID…` the CPU of other processes.
 bindir=$(pg_config --bindir 2>/dev/null || ls -d /usr/lib/postgresql/*/bin | tail -1)
 work=$(mktemp -d)
 chmod 755 "$work"
@@ -29,3 +30,18 @@ start_cluster() {
 }
 
 sql() { psql -X -q -t -A -v ON_ERROR_STOP=1 "$url" -c "$1"; }
+
+# CPU ticks of the cluster: its live processes, and those it has reaped (the postmaster's
+# cutime and cstime).
+cluster_ticks() {
+    echo $(($(process_ticks $(pgrep -P "$postmaster") "$postmaster") + $(awk '{print $16 + $17}' "/proc/$postmaster/stat")))
+}
+
+# CPU ticks (user and system) of the processes given, those still running.
+process_ticks() {
+    local total=0 pid
+    for pid in "$@"; do
+        total=$((total + $(awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null || echo 0)))
+    done
+    echo "$total"
+}

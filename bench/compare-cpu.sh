@@ -27,16 +27,6 @@ args=("$@")
 start_cluster -c max_connections=200 -c shared_preload_libraries=pg_stat_statements
 ticks=$(getconf CLK_TCK)
 
-# CPU ticks of the cluster: its live processes, and those it has reaped (the postmaster's
-# cutime and cstime).
-cluster_ticks() {
-    local total=0 pid
-    for pid in $(pgrep -P "$postmaster") "$postmaster"; do
-        total=$((total + $(awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null || echo 0)))
-    done
-    echo $((total + $(awk '{print $16 + $17}' "/proc/$postmaster/stat")))
-}
-
 TIMEFORMAT='%U %S'
 for _ in $(seq "$rounds"); do
     for build in before after; do

@@ -58,10 +58,11 @@ public enum Transition: Sendable, Hashable {
     ///   - runs: how many times in a row the stage has run before this run (for `repeat`'s max).
     ///   - canHop: whether this worker may run that task stage itself, now (it runs its task,
     ///     serves its queue and is not draining).
-    ///   - random: a value in 0..<1 that places the retry delay inside the jitter band.
+    ///   - random: a value in 0..<1 that places the retry delay inside the jitter band; asked for
+    ///     only by a retry (a random number is a system call, and most stages succeed).
     public static func decide(
         chain: [StageSpec], stage position: Int, runs: Int = 0, attempt: Int, outcome: StageOutcome,
-        canHop: (StageSpec) -> Bool, random: Double
+        canHop: (StageSpec) -> Bool, random: @autoclosure () -> Double
     ) -> Transition {
         let stage = chain[position]
         switch outcome {
@@ -103,7 +104,7 @@ public enum Transition: Sendable, Hashable {
             case _ where attempt >= policy.maxAttempts:
                 return .discard(error: error)
             case .byPolicy:
-                return .retry(error: error, delay: policy.backoff.delay(afterAttempt: attempt, random: random))
+                return .retry(error: error, delay: policy.backoff.delay(afterAttempt: attempt, random: random()))
             case .after(let delay, let pausing):
                 return .retry(error: error, delay: max(.zero, min(delay, policy.backoff.max)), pauseRateLimit: pausing)
             }

@@ -161,29 +161,31 @@ final class StageRunner: Service, Sendable {
 
     /// Says what became of an attempt: a failure at `warning` (retried, with its delay) or `error`
     /// (the job discarded), so that a job retrying for hours shows in the log; a success at `debug`.
+    /// The metadata is made only for a level that is logged (an argument the logger evaluates on
+    /// demand): at the default level, a stage that succeeds costs no text.
     private func report(_ transition: Transition, of job: ClaimedJob, after duration: Duration) {
-        var metadata: Logger.Metadata = [
-            "job": "\(job.id)", "stage": "\(job.stage)", "attempt": "\(job.attempt)",
-            "task": "\(job.spec.kind)", "ms": "\(duration.milliseconds)",
-        ]
+        func metadata(_ more: Logger.Metadata = [:]) -> Logger.Metadata {
+            [
+                "job": "\(job.id)", "stage": "\(job.stage)", "attempt": "\(job.attempt)",
+                "task": "\(job.spec.kind)", "ms": "\(duration.milliseconds)",
+            ].merging(more) { $1 }
+        }
         switch transition {
         case .retry(let error, let delay, _):
-            metadata["error"] = "\(error)"
-            metadata["retry_in"] = "\(DurationFormat.format(delay))"
-            logger.warning("stage failed; retrying", metadata: metadata)
+            logger.warning(
+                "stage failed; retrying",
+                metadata: metadata(["error": "\(error)", "retry_in": "\(DurationFormat.format(delay))"]))
         case .discard(let error):
-            metadata["error"] = "\(error)"
-            logger.error("stage failed; job discarded", metadata: metadata)
+            logger.error("stage failed; job discarded", metadata: metadata(["error": "\(error)"]))
         case .hop, .advance, .complete, .spawn:
-            logger.debug("stage done", metadata: metadata)
+            logger.debug("stage done", metadata: metadata())
         case .release:
-            logger.info("stage put back: the worker is stopping", metadata: metadata)
+            logger.info("stage put back: the worker is stopping", metadata: metadata())
         case .snooze(let delay, _):
-            metadata["until"] = "\(DurationFormat.format(delay)) from now"
-            logger.debug("stage snoozed", metadata: metadata)
+            logger.debug("stage snoozed", metadata: metadata(["until": "\(DurationFormat.format(delay)) from now"]))
         case .await(let timeout):
-            metadata["until"] = "\(DurationFormat.format(timeout)) from now"
-            logger.debug("awaiting a signal", metadata: metadata)
+            logger.debug(
+                "awaiting a signal", metadata: metadata(["until": "\(DurationFormat.format(timeout)) from now"]))
         }
     }
 }

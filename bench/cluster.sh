@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the scripts of bench/: a private PostgreSQL (default durability) in a temporary
 # directory, stopped and removed when the script exits, as root or not.
 #

@@ -56,23 +56,22 @@ struct WorkerMetrics: Sendable {
         // A wait past Int64's ~292 years of nanoseconds (a clock gone wrong) is recorded as the
         // longest a Timer can hold, not trapped on.
         let nanoseconds = Int64(exactly: (max(0, waited) * 1e9).rounded()) ?? .max
-        Timer(label: "baton_pickup_latency_seconds", dimensions: [("queue", queue)])
-            .record(duration: .nanoseconds(nanoseconds))
+        made.timer("baton_pickup_latency_seconds", queue: queue).record(duration: .nanoseconds(nanoseconds))
         history.pickedUp(queue: queue, waited: waited)
     }
 }
 
-/// Each stage metric made once per label and dimensions. Making a `Timer` or `Counter` looks it up
-/// in the backend (with Prometheus: a lock, a dictionary, a check of every name), which, done three
-/// times a stage, was 7.7 % of a busy worker's CPU with `--metrics-port`. They are made on first
-/// use, a stage's end, so after the process has bootstrapped its backend (one made before would
-/// stay with the no-op backend). Their number is bounded by the queues served times the task
-/// labels (``MetricLabels``).
+/// Each metric made once per label and dimensions. Making a `Timer` or `Counter` looks it up in the
+/// backend (with Prometheus: a lock, a dictionary, a check of every name), which, done three times
+/// a stage and once a claimed job, was 7.7 % of a busy worker's CPU with `--metrics-port`. They are
+/// made on first use, a claim or a stage's end, so after the process has bootstrapped its backend
+/// (one made before would stay with the no-op backend). Their number is bounded by the queues
+/// served times the task labels (``MetricLabels``).
 private final class MadeMetrics: Sendable {
     private struct Key: Hashable {
         var label: String
         var queue: String
-        var task: String
+        var task = ""
         var outcome = ""
     }
 
@@ -80,22 +79,28 @@ private final class MadeMetrics: Sendable {
     private let counters = Mutex<[Key: Counter]>([:])
 
     func timer(_ label: String, queue: String, task: String, outcome: String) -> Timer {
-        let key = Key(label: label, queue: queue, task: task, outcome: outcome)
-        return timers.withLock { timers in
-            if let timer = timers[key] { return timer }
-            let timer = Timer(label: label, dimensions: [("queue", queue), ("task", task), ("outcome", outcome)])
-            timers[key] = timer
-            return timer
+        made(Key(label: label, queue: queue, task: task, outcome: outcome), in: timers) {
+            Timer(label: label, dimensions: [("queue", queue), ("task", task), ("outcome", outcome)])
         }
     }
 
+    /// A timer of one queue (the pickup latency).
+    func timer(_ label: String, queue: String) -> Timer {
+        made(Key(label: label, queue: queue), in: timers) { Timer(label: label, dimensions: [("queue", queue)]) }
+    }
+
     func counter(_ label: String, queue: String, task: String) -> Counter {
-        let key = Key(label: label, queue: queue, task: task)
-        return counters.withLock { counters in
-            if let counter = counters[key] { return counter }
-            let counter = Counter(label: label, dimensions: [("queue", queue), ("task", task)])
-            counters[key] = counter
-            return counter
+        made(Key(label: label, queue: queue, task: task), in: counters) {
+            Counter(label: label, dimensions: [("queue", queue), ("task", task)])
+        }
+    }
+
+    private func made<Metric>(_ key: Key, in store: borrowing Mutex<[Key: Metric]>, _ make: () -> Metric) -> Metric {
+        store.withLock { made in
+            if let metric = made[key] { return metric }
+            let metric = make()
+            made[key] = metric
+            return metric
         }
     }
 }

@@ -9,8 +9,8 @@
 #   scripts/link-order.sh          (needs valgrind; builds with scripts/build-static.sh)
 #
 # Each run is watched by valgrind's callgrind, which names every function that ran, on a private
-# PostgreSQL reached over TLS. Valgrind cannot read the DWARF that Swift 6.3 writes, so it watches a copy without
-# debug information (the symbol table is what names the functions).
+# PostgreSQL reached over TLS. Valgrind cannot read the DWARF that Swift 6.3 writes, so it watches
+# a copy without debug information (the symbol table is what names the functions).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 command -v valgrind >/dev/null || { echo "link-order.sh needs valgrind (apt-get install valgrind)" >&2; exit 1; }
@@ -40,6 +40,6 @@ nm --defined-only "$bin" | awk '{print $3}' | sort -u >"$work/defined"
 {
     ran worker 45 worker --database-url "$url" --log-level warning
     ran bench 300 bench --jobs 300 --chain 2 --concurrency 50 --pickup-samples 10 --database-url "$url"
-} | awk '!seen[$0]++' | awk 'NR == FNR { defined[$0] = 1; next } ($0 in defined)' "$work/defined" - \
+} | awk 'NR == FNR { defined[$0] = 1; next } ($0 in defined) && !seen[$0]++' "$work/defined" - \
     >"$root/deploy/baton.order"
 echo "deploy/baton.order: $(wc -l <"$root/deploy/baton.order") functions"

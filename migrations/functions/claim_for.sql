@@ -15,10 +15,17 @@
 -- does not limit. When a key ran out of tokens with stages still waiting, a last row (id NULL)
 -- says in `waited` how many seconds until the first of them has one again: the worker claims then,
 -- and nothing runs for the stages in between.
+--
+-- One plan, made once per connection (`plan_cache_mode = force_generic_plan`), whose every step
+-- finds its rows through an index (`enable_seqscan = off`): the claimed rows are updated by
+-- primary key, from the array of ids the claim's scan locked. Joined to that scan instead, the
+-- update had two plans: a custom one, made again at every call (0.25–1.6 ms of planning, more than
+-- the claim of one job costs to run), and a generic one hashing a sequential scan of all of `jobs`,
+-- which PostgreSQL took whenever it looked no dearer (`docs/benchmarks.md`, "The claim's plan").
 CREATE OR REPLACE FUNCTION claim_for(p_queue text, p_limit int, p_worker text, p_tasks text[])
 RETURNS TABLE (id bigint, stage int, attempt int, chain text, input text, results text, metadata text,
                group_output text, waited float8)
-LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+LANGUAGE plpgsql SET search_path FROM CURRENT SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS $$
 #variable_conflict use_column
 DECLARE
     v_left int := p_limit;
@@ -70,7 +77,7 @@ BEGIN
             )
             UPDATE jobs j
             SET state = 'running', attempt = j.attempt + 1, worker_id = p_worker, attempted_at = now()
-            FROM next WHERE j.id = next.id
+            WHERE j.id = ANY (ARRAY(SELECT next.id FROM next))
             RETURNING j.id, j.stage, j.attempt, j.chain::text,
                 (CASE WHEN jsonb_array_length(j.results) = 0 THEN j.input ELSE j.results -> -1 -> 'output' END)::text,
                 CASE WHEN jsonb_array_length(j.results) = 0 THEN NULL ELSE j.results::text END,

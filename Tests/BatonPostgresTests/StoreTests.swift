@@ -111,6 +111,43 @@ struct StoreTests {
         }
     }
 
+    /// A claim finds the rows it takes through indexes, never by reading all of `jobs` (history
+    /// included), whatever plan its connection cached: one made while the table was small is kept
+    /// as the table grows. `pg_stat_xact_user_tables` counts this transaction's scans.
+    @Test func aClaimNeverReadsTheWholeTable() async throws {
+        try await TestDatabase.with { db async throws in
+            let schema = db.configuration.schema
+            _ = try await db.store.enqueue((0..<40).map { _ in job([.task("noop")]) })
+            // The statistics of a small table, as autovacuum gathers them on a new database.
+            try await db.pool.perform("ANALYZE \(unescaped: schema).jobs")
+            let sequentialScans = try await db.pool.withTransaction(logger: db.logger) { connection in
+                func claim(_ limit: Int) async throws {
+                    try await connection.perform(
+                        "SELECT count(*) FROM \(unescaped: schema).claim_for('default', \(limit)::int, 'w', NULL)",
+                        logger: db.logger)
+                }
+                // More claims than PL/pgSQL's plan cache tries custom plans for, on a small table...
+                for limit in [1, 1, 2, 1, 3, 1, 1, 5] { try await claim(limit) }
+                // ...then history piles up, and the claims go on with the plan they kept.
+                try await connection.perform(
+                    """
+                    INSERT INTO \(unescaped: schema).jobs (queue, state, chain, stage_count, finished_at)
+                    SELECT 'default', 'completed', '[{"task": "noop"}]', 1, now() FROM generate_series(1, 20000)
+                    """, logger: db.logger)
+                for limit in [1, 10, 1] { try await claim(limit) }
+                return try await connection.read(
+                    "SELECT seq_scan FROM pg_stat_xact_user_tables WHERE relid = \(schema + ".jobs")::regclass",
+                    logger: db.logger
+                ).map { try $0.decode(Int64.self) }
+            }
+            #expect(sequentialScans == [0])
+            #expect(
+                try await db.values(
+                    "SELECT count(*)::int FROM \(unescaped: schema).jobs WHERE state = 'running'", as: Int.self)
+                    == [27])
+        }
+    }
+
     /// Its time comes by moving it (the database's clock is the one that counts): a time a moment
     /// ahead may already have passed when a loaded machine has enqueued it.
     @Test func aScheduledJobWaitsForItsTime() async throws {

@@ -30,7 +30,8 @@ BEGIN
             attempted_at = now(),
             finished_at = CASE WHEN j.attempt >= coalesce((j.chain -> j.stage ->> 'max_attempts')::int, 1)
                                THEN now() END
-        FROM due WHERE j.id = due.id
+        -- By primary key from the ids locked, whatever their estimated number (see claim_for.sql).
+        WHERE j.id = ANY (ARRAY(SELECT due.id FROM due))
         RETURNING j.id, j.state, j.queue, j.watched, j.stage, (j.errors -> -1 ->> 'attempt')::int AS attempt,
                   j.chain, j.metadata, j.errors -> -1 ->> 'error' AS error, j.run_at
     ), counted AS (

@@ -15,7 +15,8 @@ BEGIN
             state = (CASE WHEN j.state = 'scheduled' AND j.lane IS NOT NULL THEN 'waiting'
                           ELSE 'available' END)::job_state,
             lane_ready_at = CASE WHEN j.state = 'scheduled' THEN j.run_at ELSE j.lane_ready_at END
-        FROM due WHERE j.id = due.id
+        -- By primary key from the ids locked, whatever their estimated number (see claim_for.sql).
+        WHERE j.id = ANY (ARRAY(SELECT due.id FROM due))
         RETURNING j.queue, j.state, j.lane
     )
     SELECT array_agg(DISTINCT upd.queue) FILTER (WHERE upd.state = 'available'),

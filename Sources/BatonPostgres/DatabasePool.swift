@@ -184,9 +184,8 @@ public final class DatabasePool: Service, Sendable {
     private func madeLeaseMetrics() -> (wait: Timer, inUse: Meter) {
         leaseMetrics.withLock { made in
             if let made { return made }
-            let metrics = (
-                wait: Timer(label: "baton_db_connection_wait_seconds"), inUse: Meter(label: "baton_db_connections_in_use")
-            )
+            let wait = Timer(label: "baton_db_connection_wait_seconds")
+            let metrics = (wait: wait, inUse: Meter(label: "baton_db_connections_in_use"))
             made = metrics
             return metrics
         }

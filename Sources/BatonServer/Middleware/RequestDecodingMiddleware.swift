@@ -14,7 +14,7 @@ import OpenAPIRuntime
 /// the wrong type) is answered with the generated code's own description.
 struct RequestDecodingMiddleware: ServerMiddleware {
     /// The request body type of each operation that takes one.
-    static let bodies: [String: any Decodable.Type] = [
+    static let bodies: [String: any (Decodable & Sendable).Type] = [
         "enqueueJob": Components.Schemas.JobRequest.self, "enqueueJobs": Components.Schemas.BatchRequest.self,
         "bulkJobs": Components.Schemas.BulkRequest.self, "putSchedule": Components.Schemas.ScheduleRequest.self,
     ]

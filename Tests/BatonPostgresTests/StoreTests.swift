@@ -92,10 +92,11 @@ struct StoreTests {
     @Test func claimsFollowPriorityThenAgeAndNeverHandOutARowTwice() async throws {
         try await TestDatabase.with { db async throws in
             let low = try await db.store.enqueue([job([.task("noop")], priority: 5)])[0].id
-            let high = try await db.store.enqueue([job([.task("noop")], priority: -1)])[0].id
             let rest = try await db.store.enqueue((0..<40).map { _ in job([.task("noop")]) }).map(\.id)
-            let first = try await db.store.claim(queue: "default", limit: 2, worker: "w1")
-            #expect(first.map(\.id).sorted() == [high, rest[0]].sorted())
+            let high = try await db.store.enqueue([job([.task("noop")], priority: -1)])[0].id
+            // In that order too, not the ids': the worker starts what a claim returns in its order.
+            let first = try await db.store.claim(queue: "default", limit: 3, worker: "w1")
+            #expect(first.map(\.id) == [high, rest[0], rest[1]])
             let claimed = try await withThrowingTaskGroup(of: [Int64].self) { group in
                 for index in 0..<4 {
                     group.addTask {
@@ -104,9 +105,9 @@ struct StoreTests {
                 }
                 return try await group.reduce(into: []) { $0 += $1 }
             }
-            #expect(claimed.count == 40)
-            #expect(Set(claimed).count == 40)
-            #expect(Set(claimed) == Set(rest.dropFirst() + [low]))
+            #expect(claimed.count == 39)
+            #expect(Set(claimed).count == 39)
+            #expect(Set(claimed) == Set(rest.dropFirst(2) + [low]))
             #expect(try await db.store.claim(queue: "default", limit: 10, worker: "w1").isEmpty)
         }
     }

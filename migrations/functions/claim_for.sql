@@ -74,15 +74,22 @@ BEGIN
                 ORDER BY n.priority, n.run_at, n.id
                 LIMIT CASE WHEN v_bucket.key IS NULL THEN v_left ELSE least(v_left, floor(v_bucket.tokens)::int) END
                 FOR UPDATE SKIP LOCKED
+            ), moved AS (
+                UPDATE jobs j
+                SET state = 'running', attempt = j.attempt + 1, worker_id = p_worker, attempted_at = now()
+                WHERE j.id = ANY (ARRAY(SELECT next.id FROM next))
+                RETURNING j.id, j.stage, j.attempt, j.chain::text AS chain,
+                    (CASE WHEN jsonb_array_length(j.results) = 0 THEN j.input ELSE j.results -> -1 -> 'output' END)::text
+                        AS input,
+                    CASE WHEN jsonb_array_length(j.results) = 0 THEN NULL ELSE j.results::text END AS results,
+                    j.metadata::text AS metadata, j.group_output::text AS group_output,
+                    extract(epoch FROM now() - greatest(j.run_at, j.created_at))::float8 AS waited,
+                    j.priority, j.run_at
             )
-            UPDATE jobs j
-            SET state = 'running', attempt = j.attempt + 1, worker_id = p_worker, attempted_at = now()
-            WHERE j.id = ANY (ARRAY(SELECT next.id FROM next))
-            RETURNING j.id, j.stage, j.attempt, j.chain::text,
-                (CASE WHEN jsonb_array_length(j.results) = 0 THEN j.input ELSE j.results -> -1 -> 'output' END)::text,
-                CASE WHEN jsonb_array_length(j.results) = 0 THEN NULL ELSE j.results::text END,
-                j.metadata::text, j.group_output::text,
-                extract(epoch FROM now() - greatest(j.run_at, j.created_at))::float8;
+            -- In the claim's order (the worker starts them in this order: a lane's holders oldest
+            -- first), not the primary key's the update found them in.
+            SELECT m.id, m.stage, m.attempt, m.chain, m.input, m.results, m.metadata, m.group_output, m.waited
+            FROM moved m ORDER BY m.priority, m.run_at, m.id;
             GET DIAGNOSTICS v_taken = ROW_COUNT;
             v_left := v_left - v_taken;
             IF v_bucket.key IS NOT NULL AND v_taken > 0 THEN

@@ -21,6 +21,12 @@ CREATE TABLE wal_split.payloads (id bigint PRIMARY KEY, chain jsonb NOT NULL, in
                                  metadata jsonb NOT NULL);
 CREATE TEMP TABLE wal_use (layout text, step text, bytes_per_job numeric);
 
+-- Records the WAL written since `p_since` as one step's, per job; returns where the next starts.
+CREATE FUNCTION pg_temp.step(p_layout text, p_step text, p_since pg_lsn) RETURNS pg_lsn LANGUAGE sql AS $$
+    INSERT INTO wal_use VALUES (p_layout, p_step, pg_wal_lsn_diff(pg_current_wal_insert_lsn(), p_since) / 20000);
+    SELECT pg_current_wal_insert_lsn();
+$$;
+
 CREATE PROCEDURE pg_temp.run(p_layout text) LANGUAGE plpgsql AS $$
 DECLARE
     v_lsn pg_lsn;
@@ -41,8 +47,7 @@ BEGIN
         END IF;
         COMMIT;
     END LOOP;
-    INSERT INTO wal_use VALUES (p_layout, '1 insert', pg_wal_lsn_diff(pg_current_wal_insert_lsn(), v_lsn) / 20000);
-    v_lsn := pg_current_wal_insert_lsn();
+    v_lsn := pg_temp.step(p_layout, '1 insert', v_lsn);
     FOR i IN 1..40 LOOP
         EXECUTE format($q$
             WITH next AS (
@@ -53,8 +58,7 @@ BEGIN
             WHERE j.id = ANY (ARRAY(SELECT id FROM next))$q$, 'wal_' || p_layout, 'wal_' || p_layout);
         COMMIT;
     END LOOP;
-    INSERT INTO wal_use VALUES (p_layout, '2 claim', pg_wal_lsn_diff(pg_current_wal_insert_lsn(), v_lsn) / 20000);
-    v_lsn := pg_current_wal_insert_lsn();
+    v_lsn := pg_temp.step(p_layout, '2 claim', v_lsn);
     FOR i IN 1..40 LOOP
         EXECUTE format($q$
             UPDATE %I.jobs j SET state = 'completed', finished_at = now(),
@@ -64,7 +68,7 @@ BEGIN
             'wal_' || p_layout, 'wal_' || p_layout);
         COMMIT;
     END LOOP;
-    INSERT INTO wal_use VALUES (p_layout, '3 complete', pg_wal_lsn_diff(pg_current_wal_insert_lsn(), v_lsn) / 20000);
+    PERFORM pg_temp.step(p_layout, '3 complete', v_lsn);
 END $$;
 
 CHECKPOINT;

@@ -41,11 +41,7 @@ public final class DatabasePool: Service, Sendable {
     private let state: Mutex<State>
     private let events: AsyncStream<Event>
     private let eventSink: AsyncStream<Event>.Continuation
-    /// Pool use: `baton_db_connection_wait_seconds` (time to get a connection) and
-    /// `baton_db_connections_in_use` (connections leased now). Made at the first lease, after the
-    /// process has bootstrapped its metrics backend, and kept: making them is a look-up in the
-    /// backend (with Prometheus a lock and a dictionary), twice a transaction otherwise.
-    private let leaseMetrics = Mutex<(wait: Timer, inUse: Meter)?>(nil)
+    private let metrics = MadeMetrics()
 
     /// How long a statement waits for a connection before the pool asks whether the database is
     /// there at all.
@@ -181,16 +177,6 @@ public final class DatabasePool: Service, Sendable {
         _ = try await rows(query, logger: logger ?? self.logger)
     }
 
-    private func madeLeaseMetrics() -> (wait: Timer, inUse: Meter) {
-        leaseMetrics.withLock { made in
-            if let made { return made }
-            let wait = Timer(label: "baton_db_connection_wait_seconds")
-            let metrics = (wait: wait, inUse: Meter(label: "baton_db_connections_in_use"))
-            made = metrics
-            return metrics
-        }
-    }
-
     private func withConnection<Result: Sendable>(
         from generation: Generation, _ body: @escaping @Sendable (PostgresConnection) async throws -> Result
     ) async throws -> Result {
@@ -201,8 +187,11 @@ public final class DatabasePool: Service, Sendable {
                 do {
                     return try await generation.client.withConnection { connection in
                         leased.set()
-                        let (wait, inUse) = self.madeLeaseMetrics()
-                        wait.record(duration: ContinuousClock.now - asked)
+                        // Pool use: `baton_db_connection_wait_seconds` (time to get a connection)
+                        // and `baton_db_connections_in_use` (connections leased now).
+                        self.metrics.timer("baton_db_connection_wait_seconds")
+                            .record(duration: ContinuousClock.now - asked)
+                        let inUse = self.metrics.meter("baton_db_connections_in_use")
                         inUse.increment()
                         generation.leased.add(1, ordering: .relaxed)
                         defer {

@@ -1,7 +1,6 @@
 import Baton
 import BatonPostgres
 import Metrics
-import Synchronization
 
 /// What a worker reports through swift-metrics, to whatever backend the process bootstrapped
 /// (`baton worker --metrics-port` serves Prometheus text):
@@ -58,49 +57,5 @@ struct WorkerMetrics: Sendable {
         let nanoseconds = Int64(exactly: (max(0, waited) * 1e9).rounded()) ?? .max
         made.timer("baton_pickup_latency_seconds", queue: queue).record(duration: .nanoseconds(nanoseconds))
         history.pickedUp(queue: queue, waited: waited)
-    }
-}
-
-/// Each metric made once per label and dimensions. Making a `Timer` or `Counter` looks it up in the
-/// backend (with Prometheus: a lock, a dictionary, a check of every name), which, done three times
-/// a stage and once a claimed job, was 7.7 % of a busy worker's CPU with `--metrics-port`. They are
-/// made on first use, a claim or a stage's end, so after the process has bootstrapped its backend
-/// (one made before would stay with the no-op backend). Their number is bounded by the queues
-/// served times the task labels (``MetricLabels``).
-private final class MadeMetrics: Sendable {
-    private struct Key: Hashable {
-        var label: String
-        var queue: String
-        var task = ""
-        var outcome = ""
-    }
-
-    private let timers = Mutex<[Key: Timer]>([:])
-    private let counters = Mutex<[Key: Counter]>([:])
-
-    func timer(_ label: String, queue: String, task: String, outcome: String) -> Timer {
-        made(Key(label: label, queue: queue, task: task, outcome: outcome), in: timers) {
-            Timer(label: label, dimensions: [("queue", queue), ("task", task), ("outcome", outcome)])
-        }
-    }
-
-    /// A timer of one queue (the pickup latency).
-    func timer(_ label: String, queue: String) -> Timer {
-        made(Key(label: label, queue: queue), in: timers) { Timer(label: label, dimensions: [("queue", queue)]) }
-    }
-
-    func counter(_ label: String, queue: String, task: String) -> Counter {
-        made(Key(label: label, queue: queue, task: task), in: counters) {
-            Counter(label: label, dimensions: [("queue", queue), ("task", task)])
-        }
-    }
-
-    private func made<Metric>(_ key: Key, in store: borrowing Mutex<[Key: Metric]>, _ make: () -> Metric) -> Metric {
-        store.withLock { made in
-            if let metric = made[key] { return metric }
-            let metric = make()
-            made[key] = metric
-            return metric
-        }
     }
 }

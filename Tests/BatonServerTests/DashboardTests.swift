@@ -407,7 +407,7 @@ struct DashboardTests {
     @Test func laneWidthsAreShownSetAndDeleted() async throws {
         try await withServer(worker: nil) { server async throws in
             for _ in 0..<3 {
-                try await server.enqueue(
+                _ = try await server.enqueue(
                     ["stages": [["task": "noop", "lane": "tenant-1"]], "queue": "idle"], query: "?unchecked=true")
             }
             var admin = Visitor(base: server.base)

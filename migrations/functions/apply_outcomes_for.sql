@@ -38,12 +38,15 @@
 -- stay good"). `plan_cache_mode = force_generic_plan` for the same reason: left to choose, the
 -- plan cache kept planning the lanes' look-up afresh at every call (its generic plan, a probe of
 -- the primary key per id, is estimated dearer than a custom one for an array it cannot see), which
--- was half of what an empty flush cost (0.52 → 0.24 ms; "Plans made once").
+-- was half of what an empty flush cost (0.52 → 0.24 ms; "Plans made once"). `jit = off`, as on
+-- every function a client calls (Migrator.swift): over deep lanes the hand-over's plan passed
+-- `jit_above_cost` and was compiled again at every flush, 30–70 ms each ("Compiled at every flush").
 CREATE OR REPLACE FUNCTION apply_outcomes_for(p_worker text, p_batch jsonb, p_queues text[], p_slots int[],
                                               p_tasks text[])
 RETURNS TABLE (event text, id bigint, queue text, stage int, attempt int, chain text, input text, results text,
                metadata text, group_output text)
-LANGUAGE plpgsql SET search_path FROM CURRENT SET enable_seqscan = off SET plan_cache_mode = force_generic_plan
+LANGUAGE plpgsql SET search_path FROM CURRENT SET jit = off
+    SET enable_seqscan = off SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
 DECLARE

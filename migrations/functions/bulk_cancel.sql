@@ -9,7 +9,7 @@
 -- cancels are counted in the queues' history once per queue, not once per job (a thousand upserts
 -- of one row in one transaction walk an ever longer chain of its versions).
 CREATE OR REPLACE FUNCTION bulk_cancel(p_ids bigint[]) RETURNS TABLE (id bigint, worker_id text, watched boolean)
-LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+LANGUAGE plpgsql SET search_path FROM CURRENT SET jit = off AS $$
 #variable_conflict use_column
 DECLARE
     v_ids bigint[];

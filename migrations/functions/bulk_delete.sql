@@ -2,7 +2,7 @@
 -- with its members; returns the ids deleted. One batch (at most a thousand, picked by the caller's
 -- filter) per call and per transaction; finished jobs hold no lane.
 CREATE OR REPLACE FUNCTION bulk_delete(p_ids bigint[]) RETURNS TABLE (id bigint)
-LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+LANGUAGE plpgsql SET search_path FROM CURRENT SET jit = off AS $$
 #variable_conflict use_column
 BEGIN
     RETURN QUERY

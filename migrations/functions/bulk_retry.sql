@@ -4,7 +4,7 @@
 -- order (`apply_outcomes`), so a batch of laned jobs cannot deadlock with them. (`retry_job` alone locks
 -- a row before its lane: safe for one job, not for a thousand.)
 CREATE OR REPLACE FUNCTION bulk_retry(p_ids bigint[]) RETURNS TABLE (id bigint, queue text, state job_state)
-LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+LANGUAGE plpgsql SET search_path FROM CURRENT SET jit = off AS $$
 #variable_conflict use_column
 BEGIN
     PERFORM lock_lanes(ARRAY(SELECT j.lane FROM jobs j WHERE j.id = ANY(p_ids) AND j.lane IS NOT NULL));

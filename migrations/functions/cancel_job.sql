@@ -2,6 +2,6 @@
 -- Returns (id, worker_id) of every job cancelled, so that the workers running them can stop (see
 -- `bulk_cancel`, which this is for one job).
 CREATE OR REPLACE FUNCTION cancel_job(p_id bigint) RETURNS TABLE (id bigint, worker_id text, watched boolean)
-LANGUAGE sql SET search_path FROM CURRENT AS $$
+LANGUAGE sql SET search_path FROM CURRENT SET jit = off AS $$
     SELECT * FROM bulk_cancel(ARRAY[p_id]);
 $$;

@@ -25,7 +25,8 @@
 CREATE OR REPLACE FUNCTION claim_for(p_queue text, p_limit int, p_worker text, p_tasks text[])
 RETURNS TABLE (id bigint, stage int, attempt int, chain text, input text, results text, metadata text,
                group_output text, waited float8)
-LANGUAGE plpgsql SET search_path FROM CURRENT SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS $$
+LANGUAGE plpgsql SET search_path FROM CURRENT SET jit = off
+    SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS $$
 #variable_conflict use_column
 DECLARE
     v_left int := p_limit;

@@ -5,7 +5,7 @@
 CREATE OR REPLACE FUNCTION claim_waited(p_queue text, p_limit int, p_worker text)
 RETURNS TABLE (id bigint, stage int, attempt int, chain text, input text, results text, metadata text,
                group_output text, waited float8)
-LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+LANGUAGE plpgsql SET search_path FROM CURRENT SET jit = off AS $$
 BEGIN
     RETURN QUERY SELECT * FROM claim_runnable(p_queue, p_limit, p_worker, NULL::text[]);
 END $$;

@@ -10,7 +10,7 @@
 -- either commits before, and the job is found waiting here, or after, and finds the signal kept.
 CREATE OR REPLACE FUNCTION deliver_signal(p_id bigint, p_name text, p_payload jsonb)
 RETURNS TABLE (outcome text, state job_state, queue text)
-LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+LANGUAGE plpgsql SET search_path FROM CURRENT SET jit = off AS $$
 #variable_conflict use_column
 DECLARE
     v_job jobs%ROWTYPE;

@@ -22,7 +22,7 @@
 -- past it.
 CREATE OR REPLACE FUNCTION enqueue(p_jobs jsonb) RETURNS TABLE (id bigint, queue text, state job_state, inserted boolean, run_at timestamptz,
                                            created_at timestamptz)
-LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+LANGUAGE plpgsql SET search_path FROM CURRENT SET jit = off AS $$
 DECLARE
     v_ids bigint[];
     v_new boolean[];

@@ -7,7 +7,7 @@
 CREATE OR REPLACE FUNCTION expire_waits(p_limit int)
 RETURNS TABLE (id bigint, discarded boolean, watched boolean, queue text, stage int, attempt int, chain text,
                metadata text, error text, next_at timestamptz)
-LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+LANGUAGE plpgsql SET search_path FROM CURRENT SET jit = off AS $$
 #variable_conflict use_column
 BEGIN
     RETURN QUERY

@@ -1,7 +1,7 @@
 -- Scheduled and retryable jobs that are due become available; a due scheduled job whose stage
 -- names a lane joins that lane's queue (in order of its due time). Returns the queues woken.
 CREATE OR REPLACE FUNCTION promote_due(p_limit int) RETURNS SETOF text
-LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+LANGUAGE plpgsql SET search_path FROM CURRENT SET jit = off AS $$
 DECLARE
     v_queues text[];
     v_lanes text[];

@@ -6,7 +6,7 @@
 -- Returns (id, queue, state) of the job, or nothing when it is not retryable; raises
 -- `no_data_found` for an unknown id.
 CREATE OR REPLACE FUNCTION retry_job(p_id bigint) RETURNS TABLE (id bigint, queue text, state job_state)
-LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+LANGUAGE plpgsql SET search_path FROM CURRENT SET jit = off AS $$
 #variable_conflict use_column
 DECLARE
     v_job jobs;

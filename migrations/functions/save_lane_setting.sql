@@ -4,7 +4,7 @@
 -- lane admits nothing until fewer than its width hold it; its holders run on). Returns the queues
 -- of the jobs admitted, to be woken.
 CREATE OR REPLACE FUNCTION save_lane_setting(p_lane text, p_width int, p_source text) RETURNS TABLE (queue text)
-LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+LANGUAGE plpgsql SET search_path FROM CURRENT SET jit = off AS $$
 DECLARE
     v_lanes text[];
 BEGIN

@@ -32,7 +32,7 @@ END $$;
 -- waiting for their lane or a signal) take the key they resolve to now, so that a new limit binds
 -- a backlog already queued, and a deleted one frees it. Running stages keep theirs.
 CREATE OR REPLACE FUNCTION rekey_scoped_stages(p_key text) RETURNS void
-LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+LANGUAGE plpgsql SET search_path FROM CURRENT SET jit = off AS $$
 DECLARE
     v_scope text := split_part(p_key, ':', 1);
     v_name text := substr(p_key, length(v_scope) + 2);

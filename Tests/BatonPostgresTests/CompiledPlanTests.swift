@@ -1,0 +1,81 @@
+import BatonPostgres
+import BatonTestSupport
+import Foundation
+import LocalPostgres
+import Testing
+
+/// No statement inside Baton's functions is compiled to machine code (JIT), however dear its plan
+/// looks: every function a client calls runs with `jit = off` (Migrator.swift). Compiled again at
+/// every execution, a flush's hand-over over deep lanes cost 30–70 ms instead of 4.
+@Suite(.timeLimit(.minutes(2)))
+struct CompiledPlanTests {
+    /// psql runs an enqueue into a lane, a claim, a flush that hands the lane over and a promotion,
+    /// with JIT made to compile every plan (`jit_above_cost = 0`) and auto_explain sending each
+    /// statement's plan, its functions' statements included, to the client as a notice; a compiled
+    /// plan says `JIT:`. Only the four statements psql sent may be compiled, and they are: the
+    /// server can compile, so the functions' statements were not by their own setting.
+    @Test func noStatementOfAFunctionIsCompiled() async throws {
+        try await TestDatabase.with { db async throws in
+            var address = try #require(URLComponents(string: db.url))
+            address.query = nil
+            let job = #"{"queue": "default", "priority": 0, "chain": [{"task": "noop", "lane": "a"}], "input": 1}"#
+            let sent = [
+                "SELECT count(*) FROM enqueue('[\(job), \(job)]')",
+                "SELECT count(*) FROM claim_for('default', 10, 'w', NULL)",
+                """
+                SELECT count(*) FROM apply_outcomes_for('w', (SELECT jsonb_agg(jsonb_build_object('id', id, \
+                'stage', 0, 'attempt', 1, 'kind', 'complete')) FROM jobs WHERE state = 'running'), '{default}', \
+                '{10}', NULL)
+                """,
+                "SELECT count(*) FROM promote_due(10)",
+            ]
+            let script =
+                [
+                    "LOAD 'auto_explain'", "SET auto_explain.log_min_duration = 0",
+                    "SET auto_explain.log_nested_statements = on", "SET auto_explain.log_level = notice",
+                    "SET jit = on", "SET jit_above_cost = 0", "SET search_path = \(TestDatabase.schema)",
+                ] + sent
+            // A command each (`-c`): a plan's query text is its command's.
+            let psql = try await ChildProcess(
+                try await LocalPostgres.findPsql(),
+                ["-XAtq", "-v", "ON_ERROR_STOP=1", "-d", try #require(address.string)] + script.flatMap { ["-c", $0] })
+            #expect(try await psql.waitForExit(timeout: .seconds(30)) == 0, "\(psql.standardError)")
+
+            // One notice per plan: its query's text, then the plan.
+            let plans = psql.standardError.components(separatedBy: "NOTICE:").dropFirst()
+            let compiled = plans.filter { $0.contains("JIT:") }.map { plan in
+                plan.components(separatedBy: "Query Text: ").dropFirst().first?
+                    .prefix { $0 != "\n" }.trimmingCharacters(in: .whitespaces) ?? plan
+            }
+            #expect(plans.count > sent.count, "the functions' statements were not shown: \(psql.standardError)")
+            #expect(compiled.sorted() == sent.sorted())
+            // The flush handed the lane over: the second job runs.
+            #expect(
+                try await db.values(
+                    "SELECT count(*)::int FROM \(unescaped: TestDatabase.schema).jobs WHERE state = 'running'",
+                    as: Int.self) == [1])
+        }
+    }
+
+    /// The rule holds for a function added later: each of Baton's functions sets `jit = off`, but
+    /// the helpers, which run inside those that do or read a row or two by index.
+    @Test func everyFunctionAClientCallsSetsJITOff() async throws {
+        let helpers: Set = [
+            "fail_parents", "lane_admissions", "lane_width", "lock_lanes", "promote_lanes", "scoped_rate_limits",
+            "stage_rate_key", "unfinished_members",
+            // Procedures may not set a parameter; each only calls a function that does.
+            "apply_outcomes_committed", "claim_committed", "enqueue_committed",
+        ]
+        try await TestDatabase.with { db async throws in
+            let unset = try await db.values(
+                """
+                SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+                WHERE n.nspname = \(TestDatabase.schema) AND p.prolang IN (SELECT l.oid FROM pg_language l WHERE l.lanname IN ('sql', 'plpgsql'))
+                  AND NOT coalesce('jit=off' = ANY (p.proconfig), false)
+                ORDER BY 1
+                """, as: String.self)
+            #expect(Set(unset).subtracting(helpers).isEmpty, "\(unset)")
+            #expect(helpers.subtracting(unset).isEmpty, "helpers that set it now: \(helpers.subtracting(unset))")
+        }
+    }
+}

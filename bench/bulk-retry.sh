@@ -9,8 +9,8 @@ set -euo pipefail
 B=$1; n=${2:-100000}
 bindir=$(pg_config --bindir); work=$(mktemp -d); chmod 755 "$work"; chown postgres "$work"
 port=$((30000 + RANDOM % 1000)); api=$((port + 1000))
-runuser -u postgres -- $bindir/initdb -D $work/data -U postgres -A trust >/dev/null
-runuser -u postgres -- $bindir/pg_ctl -D $work/data -l $work/log -w -o "-p $port -k $work -c shared_buffers=512MB -c max_wal_size=4GB" start >/dev/null
+runuser -u postgres -- "$bindir/initdb" -D "$work/data" -U postgres -A trust >/dev/null
+runuser -u postgres -- "$bindir/pg_ctl" -D "$work/data" -l "$work/log" -w -o "-p $port -k $work -c shared_buffers=512MB -c max_wal_size=4GB" start >/dev/null
 trap 'kill $serve 2>/dev/null; runuser -u postgres -- $bindir/pg_ctl -D $work/data -m immediate -w stop >/dev/null; rm -rf "$work"' EXIT
 url="postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"; $B migrate --database-url "$url" >/dev/null 2>&1
 psql -q -X -v ON_ERROR_STOP=1 "$url" <<SQL
@@ -31,7 +31,7 @@ BATON_API_TOKEN=$token BATON_LOG_LEVEL=critical $B serve --database-url "$url" -
 serve=$!
 until curl -sf "http://127.0.0.1:$api/readyz" >/dev/null; do sleep 0.1; done
 export BATON_URL=http://127.0.0.1:$api BATON_TOKEN=$token
-start=$(date +%s.%N); $B jobs retry --state discarded --queue billing --dry-run >$work/dry.txt; dry=$(date +%s.%N); head -1 $work/dry.txt
+start=$(date +%s.%N); $B jobs retry --state discarded --queue billing --dry-run >"$work/dry.txt"; dry=$(date +%s.%N); head -1 "$work/dry.txt"
 $B jobs retry --state discarded --queue billing; done=$(date +%s.%N)
 echo "dry run $(echo "$dry - $start" | bc) s; retry $(echo "$done - $dry" | bc) s"
 psql -q -X -t -A "$url" -c "SELECT state, count(*) FROM baton.jobs WHERE queue = 'billing' GROUP BY state ORDER BY 1"

@@ -8,6 +8,7 @@
 # `postmaster` (its pid); `sql STATEMENT` prints the rows. A script with more to undo on exit
 # defines `before_cluster_stops`. `cluster_ticks` is the CPU the cluster has used so far, in clock
 # ticks (`getconf CLK_TCK` a second); `process_ticks PID…` the CPU of other processes.
+# shellcheck disable=SC2012 # version directories only; ls fails loudly when none match, a glob would not
 bindir=$(pg_config --bindir 2>/dev/null || ls -d /usr/lib/postgresql/*/bin | tail -1)
 work=$(mktemp -d)
 chmod 755 "$work"

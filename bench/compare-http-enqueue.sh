@@ -9,7 +9,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 old=$1
 new=$2
 rounds=${3:-2}
-export DURATION=${DURATION:-10s}
+export DURATION="${DURATION:-10s}"
 for round in $(seq "$rounds"); do
     for side in old new; do
         if [ "$side" = old ]; then binary=$old; else binary=$new; fi

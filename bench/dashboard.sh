@@ -8,8 +8,8 @@ set -euo pipefail
 B=$1; n=${2:-50}
 bindir=$(pg_config --bindir); work=$(mktemp -d); chmod 755 "$work"; chown postgres "$work"
 port=$((30000 + RANDOM % 1000)); api=$((port + 1000))
-runuser -u postgres -- $bindir/initdb -D $work/data -U postgres -A trust >/dev/null
-runuser -u postgres -- $bindir/pg_ctl -D $work/data -l $work/log -w \
+runuser -u postgres -- "$bindir/initdb" -D "$work/data" -U postgres -A trust >/dev/null
+runuser -u postgres -- "$bindir/pg_ctl" -D "$work/data" -l "$work/log" -w \
   -o "-p $port -k $work -c shared_buffers=512MB -c max_wal_size=4GB -c fsync=off" start >/dev/null
 trap 'kill $serve 2>/dev/null; runuser -u postgres -- $bindir/pg_ctl -D $work/data -m immediate -w stop >/dev/null; rm -rf "$work"' EXIT
 url="postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"; $B migrate --database-url "$url" >/dev/null 2>&1
@@ -58,16 +58,16 @@ BATON_API_TOKEN=$token BATON_LOG_LEVEL=critical $B serve --database-url "$url" -
 serve=$!
 until curl -sf "http://127.0.0.1:$api/readyz" >/dev/null; do sleep 0.1; done
 jar=$work/cookies
-curl -s -o /dev/null -c $jar -H "Origin: http://127.0.0.1:$api" --data "token=$token&next=/ui" "http://127.0.0.1:$api/ui/login"
+curl -s -o /dev/null -c "$jar" -H "Origin: http://127.0.0.1:$api" --data "token=$token&next=/ui" "http://127.0.0.1:$api/ui/login"
 job=$(psql -t -A -c "SELECT max(id) FROM baton.jobs WHERE state = 'discarded'")
 printf "%-46s %8s %8s %8s\n" page p50_ms p95_ms max_ms
-cursor=$(curl -s -b $jar "http://127.0.0.1:$api/ui/lanes" | grep -o 'href="/ui/lanes?cursor=[^"]*"' | cut -d'"' -f2)
+cursor=$(curl -s -b "$jar" "http://127.0.0.1:$api/ui/lanes" | grep -o 'href="/ui/lanes?cursor=[^"]*"' | cut -d'"' -f2)
 for page in "/ui" "/ui?range=day" "/ui/jobs" "/ui/jobs?state=discarded" "/ui/jobs?state=cancelled" \
     "/ui/jobs?queue=queue-3" "/ui/jobs?queue=queue-3&state=available" "/ui/jobs?task=noop" \
     "/ui/jobs?task=missing" "/ui/jobs?state=discarded&error=upstream%2042" "/ui/jobs?error=nowhere" \
     "/ui/jobs?lane=lane-77" "/ui/jobs?lane=lane-77&state=waiting" "/ui/jobs/$job" "/ui/lanes" "$cursor" "/ui/workers"; do
-  for i in $(seq $n); do
-    curl -s -o /dev/null -w "%{http_code} %{time_total}\n" -b $jar "http://127.0.0.1:$api$page"
+  for _ in $(seq "$n"); do
+    curl -s -o /dev/null -w "%{http_code} %{time_total}\n" -b "$jar" "http://127.0.0.1:$api$page"
   done | sort -k2 -n | awk -v page="$page" '$1 != 200 { bad++ } { t[NR] = $2 * 1000 } END {
       printf "%-46s %8.1f %8.1f %8.1f%s\n", page, t[int((NR + 1) * 0.5)], t[int(NR * 0.95 + 0.5)], t[NR],
              bad ? "  (" bad " not 200)" : "" }'

@@ -14,6 +14,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 baton=${BATON:-$here/../.build/release/baton}
 duration=${DURATION:-20s}
 connections=${CONNECTIONS:-16}
+# shellcheck disable=SC2012 # version directories only; ls fails loudly when none match, a glob would not
 bindir=$(pg_config --bindir 2>/dev/null || ls -d /usr/lib/postgresql/*/bin | tail -1)
 work=$(mktemp -d)
 as_postgres=""
@@ -33,7 +34,7 @@ url="postgres://postgres@127.0.0.1:$port/postgres"
 psql -q "$url" -c "CREATE TABLE bench_insert (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, body jsonb NOT NULL)"
 echo "INSERT INTO bench_insert (body) VALUES ('{\"stages\": [{\"task\": \"noop\"}]}');" >"$work/insert.sql"
 
-export BATON_DATABASE_URL="$url" BATON_API_TOKEN=bench-token-0123456789 BATON_LOG_LEVEL=${BATON_LOG_LEVEL:-warning}
+export BATON_DATABASE_URL="$url" BATON_API_TOKEN=bench-token-0123456789 BATON_LOG_LEVEL="${BATON_LOG_LEVEL:-warning}"
 "$baton" migrate >/dev/null
 # A worker row serving noop, so that the task check passes as in production (no worker runs).
 psql -q "$url" -c "INSERT INTO baton.workers (id, host, pid, queues, tasks) VALUES ('bench', 'bench', 0, '{default}', '{noop}')"

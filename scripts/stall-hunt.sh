@@ -7,7 +7,7 @@
 #   swift build --build-tests && scripts/stall-hunt.sh 20
 set -uo pipefail
 n=${1:-20}
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit
 mkdir -p /tmp/hunt
 bin=$(swift build --show-bin-path)
 cp "$bin"/{baton,BatonReliability,BatonTestWorker,BatonQuickStart,BatonHTTPEnqueue,batonPackageTests.xctest} /tmp/hunt/
@@ -23,10 +23,10 @@ for i in $(seq 1 "$n"); do
         if [ "$size" = "$last" ]; then still=$((still + 5)); else still=0; last=$size; fi
         if [ "$still" -ge 120 ]; then
             stalled=1
-            gdb -p "$pid" -batch -ex 'info threads' -ex 'thread apply all bt' >/tmp/hunt/stall-$i.gdb 2>&1
-            ls -l /proc/$pid/fd >/tmp/hunt/stall-$i.fd 2>&1
-            ps -ef --forest >/tmp/hunt/stall-$i.ps
-            grep -oE 'Test [A-Za-z]+\(' "$log" | sort | uniq -u >/tmp/hunt/stall-$i.unfinished
+            gdb -p "$pid" -batch -ex 'info threads' -ex 'thread apply all bt' >"/tmp/hunt/stall-$i.gdb" 2>&1
+            ls -l /proc/$pid/fd >"/tmp/hunt/stall-$i.fd" 2>&1
+            ps -ef --forest >"/tmp/hunt/stall-$i.ps"
+            grep -oE 'Test [A-Za-z]+\(' "$log" | sort | uniq -u >"/tmp/hunt/stall-$i.unfinished"
             kill -9 "$pid"
             break
         fi
@@ -36,4 +36,4 @@ for i in $(seq 1 "$n"); do
     summary=$(grep -aoE "Test run with [0-9]+ tests.*" "$log" | tail -1)
     echo "run $i: exit $status stalled $stalled $(( $(date +%s) - start ))s $summary" >>/tmp/hunt/summary
 done
-echo done >>/tmp/hunt/summary
+echo "done" >>/tmp/hunt/summary

@@ -11,6 +11,7 @@ bin=$(scripts/build-static.sh)
 
 work=$(mktemp -d)
 chmod 755 "$work"
+# shellcheck disable=SC2012 # version directories only; ls fails loudly when none match, a glob would not
 pgbin=$(pg_config --bindir 2>/dev/null || ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
 as_postgres() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 cleanup() {

@@ -19,7 +19,7 @@ import PostgresNIO
 /// deep backlog (a few thousand jobs waiting in each lane) passed it, and each flush of outcomes
 /// spent 30–70 ms compiling a hand-over that runs in 4 ms (docs/benchmarks.md, "Compiled at every
 /// flush"). Baton's statements each touch a bounded number of rows through indexes; none gains
-/// from it. `StoreTests.noStatementOfAFunctionIsCompiled` holds the list.
+/// from it. `CompiledPlanTests` holds it, and the list of helpers left out.
 public struct Migrator: Sendable {
     public struct Migration: Sendable, Hashable {
         public var version: Int

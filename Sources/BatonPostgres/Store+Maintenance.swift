@@ -16,6 +16,16 @@ extension Store {
         return queues
     }
 
+    /// Deletes up to `limit` lanes' floors, where their admissions start looking for waiting jobs
+    /// (migration 18), and lets those lanes admit what they have room for: the floors of lanes no
+    /// longer used go, and a job that entered below one (the database's clock stepped back) waits
+    /// no longer. Returns how many it deleted; call again while that is `limit`.
+    package func resetLaneFloors(limit: Int) async throws -> Int {
+        try await pool.rows(
+            "SELECT \(unescaped: schema).reset_lane_floors(\(limit)::int)", logger: logger
+        ).first?.decode(Int.self) ?? 0
+    }
+
     /// Running stages whose worker has sent no heartbeat within `lease` (or has no row at all).
     /// Uses `jobs_running`.
     package func lostStages(lease: Duration, limit: Int) async throws -> [LostStage] {

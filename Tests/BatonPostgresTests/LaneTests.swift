@@ -325,4 +325,115 @@ struct LaneTests {
             #expect(overtaken == [0])
         }
     }
+
+    // MARK: floors
+
+    /// The id of the job a lane's admissions probe from (`lane_floors`), if it has one.
+    func floor(_ db: TestDatabase, _ lane: String) async throws -> Int64? {
+        try await db.values(
+            "SELECT id FROM \(unescaped: db.configuration.schema).lane_floors WHERE lane = \(lane)", as: Int64.self
+        ).first
+    }
+
+    /// Puts a lane's floor at a job, as an admission of the job before it would have.
+    func setFloor(_ db: TestDatabase, _ lane: String, at id: Int64) async throws {
+        let schema = db.configuration.schema
+        try await db.pool.perform(
+            """
+            INSERT INTO \(unescaped: schema).lane_floors (lane, ready_at, id)
+            SELECT lane, lane_ready_at, id FROM \(unescaped: schema).jobs WHERE id = \(id)
+            ON CONFLICT (lane) DO UPDATE SET ready_at = excluded.ready_at, id = excluded.id
+            """)
+    }
+
+    /// Through a deep lane's whole run, its floor moves up with its admissions and never passes a
+    /// job waiting in it, and the lane runs in order.
+    @Test func aLanesFloorMovesUpAndNeverPassesAWaitingJob() async throws {
+        try await TestDatabase.with { db async throws in
+            let schema = db.configuration.schema
+            let ids = try await db.store.enqueue((0..<64).map { laned("a", $0) }).map(\.id)
+            var order: [Int64] = []
+            var floors: Set<Int64> = []
+            while order.count < ids.count {
+                let claimed = try await db.store.claim(queue: "default", limit: 10, worker: "w")
+                try #require(claimed.count == 1)
+                order.append(claimed[0].id)
+                _ = try await complete(db, claimed[0].id)
+                if let floor = try await floor(db, "a") { floors.insert(floor) }
+                let passed = try await db.values(
+                    """
+                    SELECT count(*)::int FROM \(unescaped: schema).jobs j
+                    JOIN \(unescaped: schema).lane_floors f ON f.lane = j.lane
+                    WHERE j.state = 'waiting' AND (j.lane_ready_at, j.id) < (f.ready_at, f.id)
+                    """, as: Int.self)
+                #expect(passed == [0], "after \(order.count) jobs")
+            }
+            #expect(order == ids)
+            #expect(floors.count > 1, "the floor moved: \(floors.sorted())")
+            // The maintenance leader's reset: no floor left.
+            #expect(try await db.store.resetLaneFloors(limit: 100) == (floors.isEmpty ? 0 : 1))
+            #expect(try await floor(db, "a") == nil)
+        }
+    }
+
+    /// A scheduled job entering its lane at its due time goes before the jobs that entered after
+    /// that time, above the lane's floor.
+    @Test func aScheduledJobEntersItsLaneAtItsDueTimeBelowTheFloor() async throws {
+        try await TestDatabase.with { db async throws in
+            let schema = db.configuration.schema
+            let scheduled = try await db.store.enqueue([
+                NewJob(
+                    chain: ChainDefinition(stages: [.task("t", lane: "a")]), runAt: Date().addingTimeInterval(3600))
+            ])[0].id
+            let ids = try await db.store.enqueue((0..<3).map { laned("a", $0) }).map(\.id)
+            try await setFloor(db, "a", at: ids[1])
+            // Its due time comes (set, not waited for): before the others entered the lane.
+            try await db.pool.perform(
+                """
+                UPDATE \(unescaped: schema).jobs SET run_at = (SELECT lane_ready_at - interval '1 second'
+                    FROM \(unescaped: schema).jobs WHERE id = \(ids[0]))
+                WHERE id = \(scheduled)
+                """)
+            _ = try await db.store.promoteDue(limit: 10)
+            #expect(try await states(db, [scheduled] + ids) == [.waiting, .available, .waiting, .waiting])
+            _ = try await db.store.claim(queue: "default", limit: 10, worker: "w")
+            _ = try await complete(db, ids[0])
+            #expect(try await states(db, [scheduled] + ids) == [.available, .completed, .waiting, .waiting])
+        }
+    }
+
+    /// A stage repeated in its lane keeps its place ahead of the jobs waiting behind it, above the
+    /// lane's floor.
+    @Test func aRepeatedStageGoesBeforeTheJobsAboveItsLanesFloor() async throws {
+        try await TestDatabase.with { db async throws in
+            let ids = try await db.store.enqueue((0..<3).map { laned("a", $0) }).map(\.id)
+            try await setFloor(db, "a", at: ids[1])
+            _ = try await db.store.claim(queue: "default", limit: 10, worker: "w")
+            _ = try await db.store.apply(
+                [Outcome(jobID: ids[0], stage: 0, attempt: 1, transition: .advance(output: "1", lane: "a", to: 0))],
+                worker: "w")
+            #expect(try await states(db, ids) == [.available, .waiting, .waiting])
+        }
+    }
+
+    /// Were a job to wait below its lane's floor (the database's clock stepped back as it entered),
+    /// it would be late, not lost: the maintenance leader's reset of the floors admits it.
+    @Test func aJobBelowItsLanesFloorIsLateNotLost() async throws {
+        try await TestDatabase.with { db async throws in
+            let ids = try await db.store.enqueue((0..<4).map { laned("a", $0) }).map(\.id)
+            try await setFloor(db, "a", at: ids[2])
+            var order: [Int64] = []
+            while true {
+                let claimed = try await db.store.claim(queue: "default", limit: 10, worker: "w")
+                guard let job = claimed.first else { break }
+                order.append(job.id)
+                _ = try await complete(db, job.id)
+            }
+            #expect(order == [ids[0], ids[2], ids[3]])
+            #expect(try await states(db, [ids[1]]) == [.waiting])
+            #expect(try await db.store.resetLaneFloors(limit: 100) == 1)
+            #expect(try await states(db, [ids[1]]) == [.available])
+            #expect(try await floor(db, "a") == nil)
+        }
+    }
 }

@@ -181,6 +181,11 @@ BEGIN
         DELETE FROM job_progress p
         USING jsonb_to_recordset(p_batch) AS b(id bigint, stage int, target int), unnest(v_applied) a
         WHERE b.target = b.stage AND a.id = b.id AND p.job_id = b.id AND p.stage = b.stage;
+        -- A repeated stage waits again at its old place, below its lane's floor (`lane_floors`):
+        -- the admission below probes that lane whole.
+        DELETE FROM lane_floors f
+        USING jsonb_to_recordset(p_batch) AS b(stage int, target int, lane text)
+        WHERE b.target = b.stage AND f.lane = b.lane;
     END IF;
 
     -- A signal delivered while its stage ran was kept (deliver_signal found the job running): the

@@ -24,6 +24,9 @@ BEGIN
     INTO v_queues, v_lanes FROM upd;
     IF v_lanes IS NOT NULL THEN
         PERFORM lock_lanes(v_lanes);
+        -- Entered at their due time, perhaps below where their lanes' floors stand: the next
+        -- admission probes each of those lanes whole.
+        DELETE FROM lane_floors f WHERE f.lane = ANY (v_lanes);
         v_queues := v_queues || ARRAY(SELECT p.queue FROM promote_lanes(v_lanes) p);
     END IF;
     RETURN QUERY SELECT DISTINCT q FROM unnest(v_queues) AS q;

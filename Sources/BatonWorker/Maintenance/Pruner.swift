@@ -3,8 +3,9 @@ import BatonPostgres
 import ServiceLifecycle
 
 /// Deletes finished jobs past their retention (with their group members), the per-minute queue
-/// history as old (at least a day of it stays, for the dashboard's charts), and audit events past
-/// theirs, every minute, while this worker holds the maintenance lead.
+/// history as old (at least a day of it stays, for the dashboard's charts), audit events past
+/// theirs, and the lanes' floors (``Store/resetLaneFloors(limit:)``), every minute, while this
+/// worker holds the maintenance lead.
 package struct Pruner: Service {
     let store: Store
     let leadership: Leadership
@@ -25,6 +26,7 @@ package struct Pruner: Service {
         }
         try await store.pruneHistory(keep: max(retention.completed, .seconds(25 * 3600)))
         while try await store.pruneAudit(retention: retention.audit, limit: 5000) == 5000 {}
+        while try await store.resetLaneFloors(limit: 100) == 100 {}
     }
 
     /// Deletes the jobs finished in `state` longer than `retention` ago, 5,000 per transaction,

@@ -62,8 +62,14 @@ extension Store {
                 "CALL \(unescaped: schema).enqueue_committed(\(batch)::jsonb, NULL, NULL, NULL, NULL, NULL, NULL)",
                 logger: logger)
             guard let row = rows.first else { return [] }
-            let (ids, queues, states, inserted, runAt, createdAt) = try row.decode(
-                ([Int64], [String], [String], [Bool], [Date], [Date]).self)
+            let columns = try row.decode(
+                (ByteBuffer, ByteBuffer, ByteBuffer, ByteBuffer, ByteBuffer, ByteBuffer).self)
+            let (ids, queues, states) = try (
+                BinaryArray.int64s(columns.0), BinaryArray.strings(columns.1), BinaryArray.strings(columns.2)
+            )
+            let (inserted, runAt, createdAt) = try (
+                BinaryArray.bools(columns.3), BinaryArray.dates(columns.4), BinaryArray.dates(columns.5)
+            )
             return ids.indices.map { index in
                 guard ids[index] != 0 else { return .failure(JobVanished()) }
                 return .success(
@@ -192,9 +198,19 @@ extension Store {
                 \(queue), \(limit)::int, \(worker), \(tasks)::text[], NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)
             """, logger: logger)
         guard let row = rows.first else { return ([], nil) }
-        let (ids, stages, attempts, chains, inputs, results, metadata, groupOutputs, waited, nextToken) =
-            try row.decode(
-                ([Int64], [Int], [Int], [String], [String], [String], [String], [String], [Double], Double?).self)
+        let columns = try row.decode(
+            (
+                ByteBuffer, ByteBuffer, ByteBuffer, ByteBuffer, ByteBuffer, ByteBuffer, ByteBuffer, ByteBuffer,
+                ByteBuffer, Double?
+            ).self)
+        let (ids, stages, attempts) = try (
+            BinaryArray.int64s(columns.0), BinaryArray.ints(columns.1), BinaryArray.ints(columns.2)
+        )
+        let (chains, inputs, results, metadata, groupOutputs) = try (
+            BinaryArray.strings(columns.3), BinaryArray.strings(columns.4), BinaryArray.strings(columns.5),
+            BinaryArray.strings(columns.6), BinaryArray.strings(columns.7)
+        )
+        let (waited, nextToken) = try (BinaryArray.doubles(columns.8), columns.9)
         var decoder = ClaimDecoder()
         var claimed: [ClaimedJob] = []
         claimed.reserveCapacity(ids.count)
@@ -268,9 +284,19 @@ extension Store {
             """, logger: logger)
         var result = AppliedOutcomes()
         guard let row = rows.first else { return result }
-        let (events, ids, queueNames, stages, attempts, chains, inputs, results, metadata, groupOutputs) =
-            try row.decode(
-                ([String], [Int64], [String], [Int], [Int], [String], [String], [String], [String], [String]).self)
+        let columns = try row.decode(
+            (
+                ByteBuffer, ByteBuffer, ByteBuffer, ByteBuffer, ByteBuffer, ByteBuffer, ByteBuffer, ByteBuffer,
+                ByteBuffer, ByteBuffer
+            ).self)
+        let (events, ids, queueNames) = try (
+            BinaryArray.strings(columns.0), BinaryArray.int64s(columns.1), BinaryArray.strings(columns.2)
+        )
+        let (stages, attempts) = try (BinaryArray.ints(columns.3), BinaryArray.ints(columns.4))
+        let (chains, inputs, results, metadata, groupOutputs) = try (
+            BinaryArray.strings(columns.5), BinaryArray.strings(columns.6), BinaryArray.strings(columns.7),
+            BinaryArray.strings(columns.8), BinaryArray.strings(columns.9)
+        )
         var decoder = ClaimDecoder()
         for (index, event) in events.enumerated() {
             switch event {

@@ -66,10 +66,12 @@ final class StageRunner: Service, Sendable {
 
     private func runAdmitted() async {
         await withDiscardingTaskGroup { group in
-            for await admitted in intake.admitted {
-                group.addTask {
-                    await self.execute(admitted.job, control: admitted.control)
-                    self.intake.ended(admitted)
+            for await batch in intake.admitted {
+                for admitted in batch {
+                    group.addTask {
+                        await self.execute(admitted.job, control: admitted.control)
+                        self.intake.ended(admitted)
+                    }
                 }
             }
         }

@@ -22,9 +22,11 @@ final class Intake: Sendable {
     private let state: Mutex<State>
     /// One per queue: wakes its fetch loop.
     private let signals: [String: Signal]
-    /// Admitted stages, in the order they arrived; finished once the drain is over.
-    let admitted: AsyncStream<Admitted>
-    private let continuation: AsyncStream<Admitted>.Continuation
+    /// Admitted stages, a batch per claim or hand-over, in the order they arrived; finished once
+    /// the drain is over. (A batch, not a stage, per element: a yield and a `next()` per stage cost
+    /// a twentieth of a busy worker's CPU; docs/benchmarks.md, "The worker's CPU per stage, again".)
+    let admitted: AsyncStream<[Admitted]>
+    private let continuation: AsyncStream<[Admitted]>.Continuation
 
     init(capacities: [String: Int]) {
         state = Mutex(State(slots: SlotStateMachine(capacities: capacities)))
@@ -77,7 +79,7 @@ final class Intake: Sendable {
     /// Jobs of `queue` arrived: each is registered as running and passed to the runner.
     func receive(_ jobs: [ClaimedJob], queue: String, via delivery: SlotStateMachine.Delivery) {
         let action = state.withLock { $0.slots.received(jobs.count, queue: queue, via: delivery) }
-        for job in jobs { continuation.yield(Admitted(job: job, control: admit(job))) }
+        if !jobs.isEmpty { continuation.yield(jobs.map { Admitted(job: $0, control: admit($0)) }) }
         perform(action)
     }
 

@@ -12,7 +12,19 @@ public struct StageContext: Sendable {
     public let lane: String?
     public let metadata: JSONValue
     /// Carries the job id, stage and attempt as metadata.
-    public let logger: Logger
+    ///
+    /// Made at each use, from the worker's logger: most stages never log, and setting the three
+    /// keys on every stage's copy cost a thirtieth of a busy worker's CPU (docs/benchmarks.md,
+    /// "The worker's CPU per stage, again"). Keep it in a local to log several times.
+    public var logger: Logger {
+        var logger = baseLogger
+        // Numbers as `stringConvertible`: made text only if the task logs at a level that shows.
+        logger[metadataKey: "job"] = .stringConvertible(jobID)
+        logger[metadataKey: "stage"] = .stringConvertible(stageIndex)
+        logger[metadataKey: "attempt"] = .stringConvertible(attempt)
+        return logger
+    }
+    private let baseLogger: Logger
     /// The runs before this one, in order (the path taken: a `goto` skips stages, a `repeat` runs
     /// one again), each with its stage's position and name.
     package let earlier: [(stage: Int, name: String?, output: JSONValue)]
@@ -31,7 +43,7 @@ public struct StageContext: Sendable {
         self.queue = queue
         self.lane = lane
         self.metadata = metadata
-        self.logger = logger
+        self.baseLogger = logger
         self.earlier = earlier
         self.attemptProgress = AttemptProgress(services: services)
     }

@@ -121,11 +121,6 @@ struct Executor: Sendable {
         guard let runner = registry.runners[stage.task] else {
             return .ended(.failed(error: "no task named \"\(stage.task)\" on worker \(workerID)", retry: .byPolicy))
         }
-        // Numbers as `stringConvertible`: made text only if the task logs.
-        var logger = logger
-        logger[metadataKey: "job"] = .stringConvertible(job.id)
-        logger[metadataKey: "stage"] = .stringConvertible(job.stage)
-        logger[metadataKey: "attempt"] = .stringConvertible(job.attempt)
         let context = StageContext(
             jobID: job.id, stageIndex: job.stage, stageName: spec.name, attempt: job.attempt, queue: job.queue,
             lane: stage.lane, metadata: job.metadata, logger: logger,

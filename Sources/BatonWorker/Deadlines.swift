@@ -8,7 +8,7 @@ import Synchronization
 ///
 /// The sleeper is woken only when a deadline comes before the one it sleeps until: with timeouts
 /// alike (the common case), each new deadline is later than those before it, and an attempt
-/// costs an insertion and a removal in a heap as large as the attempts running.
+/// costs an insertion that stops at the bottom of the heap and a removal that marks its entry.
 final class Deadlines: Sendable {
     /// An attempt being watched: ``watch(_:until:)`` gives it, ``forget(_:)`` takes it back.
     struct Watch: Equatable, Sendable {
@@ -68,67 +68,89 @@ final class Deadlines: Sendable {
     }
 }
 
-/// A binary min-heap of values by deadline. Each entry knows where it sits, so that it is removed
-/// in O(log n) without a look-up (a dictionary from ids to places, updated at every swap, cost a
-/// twentieth of a busy worker's CPU in hashing). Entries are shared with whoever holds them, so a
-/// heap has one owner, which serialises every use of it and its entries.
+/// A binary min-heap of values by deadline, whose removals are lazy: a removed entry is marked
+/// and stays until it comes to the top or removed entries make up half the heap, when the heap is
+/// rebuilt without them. Timeouts alike give deadlines in the order attempts start, so an
+/// insertion stops at once at the bottom; a removal then costs a mark, and the rebuilds, each of
+/// the entries left, a constant per removal. (Removing in place, each entry knowing where it sat,
+/// sifted down from where the attempt ended at every stage: a twentieth of a busy worker's CPU,
+/// docs/benchmarks.md, "The worker's CPU per stage, again".) Entries are shared with whoever holds
+/// them, so a heap has one owner, which serialises every use of it and its entries.
 struct DeadlineHeap<Value: Sendable>: @unchecked Sendable {
     final class Entry: @unchecked Sendable {
         let deadline: ContinuousClock.Instant
         let value: Value
-        /// Its place in the heap; -1 once removed.
-        fileprivate(set) var index: Int
+        /// Removed, or taken out as due: no longer the heap's.
+        fileprivate(set) var isRemoved = false
 
-        fileprivate init(deadline: ContinuousClock.Instant, value: Value, index: Int) {
+        fileprivate init(deadline: ContinuousClock.Instant, value: Value) {
             self.deadline = deadline
             self.value = value
-            self.index = index
         }
     }
 
     private var heap: [Entry] = []
+    /// Entries in `heap` marked removed.
+    private var removed = 0
 
-    var count: Int { heap.count }
+    /// The entries not removed.
+    var count: Int { heap.count - removed }
+
     /// The entry with the earliest deadline.
-    var first: Entry? { heap.first }
+    var first: Entry? {
+        mutating get {
+            dropRemovedAtTop()
+            return heap.first
+        }
+    }
 
     mutating func insert(_ value: Value, at deadline: ContinuousClock.Instant) -> Entry {
-        let entry = Entry(deadline: deadline, value: value, index: heap.count)
+        let entry = Entry(deadline: deadline, value: value)
         heap.append(entry)
-        siftUp(entry.index)
+        siftUp(heap.count - 1)
         return entry
     }
 
-    /// Removes `entry`; false if it was removed before.
+    /// Removes `entry`; false if it was removed (or taken out as due) before.
     @discardableResult
     mutating func remove(_ entry: Entry) -> Bool {
-        let index = entry.index
-        guard heap.indices.contains(index), heap[index] === entry else { return false }
-        entry.index = -1
-        let last = heap.removeLast()
-        if index < heap.count {
-            heap[index] = last
-            last.index = index
-            siftDown(index)
-            siftUp(last.index)
-        }
+        guard !entry.isRemoved else { return false }
+        entry.isRemoved = true
+        removed += 1
+        if removed > 32, removed * 2 > heap.count { rebuild() }
         return true
     }
 
     /// Removes and returns the entries due by `instant`, earliest first.
     mutating func removeAll(through instant: ContinuousClock.Instant) -> [Entry] {
         var due: [Entry] = []
-        while let first = heap.first, first.deadline <= instant {
-            remove(first)
+        while let first = self.first, first.deadline <= instant {
+            popTop()
+            first.isRemoved = true
             due.append(first)
         }
         return due
     }
 
-    private mutating func swapAt(_ a: Int, _ b: Int) {
-        heap.swapAt(a, b)
-        heap[a].index = a
-        heap[b].index = b
+    private mutating func dropRemovedAtTop() {
+        while let top = heap.first, top.isRemoved {
+            popTop()
+            removed -= 1
+        }
+    }
+
+    private mutating func popTop() {
+        let last = heap.removeLast()
+        guard !heap.isEmpty else { return }
+        heap[0] = last
+        siftDown(0)
+    }
+
+    /// The heap again without its removed entries (Floyd's construction: linear in its size).
+    private mutating func rebuild() {
+        heap.removeAll { $0.isRemoved }
+        removed = 0
+        for index in stride(from: heap.count / 2 - 1, through: 0, by: -1) { siftDown(index) }
     }
 
     private mutating func siftUp(_ index: Int) {
@@ -136,7 +158,7 @@ struct DeadlineHeap<Value: Sendable>: @unchecked Sendable {
         while child > 0 {
             let parent = (child - 1) / 2
             guard heap[child].deadline < heap[parent].deadline else { return }
-            swapAt(child, parent)
+            heap.swapAt(child, parent)
             child = parent
         }
     }
@@ -149,7 +171,7 @@ struct DeadlineHeap<Value: Sendable>: @unchecked Sendable {
             if left < heap.count, heap[left].deadline < heap[first].deadline { first = left }
             if right < heap.count, heap[right].deadline < heap[first].deadline { first = right }
             guard first != parent else { return }
-            swapAt(parent, first)
+            heap.swapAt(parent, first)
             parent = first
         }
     }

@@ -179,7 +179,7 @@ struct Bench: AsyncParsableCommand {
         let database = pool.configuration
         // Enqueue as a Swift service would: through the client, whose waker NOTIFYs the worker.
         let baton = BatonClient(pool: pool, logger: logger)
-        let timings = Timings()
+        let timings = Timings(stages: jobs * chain)
         var tasks = TaskRegistry(builtins: false)
         tasks.register("bench") { _, input, context in
             timings.started(job: context.jobID, stage: context.stageIndex)
@@ -393,7 +393,16 @@ final class Timings: Sendable {
         var completed = 0
     }
 
-    private let state = Mutex(State())
+    private let state: Mutex<State>
+
+    /// Room for `stages` stages made at once: growing the dictionaries rehashes them while the
+    /// stages run.
+    init(stages: Int) {
+        var state = State()
+        state.starts.reserveCapacity(stages)
+        state.ends.reserveCapacity(stages)
+        self.state = Mutex(state)
+    }
 
     func started(job: Int64, stage: Int) {
         let now = ContinuousClock.now

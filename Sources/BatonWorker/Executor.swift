@@ -62,7 +62,10 @@ final class RunControl: Sendable {
             state.attempt = (watch, false, nil)
             return watch
         }
-        let task = Task(operation: body)
+        // Immediate: the attempt starts on this thread, and one that never waits ends on it,
+        // without a hop through the executor's queue (the task is still its own, to be cancelled
+        // alone).
+        let task = Task.immediate(operation: body)
         let cancelNow = state.withLock { state in
             state.attempt?.cancel = { task.cancel() }
             return state.reason != nil || state.attempt?.timedOut == true
@@ -157,6 +160,9 @@ struct Executor: Sendable {
     ) async -> Result {
         let input = job.input
         let timeout = stage.timeout
+        // Stopped before it started (a cancel heard while its claim was answered): the task is not
+        // begun at all, since an attempt starts running at once.
+        if let reason = control.stopReason { return .stopped(reason) }
 
         // One task for the attempt, cancelled by a stop or by its deadline (one watch over every
         // attempt's): a task group racing the attempt against a timer and a stop cost two tasks

@@ -126,7 +126,12 @@ extension Store {
                 JSONValue.string(job.queue).write(into: &batch)
             }
             batch.append(contentsOf: ",\"priority\":\(job.priority),\"chain\":".utf8)
-            JSONValue.array(job.chain.stages.map(\.json)).write(into: &batch, sortingKeys: false)
+            batch.append(UInt8(ascii: "["))
+            for (position, stage) in job.chain.stages.enumerated() {
+                if position > 0 { batch.append(UInt8(ascii: ",")) }
+                stage.write(into: &batch)
+            }
+            batch.append(UInt8(ascii: "]"))
             batch.append(contentsOf: ",\"input\":".utf8)
             job.chain.input.write(into: &batch, sortingKeys: false)
             batch.append(contentsOf: ",\"metadata\":".utf8)

@@ -44,7 +44,8 @@ extension RetryPolicy {
     func write(into bytes: inout [UInt8]) {
         bytes.append(contentsOf: "{\"max_attempts\":\(maxAttempts),\"backoff\":{\"kind\":\"".utf8)
         bytes.append(contentsOf: backoff.kind.rawValue.utf8)
-        bytes.append(contentsOf: "\",\"initial_ms\":\(backoff.initial.milliseconds),\"max_ms\":\(backoff.max.milliseconds)".utf8)
+        bytes.append(contentsOf: "\",\"initial_ms\":\(backoff.initial.milliseconds)".utf8)
+        bytes.append(contentsOf: ",\"max_ms\":\(backoff.max.milliseconds)".utf8)
         bytes.append(contentsOf: ",\"jitter\":".utf8)
         (JSONNumber(backoff.jitter).map(JSONValue.number) ?? 0).write(into: &bytes)
         bytes.append(contentsOf: "}}".utf8)

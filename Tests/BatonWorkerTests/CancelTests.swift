@@ -1,5 +1,6 @@
 import Baton
 import BatonTestSupport
+import Synchronization
 import Testing
 
 @testable import BatonPostgres
@@ -52,4 +53,44 @@ import Testing
             }
         }
     }
+
+    /// An attempt starts on the admitting thread at once (`Task.immediate`), so a run stopped
+    /// before its attempt begins (a cancel heard while its claim was answered) must not begin it:
+    /// the task's body never runs.
+    @Test func aRunStoppedBeforeItsAttemptNeverStartsTheTask() async throws {
+        try await TestDatabase.with { db async throws in
+            let started = Started()
+            var registry = TaskRegistry(builtins: false)
+            registry.register("touch") { _, input, _ in
+                started.set()
+                return input
+            }
+            let executor = Executor(
+                registry: registry, workerID: "w",
+                progress: ProgressWriter(store: db.store, workerID: "w", logger: db.logger),
+                signals: SignalTokens(store: db.store), deadlines: Deadlines(), logger: db.logger)
+            var job = Self.claimed(1, since: .now)
+            job.chain = [.task("touch")]
+            let stopped = RunControl()
+            stopped.stop(.cancelled)
+            guard case .stopped(.cancelled) = await executor.run(job, control: stopped) else {
+                Issue.record("a stopped run was not reported stopped")
+                return
+            }
+            #expect(!started.isSet)
+            // The same job, not stopped, runs its task.
+            guard case .ended = await executor.run(job, control: RunControl()) else {
+                Issue.record("the run did not end")
+                return
+            }
+            #expect(started.isSet)
+        }
+    }
+}
+
+/// Whether a task began, read from the test.
+private final class Started: Sendable {
+    private let value = Atomic(false)
+    func set() { value.store(true, ordering: .relaxed) }
+    var isSet: Bool { value.load(ordering: .relaxed) }
 }

@@ -2,7 +2,7 @@
 /// ``StageSpec/json``, whose dictionaries (a stage's, its retry policy's, its backoff's) and number
 /// texts took a fifth of a producer's CPU when built for every job and then written
 /// (docs/benchmarks.md, "The worker's CPU per stage, again"). Keys come in no particular order, as
-/// for any `jsonb` parameter. `StageSpecTests` holds the two to the same value.
+/// for any `jsonb` parameter. `StageSpecWriteTests` holds the two to the same value.
 extension StageSpec {
     package func write(into bytes: inout [UInt8]) {
         // Groups, repeats and flow rules are rarer: written through `json`.

@@ -9,8 +9,7 @@ import PostgresNIO
 /// element, unspecialised across the module boundary: the answers of the hot path (ten arrays of
 /// up to a batch's size each) took a twentieth of a busy worker's CPU that way, much of it in
 /// looking up generic metadata (docs/benchmarks.md, "The worker's CPU per stage, again"). Here each
-/// element type has its own loop. Take the column as a `ByteBuffer` (PostgresNIO hands those over
-/// as they are) and read it with one of these.
+/// element type has its own loop: read a row's cells (`Array(row)`) with these.
 ///
 /// Only what those procedures answer: one dimension, no NULL element (their SQL coalesces).
 /// Anything else, or an element type other than the one asked for, is an error, not a guess.
@@ -19,7 +18,7 @@ package enum BinaryArray {
         package var description: String
     }
 
-    package static func int64s(_ column: ByteBuffer) throws -> [Int64] {
+    package static func int64s(_ column: PostgresCell) throws -> [Int64] {
         try elements(of: column, typed: [.int8]) { buffer, length in
             guard length == 8 else { return nil }
             return buffer.readInteger(as: Int64.self)
@@ -27,27 +26,27 @@ package enum BinaryArray {
     }
 
     /// An `int4[]`.
-    package static func ints(_ column: ByteBuffer) throws -> [Int] {
+    package static func ints(_ column: PostgresCell) throws -> [Int] {
         try elements(of: column, typed: [.int4]) { buffer, length in
             guard length == 4 else { return nil }
             return buffer.readInteger(as: Int32.self).map(Int.init)
         }
     }
 
-    package static func strings(_ column: ByteBuffer) throws -> [String] {
+    package static func strings(_ column: PostgresCell) throws -> [String] {
         try elements(of: column, typed: [.text, .varchar, .name]) { buffer, length in
             buffer.readString(length: length)
         }
     }
 
-    package static func doubles(_ column: ByteBuffer) throws -> [Double] {
+    package static func doubles(_ column: PostgresCell) throws -> [Double] {
         try elements(of: column, typed: [.float8]) { buffer, length in
             guard length == 8 else { return nil }
             return buffer.readInteger(as: UInt64.self).map(Double.init(bitPattern:))
         }
     }
 
-    package static func bools(_ column: ByteBuffer) throws -> [Bool] {
+    package static func bools(_ column: PostgresCell) throws -> [Bool] {
         try elements(of: column, typed: [.bool]) { buffer, length in
             guard length == 1 else { return nil }
             return buffer.readInteger(as: UInt8.self).map { $0 != 0 }
@@ -55,7 +54,7 @@ package enum BinaryArray {
     }
 
     /// A `timestamptz[]`, as PostgresNIO reads a `timestamptz`: microseconds since 2000-01-01 UTC.
-    package static func dates(_ column: ByteBuffer) throws -> [Date] {
+    package static func dates(_ column: PostgresCell) throws -> [Date] {
         try elements(of: column, typed: [.timestamptz, .timestamp]) { buffer, length in
             guard length == 8, let microseconds = buffer.readInteger(as: Int64.self) else { return nil }
             return Date(timeInterval: Double(microseconds) / 1_000_000, since: postgresEpoch)
@@ -69,10 +68,10 @@ package enum BinaryArray {
     /// answers nil for bytes it cannot read.
     @inline(__always)
     private static func elements<Element>(
-        of column: ByteBuffer, typed types: [PostgresDataType],
+        of column: PostgresCell, typed types: [PostgresDataType],
         _ element: (inout ByteBuffer, Int) -> Element?
     ) throws -> [Element] {
-        var buffer = column
+        guard var buffer = column.bytes else { throw Malformed(description: "\(column.columnName) is NULL") }
         guard let (dimensions, _, type) = buffer.readMultipleIntegers(as: (Int32, Int32, UInt32).self) else {
             throw Malformed(description: "an array's header is cut short")
         }

@@ -62,13 +62,12 @@ extension Store {
                 "CALL \(unescaped: schema).enqueue_committed(\(batch)::jsonb, NULL, NULL, NULL, NULL, NULL, NULL)",
                 logger: logger)
             guard let row = rows.first else { return [] }
-            let columns = try row.decode(
-                (ByteBuffer, ByteBuffer, ByteBuffer, ByteBuffer, ByteBuffer, ByteBuffer).self)
+            let cells = Array(row)
             let (ids, queues, states) = try (
-                BinaryArray.int64s(columns.0), BinaryArray.strings(columns.1), BinaryArray.strings(columns.2)
+                BinaryArray.int64s(cells[0]), BinaryArray.strings(cells[1]), BinaryArray.strings(cells[2])
             )
             let (inserted, runAt, createdAt) = try (
-                BinaryArray.bools(columns.3), BinaryArray.dates(columns.4), BinaryArray.dates(columns.5)
+                BinaryArray.bools(cells[3]), BinaryArray.dates(cells[4]), BinaryArray.dates(cells[5])
             )
             return ids.indices.map { index in
                 guard ids[index] != 0 else { return .failure(JobVanished()) }
@@ -203,19 +202,15 @@ extension Store {
                 \(queue), \(limit)::int, \(worker), \(tasks)::text[], NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)
             """, logger: logger)
         guard let row = rows.first else { return ([], nil) }
-        let columns = try row.decode(
-            (
-                ByteBuffer, ByteBuffer, ByteBuffer, ByteBuffer, ByteBuffer, ByteBuffer, ByteBuffer, ByteBuffer,
-                ByteBuffer, Double?
-            ).self)
+        let cells = Array(row)
         let (ids, stages, attempts) = try (
-            BinaryArray.int64s(columns.0), BinaryArray.ints(columns.1), BinaryArray.ints(columns.2)
+            BinaryArray.int64s(cells[0]), BinaryArray.ints(cells[1]), BinaryArray.ints(cells[2])
         )
         let (chains, inputs, results, metadata, groupOutputs) = try (
-            BinaryArray.strings(columns.3), BinaryArray.strings(columns.4), BinaryArray.strings(columns.5),
-            BinaryArray.strings(columns.6), BinaryArray.strings(columns.7)
+            BinaryArray.strings(cells[3]), BinaryArray.strings(cells[4]), BinaryArray.strings(cells[5]),
+            BinaryArray.strings(cells[6]), BinaryArray.strings(cells[7])
         )
-        let (waited, nextToken) = try (BinaryArray.doubles(columns.8), columns.9)
+        let (waited, nextToken) = try (BinaryArray.doubles(cells[8]), cells[9].decode(Double?.self))
         var decoder = ClaimDecoder()
         var claimed: [ClaimedJob] = []
         claimed.reserveCapacity(ids.count)
@@ -289,18 +284,14 @@ extension Store {
             """, logger: logger)
         var result = AppliedOutcomes()
         guard let row = rows.first else { return result }
-        let columns = try row.decode(
-            (
-                ByteBuffer, ByteBuffer, ByteBuffer, ByteBuffer, ByteBuffer, ByteBuffer, ByteBuffer, ByteBuffer,
-                ByteBuffer, ByteBuffer
-            ).self)
+        let cells = Array(row)
         let (events, ids, queueNames) = try (
-            BinaryArray.strings(columns.0), BinaryArray.int64s(columns.1), BinaryArray.strings(columns.2)
+            BinaryArray.strings(cells[0]), BinaryArray.int64s(cells[1]), BinaryArray.strings(cells[2])
         )
-        let (stages, attempts) = try (BinaryArray.ints(columns.3), BinaryArray.ints(columns.4))
+        let (stages, attempts) = try (BinaryArray.ints(cells[3]), BinaryArray.ints(cells[4]))
         let (chains, inputs, results, metadata, groupOutputs) = try (
-            BinaryArray.strings(columns.5), BinaryArray.strings(columns.6), BinaryArray.strings(columns.7),
-            BinaryArray.strings(columns.8), BinaryArray.strings(columns.9)
+            BinaryArray.strings(cells[5]), BinaryArray.strings(cells[6]), BinaryArray.strings(cells[7]),
+            BinaryArray.strings(cells[8]), BinaryArray.strings(cells[9])
         )
         var decoder = ClaimDecoder()
         for (index, event) in events.enumerated() {

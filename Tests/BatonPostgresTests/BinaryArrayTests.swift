@@ -23,21 +23,17 @@ struct BinaryArrayTests {
                        '{}'::bigint[], '{}'::text[], '{}'::int[], '{}'::timestamptz[]
                 """, logger: db.logger)
             let row = try #require(rows.first)
-            let raw = try row.decode(
-                (
-                    ByteBuffer, ByteBuffer, ByteBuffer, ByteBuffer, ByteBuffer, ByteBuffer, ByteBuffer, ByteBuffer,
-                    ByteBuffer, ByteBuffer
-                ).self)
+            let raw = Array(row)
             let typed = try row.decode(
                 ([Int64], [Int], [String], [Double], [Bool], [Date], [Int64], [String], [Int], [Date]).self)
-            #expect(try BinaryArray.int64s(raw.0) == typed.0)
-            #expect(try BinaryArray.ints(raw.1) == typed.1)
-            #expect(try BinaryArray.strings(raw.2) == typed.2)
-            #expect(try BinaryArray.doubles(raw.3).map(\.bitPattern) == typed.3.map(\.bitPattern))
-            #expect(try BinaryArray.bools(raw.4) == typed.4)
-            #expect(try BinaryArray.dates(raw.5) == typed.5)
-            #expect(try BinaryArray.int64s(raw.6) == [] && BinaryArray.strings(raw.7) == [])
-            #expect(try BinaryArray.ints(raw.8) == [] && BinaryArray.dates(raw.9) == [])
+            #expect(try BinaryArray.int64s(raw[0]) == typed.0)
+            #expect(try BinaryArray.ints(raw[1]) == typed.1)
+            #expect(try BinaryArray.strings(raw[2]) == typed.2)
+            #expect(try BinaryArray.doubles(raw[3]).map(\.bitPattern) == typed.3.map(\.bitPattern))
+            #expect(try BinaryArray.bools(raw[4]) == typed.4)
+            #expect(try BinaryArray.dates(raw[5]) == typed.5)
+            #expect(try BinaryArray.int64s(raw[6]) == [] && BinaryArray.strings(raw[7]) == [])
+            #expect(try BinaryArray.ints(raw[8]) == [] && BinaryArray.dates(raw[9]) == [])
             #expect(typed.2[3].count == 5000 && typed.0.count == 5)
         }
     }
@@ -47,19 +43,22 @@ struct BinaryArrayTests {
             let rows = try await db.pool.read(
                 """
                 SELECT ARRAY[1, 2]::int[], ARRAY[1, NULL]::bigint[], ARRAY[[1, 2], [3, 4]]::bigint[],
-                       ARRAY['a']::text[]
+                       ARRAY['a']::text[], NULL::bigint[]
                 """, logger: db.logger)
             let row = try #require(rows.first)
-            let raw = try row.decode((ByteBuffer, ByteBuffer, ByteBuffer, ByteBuffer).self)
-            // An int4 array read as int8, a NULL element, two dimensions, text read as numbers.
-            #expect(throws: BinaryArray.Malformed.self) { try BinaryArray.int64s(raw.0) }
-            #expect(throws: BinaryArray.Malformed.self) { try BinaryArray.int64s(raw.1) }
-            #expect(throws: BinaryArray.Malformed.self) { try BinaryArray.int64s(raw.2) }
-            #expect(throws: BinaryArray.Malformed.self) { try BinaryArray.doubles(raw.3) }
+            let raw = Array(row)
+            // An int4 array read as int8, a NULL element, two dimensions, text read as numbers, NULL.
+            #expect(throws: BinaryArray.Malformed.self) { try BinaryArray.int64s(raw[0]) }
+            #expect(throws: BinaryArray.Malformed.self) { try BinaryArray.int64s(raw[1]) }
+            #expect(throws: BinaryArray.Malformed.self) { try BinaryArray.int64s(raw[2]) }
+            #expect(throws: BinaryArray.Malformed.self) { try BinaryArray.doubles(raw[3]) }
+            #expect(throws: BinaryArray.Malformed.self) { try BinaryArray.int64s(raw[4]) }
             // Cut short.
-            var cut = raw.0
+            var cut = try #require(raw[0].bytes)
             cut.moveWriterIndex(to: cut.writerIndex - 1)
-            #expect(throws: BinaryArray.Malformed.self) { try BinaryArray.ints(cut) }
+            let short = PostgresCell(
+                bytes: cut, dataType: raw[0].dataType, format: raw[0].format, columnName: "cut", columnIndex: 0)
+            #expect(throws: BinaryArray.Malformed.self) { try BinaryArray.ints(short) }
         }
     }
 }

@@ -1,7 +1,5 @@
 import BatonPostgres
 import BatonTestSupport
-import Foundation
-import LocalPostgres
 import Testing
 
 /// No statement inside Baton's functions is compiled to machine code (JIT), however dear its plan
@@ -19,8 +17,6 @@ struct CompiledPlanTests {
             try #require(
                 try await db.values("SELECT pg_jit_available()", as: Bool.self) == [true],
                 "this PostgreSQL cannot compile plans (no LLVM JIT provider): nothing to hold")
-            var address = try #require(URLComponents(string: db.url))
-            address.query = nil
             let job = #"{"queue": "default", "priority": 0, "chain": [{"task": "noop", "lane": "a"}], "input": 1}"#
             let sent = [
                 "SELECT count(*) FROM enqueue('[\(job), \(job)]')",
@@ -32,25 +28,9 @@ struct CompiledPlanTests {
                 """,
                 "SELECT count(*) FROM promote_due(10)",
             ]
-            let script =
-                [
-                    "LOAD 'auto_explain'", "SET auto_explain.log_min_duration = 0",
-                    "SET auto_explain.log_nested_statements = on", "SET auto_explain.log_level = notice",
-                    "SET jit = on", "SET jit_above_cost = 0", "SET search_path = \(TestDatabase.schema)",
-                ] + sent
-            // A command each (`-c`): a plan's query text is its command's.
-            let psql = try await ChildProcess(
-                try await LocalPostgres.findPsql(),
-                ["-XAtq", "-v", "ON_ERROR_STOP=1", "-d", try #require(address.string)] + script.flatMap { ["-c", $0] })
-            #expect(try await psql.waitForExit(timeout: .seconds(30)) == 0, "\(psql.standardError)")
-
-            // One notice per plan: its query's text, then the plan.
-            let plans = psql.standardError.components(separatedBy: "NOTICE:").dropFirst()
-            let compiled = plans.filter { $0.contains("JIT:") }.map { plan in
-                plan.components(separatedBy: "Query Text: ").dropFirst().first?
-                    .prefix { $0 != "\n" }.trimmingCharacters(in: .whitespaces) ?? plan
-            }
-            #expect(plans.count > sent.count, "the functions' statements were not shown: \(psql.standardError)")
+            let plans = try await AutoExplain.plans(in: db, settings: ["SET jit = on", "SET jit_above_cost = 0"], sent)
+            let compiled = plans.filter { $0.contains("JIT:") }.map(AutoExplain.query(of:))
+            #expect(plans.count > sent.count, "the functions' statements were not shown: \(plans)")
             #expect(compiled.sorted() == sent.sorted())
             // The flush handed the lane over: the second job runs.
             #expect(

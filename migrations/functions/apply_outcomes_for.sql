@@ -46,7 +46,7 @@ CREATE OR REPLACE FUNCTION apply_outcomes_for(p_worker text, p_batch jsonb, p_qu
 RETURNS TABLE (event text, id bigint, queue text, stage int, attempt int, chain text, input text, results text,
                metadata text, group_output text)
 LANGUAGE plpgsql SET search_path FROM CURRENT SET jit = off
-    SET enable_seqscan = off SET plan_cache_mode = force_generic_plan
+    SET enable_seqscan = off SET plan_cache_mode = force_generic_plan SET enable_nestloop = on
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -96,6 +96,12 @@ BEGIN
         END IF;
     END IF;
 
+    -- The batch meets its rows by hashing, never by a nested loop: a plan cached while `jobs` was
+    -- nearly empty (a worker started on a new database) took the table as the loop's outer side,
+    -- one row estimated, and compared every outcome with every row found: 3,000 × 6,000 in 3.3 s
+    -- once the table had grown (docs/benchmarks.md, "A plan made on an empty table, again").
+    -- `= ANY (v_ids)` finds the rows by the primary key whatever the statistics.
+    PERFORM set_config('enable_nestloop', 'off', true);
     WITH b AS (
         SELECT * FROM jsonb_to_recordset(p_batch)
             AS b(id bigint, stage int, attempt int, kind text, output jsonb, error text, code text, details jsonb,
@@ -154,11 +160,12 @@ BEGIN
         -- rows only, would otherwise scan `jobs_running` for the worker and walk an entry for every
         -- job the worker ran since the last vacuum: 27,000 of them, 6 ms a batch, under a deep lane
         -- backlog (docs/benchmarks.md, "Outcomes found by id").
-        WHERE j.id = b.id AND (j.state = 'running' AND j.worker_id = p_worker) IS TRUE
+        WHERE j.id = ANY (v_ids) AND j.id = b.id AND (j.state = 'running' AND j.worker_id = p_worker) IS TRUE
           AND j.stage = b.stage AND j.attempt = b.attempt
         RETURNING j.id, b.kind, j.state, j.queue, j.watched, j.parent_id
     )
     SELECT array_agg(ROW(upd.*)::applied_outcome) INTO v_applied FROM upd;
+    PERFORM set_config('enable_nestloop', 'on', true);
 
     -- A snooze or a retry that pauses its stage's rate limit key: the key gives no token before
     -- the stage's own delay is over (its bucket set so that the next token comes then), across

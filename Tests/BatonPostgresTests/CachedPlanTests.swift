@@ -27,7 +27,8 @@ struct CachedPlanTests {
     private func hold(lanes: Int?) async throws {
         try await TestDatabase.with { db async throws in
             let lane = lanes.map { #", "lane": "l' || (g % \#($0)) || '""# } ?? ""
-            let job = #"('{"queue": "default", "priority": 0, "chain": [{"task": "noop"\#(lane)}], "input": 1}')::jsonb"#
+            let job =
+                #"('{"queue": "default", "priority": 0, "chain": [{"task": "noop"\#(lane)}], "input": 1}')::jsonb"#
             let enqueue = { (count: Int) in
                 "SELECT count(*) FROM enqueue((SELECT jsonb_agg(\(job)) FROM generate_series(1, \(count)) g))"
             }

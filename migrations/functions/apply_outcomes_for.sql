@@ -99,8 +99,8 @@ BEGIN
     -- The batch meets its rows by hashing, never by a nested loop: a plan cached while `jobs` was
     -- nearly empty (a worker started on a new database) took the table as the loop's outer side,
     -- one row estimated, and compared every outcome with every row found: 3,000 × 6,000 in 3.3 s
-    -- once the table had grown (docs/benchmarks.md, "A plan made on an empty table, again").
-    -- `= ANY (v_ids)` finds the rows by the primary key whatever the statistics.
+    -- once the table had grown (docs/benchmarks.md, "A plan made on an empty table, again";
+    -- `CachedPlanTests`). `= ANY (v_ids)` finds the rows by the primary key whatever the statistics.
     PERFORM set_config('enable_nestloop', 'off', true);
     WITH b AS (
         SELECT * FROM jsonb_to_recordset(p_batch)

@@ -22,9 +22,15 @@ struct CachedPlanTests {
         try await hold(lanes: 100)
     }
 
+    /// With a limit on a whole queue (another one), a flush first looks for hops into a limited
+    /// queue: that look-up, a join of the batch with its rows too, is held to the same.
+    @Test func aFlushUnderAQueueLimitKeepsItsPlansAsTheTableGrows() async throws {
+        try await hold(lanes: nil, queueLimit: true)
+    }
+
     /// No statement scans an index of `jobs` whole (every such scan has an index condition), and
     /// the outcomes' update meets the batch's rows without a nested loop.
-    private func hold(lanes: Int?) async throws {
+    private func hold(lanes: Int?, queueLimit: Bool = false) async throws {
         try await TestDatabase.with { db async throws in
             let lane = lanes.map { #", "lane": "l' || (g % \#($0)) || '""# } ?? ""
             let job =
@@ -37,15 +43,19 @@ struct CachedPlanTests {
                 'stage', 0, 'attempt', 1, 'kind', 'complete')) FROM jobs WHERE state = 'running'), '{default}', \
                 '{100}', NULL)
                 """
+            let limit =
+                "INSERT INTO rate_limits (key, rate, per_ms, burst, tokens) VALUES ('queue:other', 10, 1000, 10, 10)"
             let plans = try await AutoExplain.plans(
                 in: db,
-                [
+                (queueLimit ? [limit] : []) + [
                     enqueue(1_000), "SELECT count(*) FROM claim_for('default', 20, 'w', NULL)", flush,
                     enqueue(30_000), "SELECT count(*) FROM claim_for('default', 3000, 'w', NULL)", flush,
                 ])
             let updates = plans.filter { AutoExplain.query(of: $0).hasPrefix("WITH b AS (") }
             try #require(updates.count == 2, "the outcomes' update was not shown twice: \(plans)")
             for plan in updates { #expect(!plan.contains("Nested Loop"), "\(plan)") }
+            let handedOn = plans.filter { AutoExplain.query(of: $0).hasPrefix("SELECT array_agg(j.id)") }
+            #expect(handedOn.count == (queueLimit ? 2 : 0), "the look-up of hops handed on: \(plans)")
             for plan in plans {
                 #expect(Self.wholeIndexScans(of: "jobs", in: plan).isEmpty, "\(plan)")
             }

@@ -7,7 +7,10 @@
 # in this order and on the same cluster:
 #   1. pgbench: one-row INSERTs into a plain table, 16 clients (the ceiling for one job per commit);
 #   2. wrk: POST /v1/jobs, keep-alive, 16 connections, a one-stage job per request;
-#   3. wrk: POST /v1/jobs/batch with 1,000 jobs per request, 4 connections.
+#   3. wrk: POST /v1/jobs/batch with 1,000 jobs per request, 4 connections;
+#   4. wrk: GET /healthz, 16 connections: no database and a tiny answer, through the same generated
+#      server and middlewares: the floor the HTTP stack sets for any operation (docs/benchmarks.md,
+#      "The HTTP stack's floor").
 # No worker runs: jobs pile up, as under a burst. Needs wrk and pgbench (Debian: wrk, postgresql).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -63,4 +66,7 @@ run_wrk "$connections" post-job.lua /v1/jobs
 
 echo "== wrk: POST /v1/jobs/batch, 1000 jobs per request, 4 connections, $duration"
 run_wrk 4 post-batch.lua /v1/jobs/batch
+
+echo "== wrk: GET /healthz (the HTTP stack's floor), $connections connections, $duration"
+run_wrk "$connections" get-healthz.lua /healthz
 psql -qtA "$url" -c "SELECT 'jobs stored: ' || count(*) FROM baton.jobs"

@@ -38,8 +38,8 @@ final class Rig: Sendable {
     /// Server settings every scenario's PostgreSQL gets (`run --setting name=value`).
     @TaskLocal static var settings: [String: String] = [:]
 
-    /// Starts PostgreSQL (default durability, `settings` and then `Rig.settings` on top), migrates, and runs `body`; stops
-    /// every process and the server afterwards.
+    /// Starts PostgreSQL (default durability, `settings` and then `Rig.settings` on top), migrates,
+    /// and runs `body`; stops every process and the server afterwards.
     static func with<T: Sendable>(
         settings: [String: String] = [:], logger: Logger, _ body: @Sendable (Rig) async throws -> T
     ) async throws -> T {

@@ -10,11 +10,15 @@ import Synchronization
 /// writes at once. Two flushers: while one batch is being written, what arrives meanwhile goes
 /// out in a second, so that an outcome waits for at most one batch before its own (a lane hands
 /// over as fast as its outcomes commit; the lane locks in `apply_outcomes_for` serialise what must
-/// be). A job has at most one outcome in flight, so the two batches never share a job; should they
-/// deadlock over a group's parent (one failing a member whose sibling the other completes),
-/// PostgreSQL aborts one, which is written again like any batch that could not be. A submitter either waits for its outcome to commit (a hop must, before
-/// the next stage starts) or goes on at once, freeing its slot while the batch is written; past
-/// `limit` buffered outcomes every submitter waits (back-pressure).
+/// be). A third only splits the batches further, and one makes each lane wait a batch longer
+/// (docs/benchmarks.md, "One, two or three outcome flushers for lanes"). A job has at most one
+/// outcome in flight, so the two batches never share a job; should they deadlock over a group's
+/// parent (one failing a member whose sibling the other completes), PostgreSQL aborts one, which is
+/// written again like any batch that could not be.
+///
+/// A submitter either waits for its outcome to commit (a hop must, before the next stage starts)
+/// or goes on at once, freeing its slot while the batch is written; past `limit` buffered outcomes
+/// every submitter waits (back-pressure).
 ///
 /// On graceful shutdown it writes what it holds and returns (the ``StageRunner``, shut down before
 /// it, has no stage left to submit); cancelled, it leaves the rest to the lease.

@@ -10,11 +10,12 @@ import NIOHTTP1
 /// stage's input, earlier stages' outputs, the job and the worker's secrets. Its output is
 /// `{"status", "headers", "body"}`, the body parsed when it is JSON, else text, else base64.
 ///
-/// Templates read `input` (the previous stage's output), `stages.<name>.output` (and `.runs`), `job.id`,
-/// `job.input` (the job's own, in any stage), `job.metadata`, `job.queue`, `job.stage`, `job.attempt`, `secrets.<NAME>` and
-/// `signals.<NAME>.token` (the one-time token of a signal a later stage awaits). Every request
-/// carries `Idempotency-Key: <job id>-<step>` (the stage's index unless `goto` or `repeat` changed the path; unless a header sets one), a `User-Agent`
-/// naming Baton and asks for gzip; redirects are followed up to 5 times, each hop checked
+/// Templates read `input` (the previous stage's output), `stages.<name>.output` (and `.runs`),
+/// `job.id`, `job.input` (the job's own, in any stage), `job.metadata`, `job.queue`, `job.stage`,
+/// `job.attempt`, `secrets.<NAME>` and `signals.<NAME>.token` (the one-time token of a signal a
+/// later stage awaits). Every request carries `Idempotency-Key: <job id>-<step>` (the stage's index
+/// unless `goto` or `repeat` changed the path; unless a header sets one), a `User-Agent` naming
+/// Baton and asks for gzip; redirects are followed up to 5 times, each hop checked
 /// against the outbound policy.
 public struct HTTPTask: Sendable {
     public static let name = HTTPRequestArgs.taskName

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Two baton binaries' HTTP enqueue throughput, alternated in one run: each round runs
 # bench/http-enqueue.sh once with OLD and once with NEW (each on a fresh cluster, pgbench first),
-# and prints the requests per second of each part.
+# and prints the requests per second of each part, the HTTP stack's floor (`GET /healthz`) among them.
 #
 #   bench/compare-http-enqueue.sh OLD_BATON NEW_BATON [ROUNDS]      (default 2 rounds, DURATION=10s)
 set -eu
@@ -19,8 +19,11 @@ for round in $(seq "$rounds"); do
         batch=$(echo "$out" | grep 'Requests/sec' | sed -n 2p | awk '{print $2}')
         single_cpu=$(echo "$out" | grep 'server CPU' | sed -n 1p | awk '{print $5}')
         batch_cpu=$(echo "$out" | grep 'server CPU' | sed -n 2p | awk '{print $5}')
+        floor=$(echo "$out" | grep 'Requests/sec' | sed -n 3p | awk '{print $2}')
+        floor_cpu=$(echo "$out" | grep 'server CPU' | sed -n 3p | awk '{print $5}')
         errors=$(echo "$out" | grep -c 'Non-2xx' || true)
         echo "round $round $side: pgbench $tps TPS; POST /v1/jobs $single req/s ($single_cpu ms CPU each);" \
-            "batch $batch req/s ($batch_cpu ms CPU each, x1000 jobs); non-2xx lines $errors"
+            "batch $batch req/s ($batch_cpu ms CPU each, x1000 jobs); floor $floor req/s ($floor_cpu ms CPU each);" \
+            "non-2xx lines $errors"
     done
 done

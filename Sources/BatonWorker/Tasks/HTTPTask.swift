@@ -15,8 +15,8 @@ import NIOHTTP1
 /// `job.attempt`, `secrets.<NAME>` and `signals.<NAME>.token` (the one-time token of a signal a
 /// later stage awaits). Every request carries `Idempotency-Key: <job id>-<step>` (the stage's index
 /// unless `goto` or `repeat` changed the path; unless a header sets one), a `User-Agent` naming
-/// Baton and asks for gzip; redirects are followed up to 5 times, each hop checked
-/// against the outbound policy.
+/// Baton and asks for gzip; redirects are followed up to 5 times, each hop checked against the
+/// outbound policy.
 public struct HTTPTask: Sendable {
     public static let name = HTTPRequestArgs.taskName
     static let maxRedirects = 5

@@ -10,7 +10,11 @@
 #   3. wrk: POST /v1/jobs/batch with 1,000 jobs per request, 4 connections;
 #   4. wrk: GET /healthz, 16 connections: no database and a tiny answer, through the same generated
 #      server and middlewares: the floor the HTTP stack sets for any operation (docs/benchmarks.md,
-#      "The HTTP stack's floor").
+#      "The HTTP stack's floor");
+#   5. wrk: POST /v1/jobs, 16 connections, a job refused at validation (priority out of range):
+#      read and decoded as an enqueue is, answered 400 before the database is asked.
+# Each wrk run reports the server's CPU per request and the whole machine's (PostgreSQL's and
+# wrk's with it): where the machine is the limit, the second says so.
 # No worker runs: jobs pile up, as under a burst. Needs wrk and pgbench (Debian: wrk, postgresql).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -51,14 +55,24 @@ pgbench -n -f "$work/insert.sql" -c "$connections" -j 2 -T "${duration%s}" "$url
 # The server's CPU time (user + system, in clock ticks) so far: steadier than requests per second
 # on a machine whose other load varies.
 ticks() { awk '{print $14 + $15}' "/proc/$serve_pid/stat"; }
+# The whole machine's busy time (user, nice, system, irq, softirq), in clock ticks: the server's,
+# PostgreSQL's and wrk's together, so that what is left besides the server shows.
+machine_ticks() { awk '/^cpu /{print $2 + $3 + $4 + $7 + $8}' /proc/stat; }
 hz=$(getconf CLK_TCK)
-run_wrk() { # connections script target
-    before=$(ticks)
+run_wrk() { # connections script target [refused: the answers are meant to be 4xx]
+    before=$(ticks) machine_before=$(machine_ticks)
     out=$(wrk -t 2 -c "$1" -d "$duration" -s "$here/$2" "http://127.0.0.1:$api_port$3")
-    after=$(ticks)
-    echo "$out" | grep -E 'Requests/sec|Latency|requests in|Non-2xx'
+    after=$(ticks) machine_after=$(machine_ticks)
+    if [ "${4:-}" = refused ]; then
+        echo "$out" | grep -E 'Requests/sec|Latency|requests in'
+        echo "$out" | grep 'Non-2xx' | awk '{print "  refused, as meant:", $NF}'
+    else
+        echo "$out" | grep -E 'Requests/sec|Latency|requests in|Non-2xx'
+    fi
     requests=$(echo "$out" | grep 'requests in' | awk '{print $1}')
-    echo "$before $after $requests $hz" | awk '{printf "  server CPU per request: %.3f ms\n", ($2 - $1) * 1000 / $4 / $3}'
+    echo "$before $after $requests $hz $machine_before $machine_after" | awk '{
+        printf "  server CPU per request: %.3f ms; the whole machine'"'"'s: %.3f ms\n",
+            ($2 - $1) * 1000 / $4 / $3, ($6 - $5) * 1000 / $4 / $3 }'
 }
 
 echo "== wrk: POST /v1/jobs, $connections connections, $duration"
@@ -69,4 +83,7 @@ run_wrk 4 post-batch.lua /v1/jobs/batch
 
 echo "== wrk: GET /healthz (the HTTP stack's floor), $connections connections, $duration"
 run_wrk "$connections" get-healthz.lua /healthz
+
+echo "== wrk: POST /v1/jobs refused at validation (an enqueue before its write), $connections connections, $duration"
+run_wrk "$connections" post-invalid.lua /v1/jobs refused
 psql -qtA "$url" -c "SELECT 'jobs stored: ' || count(*) FROM baton.jobs"

@@ -82,6 +82,7 @@ package struct TestServer: Sendable {
     }
 
     /// Enqueues `job` (JSON) and returns its id; fails the test unless it was created.
+    @discardableResult
     package func enqueue(_ job: JSONValue, query: String = "", token: String = Token.admin) async throws -> Int64 {
         let reply = try await call(.POST, "/v1/jobs" + query, token: token, body: job)
         try #require(reply.status == 201, "\(reply.text)")

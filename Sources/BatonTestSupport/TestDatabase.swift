@@ -153,7 +153,8 @@ actor Templates {
         try await administer(baseURL, logger: logger) { connection in
             try await connection.perform("CREATE DATABASE \(unescaped: draft)", logger: logger)
         }
-        try await administer(url(baseURL, database: draft, schema: TestDatabase.schema), logger: logger) { connection in
+        _ = try await administer(url(baseURL, database: draft, schema: TestDatabase.schema), logger: logger) {
+            connection in
             try await Migrator(schema: TestDatabase.schema, logger: logger).migrate(on: connection)
         }
         try await administer(baseURL, logger: logger) { connection in

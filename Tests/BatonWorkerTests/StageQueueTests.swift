@@ -35,10 +35,7 @@ struct StageQueueTests {
                     let jobs = try await baton.enqueue(
                         chains.map { NewJob(chain: ChainDefinition(input: [], stages: $0)) })
                     var records: [JobRecord] = []
-                    for job in jobs {
-                        try await baton.waitUntilFinished(job.id, timeout: .seconds(30))
-                        records.append(try await baton.job(job.id))
-                    }
+                    for job in jobs { records.append(try await baton.waitUntilFinished(job.id, timeout: .seconds(30))) }
                     #expect(records[0].state == .completed)
                     #expect(records[0].output == ["cpu", "gpu", "cpu"])
                     #expect(records[0].queue == "default")
@@ -62,11 +59,11 @@ struct StageQueueTests {
                     let record = try await baton.job(job.id)
                     return record.stage == 1 && record.state == .available && record.queue == "gpu"
                 }
-                try await withWorker(db, tasks: Self.tasks("gpu"), configuration: Self.configuration("gpu")) {
-                    _, _ async throws in
+                let record = try await withWorker(
+                    db, tasks: Self.tasks("gpu"), configuration: Self.configuration("gpu")
+                ) { _, _ async throws in
                     try await baton.waitUntilFinished(job.id, timeout: .seconds(30))
                 }
-                let record = try await baton.job(job.id)
                 #expect(record.output == ["cpu", "gpu"])
                 #expect(record.queue == "gpu", "a job's queue is its current stage's")
             }
@@ -86,8 +83,7 @@ struct StageQueueTests {
                         chain: ChainDefinition(
                             input: [], stages: [.task("where"), .task("where", queue: "gpu"), .task("where")]))
                 ])[0]
-                try await baton.waitUntilFinished(job.id, timeout: .seconds(30))
-                let record = try await baton.job(job.id)
+                let record = try await baton.waitUntilFinished(job.id, timeout: .seconds(30))
                 #expect(record.output == ["both", "both", "both"])
                 // Hops: a hop starts the next stage in the transaction that ends the one before, so
                 // its start is that transaction's time, to the microsecond; a claim's comes later.
@@ -127,8 +123,8 @@ struct StageQueueTests {
                 }
                 try await db.store.deleteRateLimit("queue:gpu")
                 for job in jobs {
-                    try await baton.waitUntilFinished(job.id, timeout: .seconds(30))
-                    #expect(try await baton.job(job.id).output == ["both", "both"])
+                    let record = try await baton.waitUntilFinished(job.id, timeout: .seconds(30))
+                    #expect(record.output == ["both", "both"])
                 }
             }
         }

@@ -20,9 +20,10 @@ struct DevSession: Codable, Equatable {
     func write() throws {
         let url = URL(fileURLWithPath: Self.file)
         try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-        FileManager.default.createFile(
+        let written = FileManager.default.createFile(
             atPath: url.path, contents: Data(try JSONValue(encoding: self).jsonText.utf8),
             attributes: [.posixPermissions: 0o600])
+        guard written else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path]) }
     }
 
     /// Removes the file if it is still this session's (another `baton dev` may have started since).

@@ -16,14 +16,11 @@ for round in $(seq "$rounds"); do
         if [ "$side" = old ]; then binary=$old; else binary=$new; fi
         out=$(BATON="$binary" "$here/http-enqueue.sh")
         tps=$(echo "$out" | grep -E '^tps' | head -1 | awk '{print $3}')
-        single=$(echo "$out" | grep 'Requests/sec' | sed -n 1p | awk '{print $2}')
-        batch=$(echo "$out" | grep 'Requests/sec' | sed -n 2p | awk '{print $2}')
-        single_cpu=$(echo "$out" | grep 'server CPU' | sed -n 1p | awk '{print $5}')
-        batch_cpu=$(echo "$out" | grep 'server CPU' | sed -n 2p | awk '{print $5}')
-        floor=$(echo "$out" | grep 'Requests/sec' | sed -n 3p | awk '{print $2}')
-        floor_cpu=$(echo "$out" | grep 'server CPU' | sed -n 3p | awk '{print $5}')
-        refused=$(echo "$out" | grep 'Requests/sec' | sed -n 4p | awk '{print $2}')
-        refused_cpu=$(echo "$out" | grep 'server CPU' | sed -n 4p | awk '{print $5}')
+        # The wrk parts, in http-enqueue.sh's order: one job a request, batches, the floor, refused.
+        rate() { echo "$out" | grep 'Requests/sec' | sed -n "$1p" | awk '{print $2}'; }
+        cpu() { echo "$out" | grep 'server CPU' | sed -n "$1p" | awk '{print $5}'; }
+        single=$(rate 1) single_cpu=$(cpu 1) batch=$(rate 2) batch_cpu=$(cpu 2)
+        floor=$(rate 3) floor_cpu=$(cpu 3) refused=$(rate 4) refused_cpu=$(cpu 4)
         errors=$(echo "$out" | grep -c 'Non-2xx' || true)
         echo "round $round $side: pgbench $tps TPS; POST /v1/jobs $single req/s ($single_cpu ms CPU each);" \
             "batch $batch req/s ($batch_cpu ms CPU each, x1000 jobs); floor $floor req/s ($floor_cpu ms CPU each);" \

@@ -153,8 +153,7 @@ actor Templates {
         try await administer(baseURL, logger: logger) { connection in
             try await connection.perform("CREATE DATABASE \(unescaped: draft)", logger: logger)
         }
-        _ = try await administer(url(baseURL, database: draft, schema: TestDatabase.schema), logger: logger) {
-            connection in
+        try await administer(url(baseURL, database: draft, schema: TestDatabase.schema), logger: logger) { connection in
             try await Migrator(schema: TestDatabase.schema, logger: logger).migrate(on: connection)
         }
         try await administer(baseURL, logger: logger) { connection in
@@ -173,6 +172,7 @@ actor Templates {
     }
 
     /// Runs `body` on a connection of its own to the database of `baseURL` (or any URL).
+    @discardableResult
     static func administer<T: Sendable>(
         _ baseURL: String, logger: Logger, _ body: (PostgresConnection) async throws -> T
     ) async throws -> T {

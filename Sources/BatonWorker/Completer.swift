@@ -11,10 +11,10 @@ import Synchronization
 /// out in a second, so that an outcome waits for at most one batch before its own (a lane hands
 /// over as fast as its outcomes commit; the lane locks in `apply_outcomes_for` serialise what must
 /// be). A third flusher only splits the batches further, and a single one makes each lane wait a
-/// batch longer (docs/benchmarks.md, "One, two or three outcome flushers for lanes"). A job has at most one
-/// outcome in flight, so the two batches never share a job; should they deadlock over a group's
-/// parent (one failing a member whose sibling the other completes), PostgreSQL aborts one, which is
-/// written again like any batch that could not be.
+/// batch longer (docs/benchmarks.md, "One, two or three outcome flushers for lanes"). A job has
+/// at most one outcome in flight, so the two batches never share a job; should they deadlock over
+/// a group's parent (one failing a member whose sibling the other completes), PostgreSQL aborts
+/// one, which is written again like any batch that could not be.
 ///
 /// A submitter either waits for its outcome to commit (a hop must, before the next stage starts)
 /// or goes on at once, freeing its slot while the batch is written; past `limit` buffered outcomes

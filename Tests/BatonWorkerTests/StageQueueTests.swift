@@ -35,7 +35,9 @@ struct StageQueueTests {
                     let jobs = try await baton.enqueue(
                         chains.map { NewJob(chain: ChainDefinition(input: [], stages: $0)) })
                     var records: [JobRecord] = []
-                    for job in jobs { records.append(try await baton.waitUntilFinished(job.id, timeout: .seconds(30))) }
+                    for job in jobs {
+                        records.append(try await baton.waitUntilFinished(job.id, timeout: .seconds(30)))
+                    }
                     #expect(records[0].state == .completed)
                     #expect(records[0].output == ["cpu", "gpu", "cpu"])
                     #expect(records[0].queue == "default")

@@ -45,7 +45,7 @@ struct CompiledPlanTests {
     @Test func everyFunctionAClientCallsSetsJITOff() async throws {
         let helpers: Set = [
             "fail_parents", "lane_admissions", "lane_width", "lock_lanes", "promote_lanes", "scoped_rate_limits",
-            "stage_rate_key", "unfinished_members",
+            "stage_rate_key", "unfinished_members", "new_job_id",
             // Procedures may not set a parameter; each only calls a function that does.
             "apply_outcomes_committed", "claim_committed", "enqueue_committed",
         ]

@@ -48,7 +48,7 @@ BEGIN
     -- the order of RETURNING.
     -- Entry times are taken here too, in batch order, for both inserts below.
     WITH input AS MATERIALIZED (
-        SELECT nextval('jobs_id_seq') AS new_id, clock_timestamp() AS ready_at, i.*,
+        SELECT new_job_id() AS new_id, clock_timestamp() AS ready_at, i.*,
                CASE WHEN v_scoped THEN stage_rate_key(i.chain -> 0, coalesce(i.queue, 'default'))
                     ELSE coalesce(i.chain -> 0 ->> 'rate', '') END AS rate_key
         FROM ROWS FROM (jsonb_to_recordset(p_jobs)
@@ -62,7 +62,6 @@ BEGIN
         -- and a confirmation record in the WAL per job (docs/benchmarks.md, "What the WAL holds").
         INSERT INTO jobs (id, queue, priority, state, run_at, chain, stage_count, input, metadata, lane,
                           lane_ready_at, enqueued_by, home_queue, rate_key)
-        OVERRIDING SYSTEM VALUE
         SELECT i.new_id, coalesce(i.queue, 'default'), coalesce(i.priority, 0),
                CASE WHEN i.run_at > now() THEN 'scheduled'
                     WHEN i.chain -> 0 ->> 'lane' IS NOT NULL THEN 'waiting'
@@ -77,7 +76,6 @@ BEGIN
         INSERT INTO jobs (id, queue, priority, state, run_at, chain, stage_count, input, metadata,
                           idempotency_key, lane, lane_ready_at, enqueued_by, unique_key, unique_states, home_queue,
                           rate_key)
-        OVERRIDING SYSTEM VALUE
         SELECT i.new_id, coalesce(i.queue, 'default'), coalesce(i.priority, 0),
                CASE WHEN i.run_at > now() THEN 'scheduled'
                     WHEN i.chain -> 0 ->> 'lane' IS NOT NULL THEN 'waiting'

@@ -45,10 +45,12 @@ BEGIN
             WHERE s <> ALL (h.taken) ORDER BY s OFFSET w.k - 1 LIMIT 1) f
     ), floors AS (
         -- Every job left waiting lies above a job admitted now. (`hashint8`: an id's low bits
-        -- would pick the same lanes every time when lanes take jobs in turn.)
+        -- would pick the same lanes every time when lanes take jobs in turn. Of the id's counter,
+        -- its low 12 bits, not of its time: which admissions move a floor does not depend on the
+        -- clock.)
         INSERT INTO lane_floors AS fl (lane, ready_at, id)
         SELECT DISTINCT ON (a.lane) a.lane, a.lane_ready_at, a.id FROM admitted a
-        WHERE hashint8(a.id) & 15 = 0
+        WHERE hashint8(a.id & 4095) & 15 = 0
         ORDER BY a.lane, a.k DESC
         ON CONFLICT (lane) DO UPDATE SET ready_at = excluded.ready_at, id = excluded.id
     )

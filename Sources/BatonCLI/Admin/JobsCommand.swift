@@ -72,7 +72,7 @@ extension Jobs {
                     .init(title: "STATE", color: Console.color(ofState:)), .init(title: "STAGE", minimumWidth: 5),
                     .init(title: "LANE", minimumWidth: 6), .init(title: "ATT", alignRight: true),
                     .init(title: "AGE", alignRight: true), .init(title: "LAST ERROR", minimumWidth: 10),
-                ], shrinkOrder: [7, 3, 4, 1])
+                ], shrinkOrder: [3, 4, 7, 1])
             for job in jobs {
                 let stage = "\(min(job.currentStage + 1, job.stageCount))/\(job.stageCount)"
                 table.append([

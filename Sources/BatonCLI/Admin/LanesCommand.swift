@@ -43,9 +43,9 @@ struct Lanes: AsyncParsableCommand {
                 [
                     .init(title: "LANE", minimumWidth: 8), .init(title: "HELD", alignRight: true),
                     .init(title: "HEAD", alignRight: true), .init(title: "STATE", color: Console.color(ofState:)),
-                    .init(title: "STAGE", minimumWidth: 5), .init(title: "ATT", alignRight: true),
+                    .init(title: "STAGE", minimumWidth: 6), .init(title: "ATT", alignRight: true),
                     .init(title: "WAITING", alignRight: true), .init(title: "NEXT", alignRight: true),
-                    .init(title: "LAST ERROR", minimumWidth: 10),
+                    .init(title: "LAST ERROR", minimumWidth: 4),
                 ], shrinkOrder: [8, 4, 0])
             let now = Date()
             for lane in lanes {

@@ -50,6 +50,10 @@ struct BatonCommand: AsyncParsableCommand {
         } catch let failure as AdminFailure {
             try? FileHandle.standardError.write(contentsOf: Data("baton: \(failure.message)\n".utf8))
             Foundation.exit(failure.status.rawValue)
+        } catch let error where error.isDatabaseFailure {
+            // What PostgreSQL said and its SQLSTATE, not PostgresNIO's generic description.
+            try? FileHandle.standardError.write(contentsOf: Data("baton: \(error.logDescription)\n".utf8))
+            Foundation.exit(AdminFailure.Status.failed.rawValue)
         } catch let error as ValidationError {
             // A setting found wrong once the command runs: the message says which, without the
             // usage text (the command line itself parsed).

@@ -63,6 +63,20 @@ extension Settings {
         var configuration = ServerConfiguration(
             host: try string(.apiHost) ?? "127.0.0.1", port: port, tokens: tokens, maxBodySize: maxBody,
             metricsRequireToken: !(try bool(.apiMetricsOpen) ?? false), maxWait: maxWait)
+        for (setting, timeout) in [
+            (Setting.apiHeaderTimeout, \ConnectionLimits.headerTimeout), (.apiBodyTimeout, \.bodyTimeout),
+            (.apiIdleTimeout, \.idleTimeout),
+        ] {
+            guard let value = try duration(setting) else { continue }
+            guard value >= .milliseconds(100), value <= .seconds(3600) else {
+                throw ValidationError("\(setting.key) must be a duration from 100ms to 1h")
+            }
+            configuration.connections[keyPath: timeout] = value
+        }
+        if let connections = try int(.apiMaxConnections) {
+            guard connections >= 16 else { throw ValidationError("api.max-connections must be at least 16") }
+            configuration.connections.maxConnections = connections
+        }
         configuration.tokensFile = try string(.apiTokensFile)
         configuration.fingerprintKeys = keys
         return configuration

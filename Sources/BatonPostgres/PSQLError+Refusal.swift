@@ -3,18 +3,31 @@ import PostgresNIO
 extension Error {
     /// Whether PostgreSQL refused the statement for what it said (bad data, a broken constraint, a
     /// function raising), as opposed to failing to run it: no connection, the server shutting down
-    /// or terminating the connection, too many connections, a lock or serialization conflict. A
-    /// refusal will be refused again; anything else is worth retrying once the database is back.
+    /// or terminating the connection, too many connections, a lock or serialization conflict, a
+    /// server that only reads now. A refusal will be refused again; anything else is worth retrying
+    /// once the database (or its writable server) is back.
     package var isRefusalByDatabase: Bool {
         guard let error = self as? PSQLError, let state = error.serverInfo?[.sqlState] else { return false }
         // 08 connection exception, 40 transaction rollback (serialization, deadlock), 53 insufficient
         // resources, 55 object not in prerequisite state (lock not available), 57 operator
         // intervention (admin or crash shutdown, cannot connect now, cancel), 58 system error.
+        if isReadOnlyServer { return false }
         return !["08", "40", "53", "55", "57", "58"].contains(String(state.prefix(2)))
+    }
+
+    /// Whether the server refused to write because it only reads (SQLSTATE 25006): a hot standby,
+    /// or a primary a failover manager demoted or fenced. Another server may be the writable one.
+    package var isReadOnlyServer: Bool {
+        self is ReadOnlyServer || (self as? PSQLError)?.serverInfo?[.sqlState] == "25006"
     }
 }
 
 extension Error {
+    /// Whether this came from the database or the way to it (to be told with ``logDescription``).
+    package var isDatabaseFailure: Bool {
+        self is PSQLError || self is DatabaseUnavailable || self is DatabaseConnector.NoServer
+    }
+
     /// Whether a connection was lost (or never had) rather than a statement refused: a reason to
     /// look whether the database is still there (``DatabasePool``).
     package var isConnectionLoss: Bool {
@@ -27,11 +40,30 @@ extension Error {
         return state.hasPrefix("08") || (state.hasPrefix("57") && state != "57014")
     }
 
-    /// The error for a log line: a lost connection or an absent database in one plain line (what
-    /// PostgreSQL said, or "connection refused"), anything else in full, its statement included.
+    /// The error for a log line, with nothing a caller sent in it: what PostgreSQL said and its
+    /// SQLSTATE, never the statement or its values (`String(reflecting:)` of a `PSQLError` shows
+    /// both, and the values are jobs' payloads); a decoding error's path, not the data.
+    /// Every log line of Baton's that holds an error holds this (`SecretsTests` scans for leaks).
     package var logDescription: String {
-        if self is DatabaseUnavailable { return "\(self)" }
-        if self is PSQLError, !isRefusalByDatabase { return DatabaseConfiguration.describe(self) }
-        return String(reflecting: self)
+        switch self {
+        case is DatabaseUnavailable: return "\(self)"
+        case let error as PSQLError:
+            var text = DatabaseConfiguration.describe(error)
+            if let constraint = error.serverInfo?[.constraintName] { text += " (constraint \(constraint))" }
+            if let place = error.serverInfo?[.locationContext]?.split(separator: "\n").last { text += " at \(place)" }
+            return text
+        case let error as DecodingError:
+            let context: DecodingError.Context? =
+                switch error {
+                case .dataCorrupted(let context), .keyNotFound(_, let context), .typeMismatch(_, let context),
+                    .valueNotFound(_, let context):
+                    context
+                @unknown default: nil
+                }
+            let path = context?.codingPath.map(\.stringValue).joined(separator: "/") ?? ""
+            return "cannot decode the value at /\(path)"
+        default:
+            return "\(self)"
+        }
     }
 }

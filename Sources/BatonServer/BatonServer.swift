@@ -2,6 +2,7 @@ import BatonAPI
 import BatonPostgres
 import HTTPTypes
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
 import OpenAPIHummingbird
@@ -38,7 +39,13 @@ public struct BatonServer: Service {
         self.logger = logger
         application = Application(
             router: Self.router(api),
-            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "baton"),
+            server: .http1(
+                configuration: .init(
+                    additionalChannelHandlers: [RequestDeadlineHandler(limits: configuration.connections)],
+                    idleTimeout: TimeAmount(configuration.connections.idleTimeout))),
+            configuration: .init(
+                address: .hostname(configuration.host, port: configuration.port), serverName: "baton",
+                availableConnectionsDelegate: MaximumAvailableConnections(configuration.connections.maxConnections)),
             onServerRunning: { channel in await onListening(channel.localAddress?.port ?? configuration.port) },
             logger: logger)
     }

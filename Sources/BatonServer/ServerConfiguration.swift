@@ -23,6 +23,8 @@ public struct ServerConfiguration: Sendable {
     public var maxWait: Duration
     /// The level of the one line logged per request.
     public var requestLogLevel: Logger.Level
+    /// How slow a client may be, and how many may be connected (``ConnectionLimits``).
+    public var connections = ConnectionLimits()
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, tokens: APITokens, maxBodySize: Int = 1 << 20,

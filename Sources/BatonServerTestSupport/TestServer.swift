@@ -150,13 +150,15 @@ package let testRegistry: PrometheusCollectorRegistry = {
 
 /// Runs a server (and, unless `worker` is nil, a worker with `tasks`) over a fresh schema while
 /// `body` runs.
+/// `logger`, when given, receives everything: the database pool's, the server's and the worker's
+/// lines.
 package func withServer<T: Sendable>(
     worker tasks: TaskRegistry? = serverTestTasks, workerLogger: Logger? = nil, schema: String? = nil,
-    baseURL: String? = nil,
+    baseURL: String? = nil, logger: Logger? = nil,
     configure: @Sendable (inout ServerConfiguration) -> Void = { _ in },
     _ body: @Sendable (TestServer) async throws -> T
 ) async throws -> T {
-    try await TestDatabase.with(baseURL: baseURL) { db async throws in
+    try await TestDatabase.with(baseURL: baseURL, logger: logger) { db async throws in
         // Another schema: a pool of its own, run with the services.
         let pool = try schema.map { DatabasePool(configuration: try db.configuration.inSchema($0), logger: db.logger) }
         let client = BatonClient(pool: pool ?? db.pool, logger: db.logger)

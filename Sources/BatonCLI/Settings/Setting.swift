@@ -106,6 +106,18 @@ extension Setting {
     static let apiMaxWait = Setting(
         key: "api.max-wait", flag: "--max-wait", defaultValue: "5m",
         help: "The longest a `?wait=` holds a request (longer waits are cut to this).")
+    static let apiHeaderTimeout = Setting(
+        key: "api.header-timeout", defaultValue: "10s",
+        help: "A client that has not sent its request's head this long after connecting is disconnected.")
+    static let apiBodyTimeout = Setting(
+        key: "api.body-timeout", defaultValue: "60s",
+        help: "A request whose body has not ended this long after its head is cut off (and not answered as a failure).")
+    static let apiIdleTimeout = Setting(
+        key: "api.idle-timeout", defaultValue: "75s",
+        help: "A kept-alive connection with no next request this long is closed.")
+    static let apiMaxConnections = Setting(
+        key: "api.max-connections", defaultValue: "1024",
+        help: "Connections open at once; more wait in the listen backlog until one closes.")
     static let apiMetricsOpen = Setting(
         key: "api.metrics-open", flag: "--metrics-open", defaultValue: "false",
         help: "Serve the API's `/metrics` without a token.")
@@ -154,7 +166,8 @@ extension Setting {
         workerRetentionDiscarded, workerRetentionCancelled, workerRetentionAudit, workerDiscardWebhook,
         workerMetricsPort,
         workerMetricsHost,
-        apiHost, apiPort, apiMaxBody, apiMaxWait, apiMetricsOpen, apiTokens, apiToken, apiTokensFile,
+        apiHost, apiPort, apiMaxBody, apiMaxWait, apiHeaderTimeout, apiBodyTimeout, apiIdleTimeout, apiMaxConnections,
+        apiMetricsOpen, apiTokens, apiToken, apiTokensFile,
         apiFingerprintKeys,
         httpAllow, httpDeny, httpTLS, logLevel, logFormat,
     ]

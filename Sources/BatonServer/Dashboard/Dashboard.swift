@@ -255,6 +255,10 @@ struct DashboardMiddleware: RouterMiddleware {
     ) async throws -> Response {
         do {
             return try await next(request, context)
+        } catch  where error.isClientGone {
+            context.logger.info(
+                "the client left before its request was complete", metadata: ["error": "\(error.serverLogDescription)"])
+            return Response(status: .badRequest)
         } catch DashboardError.signIn(let back) {
             let next =
                 back == "/ui"
@@ -268,13 +272,13 @@ struct DashboardMiddleware: RouterMiddleware {
             let problem = Problem.from(refusal)
             return await error(problem.status, problem.detail ?? problem.title, request)
         } catch let error where (error is PSQLError || error is DatabaseUnavailable) && !error.isRefusalByDatabase {
-            context.logger.warning("database unavailable", metadata: ["error": "\(error.logDescription)"])
+            context.logger.warning("database unavailable", metadata: ["error": "\(error.serverLogDescription)"])
             return await self.error(
                 .serviceUnavailable, "The database cannot be reached right now; try again shortly.", request)
         } catch let error as any HTTPResponseError where error.status == .notFound {
             return await self.error(.notFound, "There is no such page.", request)
         } catch {
-            context.logger.error("dashboard request failed", metadata: ["error": "\(String(reflecting: error))"])
+            context.logger.error("dashboard request failed", metadata: ["error": "\(error.serverLogDescription)"])
             return await self.error(
                 .internalServerError,
                 "The page could not be made; the server log has the details (request \(context.logger[metadataKey: "request_id"] ?? "\(context.id)")).",

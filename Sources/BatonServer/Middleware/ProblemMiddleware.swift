@@ -22,10 +22,17 @@ struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
     {
         do {
             return try await next(request, context)
+        } catch  where error.isClientGone {
+            // Not the server's failure: nobody is left to read the answer, and the log says so once.
+            context.logger.info(
+                "the client left before its request was complete", metadata: ["error": "\(error.serverLogDescription)"])
+            return try Problem(
+                .badRequest, type: "incomplete-request", title: "The request ended before its body did"
+            ).response(from: request, context: context)
         } catch {
             let problem = problem(for: error, request, context)
             if problem.status == .internalServerError {
-                context.logger.error("request failed", metadata: ["error": "\(String(reflecting: error))"])
+                context.logger.error("request failed", metadata: ["error": "\(error.serverLogDescription)"])
             }
             return try problem.response(from: request, context: context)
         }
@@ -63,7 +70,7 @@ struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
         case let error where (error is PSQLError || error is DatabaseUnavailable) && !error.isRefusalByDatabase:
             // The database is away (restarting, connections failing): an outage, not a bug, and the
             // caller can try again; an enqueue with an idempotency key safely so.
-            context.logger.warning("database unavailable", metadata: ["error": "\(error.logDescription)"])
+            context.logger.warning("database unavailable", metadata: ["error": "\(error.serverLogDescription)"])
             var problem = Problem(
                 .serviceUnavailable, type: "database-unavailable", title: "The database cannot be reached",
                 detail: "nothing was done; try again shortly")

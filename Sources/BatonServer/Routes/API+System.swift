@@ -9,14 +9,17 @@ extension API {
         .ok(.init(body: .json(.init(status: .ok))))
     }
 
-    /// `GET /readyz`: the database answers and its schema is the one this binary needs; else 503.
+    /// `GET /readyz`: the database answers, takes writes (a standby, or a primary a failover
+    /// demoted, is not ready: a load balancer sends no traffic there) and its schema is the one
+    /// this binary needs; else 503.
     func ready(_ input: Operations.Ready.Input) async throws -> Operations.Ready.Output {
         let version: Int
         do {
+            try await store.pool.requireWritable(logger: RequestScope.logger)
             version = try await Migrator(schema: store.schema, logger: RequestScope.logger).currentVersion(store.pool)
         } catch {
-            throw Problem(
-                .serviceUnavailable, type: "not-ready", title: "Not ready", detail: "the database does not answer")
+            let detail = (error as? DatabaseUnavailable)?.description ?? "the database does not answer"
+            throw Problem(.serviceUnavailable, type: "not-ready", title: "Not ready", detail: detail)
         }
         guard version >= Migrator.latestVersion else {
             throw Problem(

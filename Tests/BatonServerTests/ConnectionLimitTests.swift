@@ -1,0 +1,69 @@
+import Baton
+import BatonServer
+import BatonServerTestSupport
+import BatonTestSupport
+import Testing
+
+/// Clients too slow to be worth a connection are cut off, and do not hold up the others.
+@Suite struct ConnectionLimitTests {
+    /// A slowloris of 100 connections, a third silent, a third dripping their headers a line
+    /// every 200 ms, a third stalled in their body: `/healthz` still answers while they hang on,
+    /// and each is closed by the timeouts (1 s each here). Latency under the attack is measured
+    /// by `bench/slowloris.sh`, not asserted.
+    @Test func slowClientsAreClosedWithinTheTimeoutsAndOthersAreServed() async throws {
+        try await withServer(worker: nil) {
+            $0.connections = ConnectionLimits(
+                headerTimeout: .seconds(1), bodyTimeout: .seconds(1), idleTimeout: .seconds(1))
+        } _: { server async throws in
+            var silent: [RawConnection] = []
+            var dripping: [RawConnection] = []
+            var stalled: [RawConnection] = []
+            for index in 0..<100 {
+                let connection = try await RawConnection(base: server.base)
+                switch index % 3 {
+                case 0: silent.append(connection)
+                case 1:
+                    try await connection.send("GET /healthz HTTP/1.1\r\nHost: baton\r\n")
+                    dripping.append(connection)
+                default:
+                    try await connection.send(
+                        "POST /v1/jobs HTTP/1.1\r\nHost: baton\r\nAuthorization: Bearer \(Token.admin)\r\n"
+                            + "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"stages\"")
+                    stalled.append(connection)
+                }
+            }
+            let opened = ContinuousClock.now
+            let drip = Task { [dripping] in
+                while !Task.isCancelled {
+                    for connection in dripping { try? await connection.send("X-Slow: 1\r\n") }
+                    try? await Task.sleep(for: .milliseconds(200))
+                }
+            }
+            defer { drip.cancel() }
+            for _ in 0..<5 {
+                #expect(try await server.call(.GET, "/healthz", token: nil).status == 200)
+            }
+            try await eventually(timeout: .seconds(10), "every slow connection to be closed") {
+                (silent + dripping + stalled).allSatisfy(\.isClosed)
+            }
+            let closedAfter = opened.duration(to: .now)
+            #expect(closedAfter < .seconds(8), "closed after \(closedAfter)")
+            #expect(dripping.allSatisfy { $0.text.isEmpty }, "a dripped request was never answered")
+            #expect(try await server.call(.GET, "/healthz", token: nil).status == 200)
+        }
+    }
+
+    /// A kept-alive connection that sends nothing after its response is closed after the idle
+    /// timeout.
+    @Test func anIdleKeptAliveConnectionIsClosed() async throws {
+        try await withServer(worker: nil) {
+            $0.connections = ConnectionLimits(idleTimeout: .seconds(1))
+        } _: { server async throws in
+            let connection = try await RawConnection(base: server.base)
+            try await connection.send("GET /healthz HTTP/1.1\r\nHost: baton\r\n\r\n")
+            try await eventually("the response") { connection.text.contains("200 OK") }
+            #expect(!connection.isClosed)
+            try await eventually(timeout: .seconds(5), "the idle connection to be closed") { connection.isClosed }
+        }
+    }
+}

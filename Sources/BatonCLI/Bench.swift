@@ -100,13 +100,11 @@ struct Bench: AsyncParsableCommand {
         var database = try DatabaseConfiguration(url: baseURL).inSchema(schema)
         var proxy: DelayProxy?
         if let networkDelay {
-            guard database.unixSocketPath == nil else {
-                throw ValidationError("--network-delay needs a database reached over TCP, not a Unix socket")
+            guard case .tcp(let host, let port) = database.endpoints.first, database.endpoints.count == 1 else {
+                throw ValidationError("--network-delay needs one database server reached over TCP, not a Unix socket")
             }
-            proxy = try await DelayProxy.start(
-                to: database.host, port: database.port, delay: .microseconds(Int64(networkDelay * 1000)))
-            database.host = "127.0.0.1"
-            database.port = proxy!.port
+            proxy = try await DelayProxy.start(to: host, port: port, delay: .microseconds(Int64(networkDelay * 1000)))
+            database = database.at(host: "127.0.0.1", port: proxy!.port)
         }
         let report = try await withPostgres(database, logger: logger) { [proxy] pool in
             try await Migrator(schema: schema, logger: logger).migrate(pool)

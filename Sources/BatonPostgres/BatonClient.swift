@@ -42,6 +42,8 @@ public final class BatonClient: Service, Sendable {
         try await withThrowingDiscardingTaskGroup { group in
             group.addTask { try await self.listener.run() }
             group.addTask { try await self.waker.run() }
+            let check = ListenCheck(listener: listener, waker: waker, logger: logger)
+            group.addTask { _ = await cancelWhenGracefulShutdown { await check.run() } }
         }
     }
 

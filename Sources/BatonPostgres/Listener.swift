@@ -16,6 +16,8 @@ package final class Listener: Service, Sendable {
         case finished(jobID: Int64)
         /// The listener is (again) connected: anything may have happened meanwhile.
         case listening
+        /// A delivery check came through (``ListenCheck``).
+        case probe(String)
     }
 
     /// Ends a subscription when cancelled or deinitialised.
@@ -36,9 +38,13 @@ package final class Listener: Service, Sendable {
     let channel: String
     let logger: Logger
     private let state = Mutex(State())
+    /// To the LISTEN connection's servers (`database.listen-url`, else the pool's), the
+    /// writable one: a standby refuses LISTEN.
+    private let connector: DatabaseConnector
 
     package init(configuration: DatabaseConfiguration, logger: Logger) {
         self.configuration = configuration
+        self.connector = DatabaseConnector(configuration: configuration, listening: true)
         self.channel = "\(configuration.schema)_events"
         self.logger = logger
     }
@@ -69,6 +75,7 @@ package final class Listener: Service, Sendable {
         case "q:": return .available(queue: body)
         case "c:": return Int64(body).map { .cancel(jobID: $0) }
         case "f:": return Int64(body).map { .finished(jobID: $0) }
+        case "p:": return .probe(body)
         default: return nil
         }
     }
@@ -85,8 +92,7 @@ package final class Listener: Service, Sendable {
         var lost = false
         while !Task.isCancelled {
             do {
-                let connection = try await PostgresConnection.connect(
-                    configuration: try configuration.listenConnectionConfiguration, id: 1, logger: logger)
+                let connection = try await connector.connect(id: 1, logger: logger)
                 do {
                     try await connection.listen(on: channel) { notifications in
                         backoff = .milliseconds(100)

@@ -30,6 +30,11 @@ package final class Waker: Service, Sendable {
         send(jobs.map { "f:\($0)" })
     }
 
+    /// Sends a delivery check through the pool (``ListenCheck``).
+    package func probe(_ nonce: String) {
+        send(["p:\(nonce)"])
+    }
+
     private func send(_ payloads: some Sequence<String>) {
         let added = pending.withLock { pending in
             let before = pending.count

@@ -190,10 +190,7 @@ extension Scenario {
                 let pickupBefore = try await rig.pickup(from: before, to: Date())
                 var idle: [PostgresConnection] = []
                 for index in 0..<300 {
-                    idle.append(
-                        try await PostgresConnection.connect(
-                            on: MultiThreadedEventLoopGroup.singleton.any(),
-                            configuration: rig.database.connectionConfiguration, id: 10_000 + index, logger: logger))
+                    idle.append(try await rig.database.connect(id: 10_000 + index, logger: logger))
                 }
                 let held = try await rig.count(sql: "SELECT count(*)::int FROM pg_stat_activity WHERE state = 'idle'")
                 let during = Date()

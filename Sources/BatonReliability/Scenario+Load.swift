@@ -87,9 +87,7 @@ extension Scenario {
                     let before = try await throughput.measure(for: phase)
                     measured.append(("stages_per_s_before", format(before)))
                     measured.append(("jobs_table_before", try await jobsTable(rig)))
-                    let holder = try await PostgresConnection.connect(
-                        on: MultiThreadedEventLoopGroup.singleton.any(),
-                        configuration: rig.database.connectionConfiguration, id: 99, logger: logger)
+                    let holder = try await rig.database.connect(id: 99, logger: logger)
                     try await holder.perform("BEGIN", logger: logger)
                     try await holder.perform("SELECT txid_current()", logger: logger)
                     var thirds: [String] = []

@@ -19,14 +19,16 @@ public struct TestDatabase: Sendable {
     public let logger: Logger
     /// The database URL of this test's database and schema (`?schema=`), for worker processes.
     public let url: String
+    /// The cluster's URL (its superuser, its `postgres` database).
+    public let baseURL: String
 
     /// The schema Baton's tables are in, in every test's database.
     public static let schema = "baton"
 
     /// Runs `body` with a new database (in the cluster at `baseURL`, else the shared one); drops
-    /// it afterwards.
+    /// it afterwards. Its pool logs to `logger` when given.
     public static func with<T: Sendable>(
-        baseURL given: String? = nil, _ body: @Sendable (TestDatabase) async throws -> T
+        baseURL given: String? = nil, logger captured: Logger? = nil, _ body: @Sendable (TestDatabase) async throws -> T
     ) async throws -> T {
         let baseURL: String
         if let given { baseURL = given } else { baseURL = try await Cluster.shared.url() }
@@ -34,6 +36,7 @@ public struct TestDatabase: Sendable {
         logger.logLevel =
             ProcessInfo.processInfo.environment["BATON_TEST_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) }
             ?? .warning
+        if let captured { logger = captured }
         let template = try await Templates.shared.template(in: baseURL, logger: logger)
         let name = "t_" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
         try await Templates.shared.copy(template, to: name, in: baseURL, logger: logger)
@@ -43,7 +46,7 @@ public struct TestDatabase: Sendable {
         let pool = DatabasePool(configuration: configuration, logger: logger)
         let database = TestDatabase(
             configuration: configuration, pool: pool, store: Store(pool: pool, logger: logger), logger: logger,
-            url: url)
+            url: url, baseURL: baseURL)
         return try await run(
             {
                 try await withThrowingTaskGroup(of: T?.self) { group in
@@ -66,6 +69,14 @@ public struct TestDatabase: Sendable {
                     try await connection.perform("DROP DATABASE \(unescaped: name) WITH (FORCE)", logger: logger)
                 }
             })
+    }
+
+    /// Runs `body` on a connection of its own to the cluster's `postgres` database, as its
+    /// superuser: for what only an administrator does (making this test's database read-only,
+    /// refusing its connections, terminating its sessions).
+    @discardableResult
+    public func administer<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+        try await Templates.administer(baseURL, logger: logger, body)
     }
 
     /// Rows of a one-column query.
@@ -178,8 +189,7 @@ actor Templates {
     ) async throws -> T {
         let configuration = try DatabaseConfiguration(url: baseURL)
         do {
-            let connection = try await PostgresConnection.connect(
-                configuration: try configuration.connectionConfiguration, id: 0, logger: logger)
+            let connection = try await configuration.connect(logger: logger)
             return try await run({ try await body(connection) }, thenAlways: { try? await connection.close() })
         } catch let error as PSQLError {
             // PSQLError's description hides what the server said.
@@ -187,13 +197,19 @@ actor Templates {
         }
     }
 
-    /// `baseURL` naming `database` and `schema`.
+    /// `baseURL` naming `database` and `schema`. Cut by hand rather than by `URLComponents`,
+    /// which takes no URL of several hosts (`postgres://u@h1:5432,h2:5433/postgres`).
     static func url(_ baseURL: String, database: String, schema: String) throws -> String {
-        guard var components = URLComponents(string: baseURL) else { throw TestFailure("not a URL: \(baseURL)") }
-        components.path = "/" + database
-        components.queryItems = (components.queryItems ?? []) + [URLQueryItem(name: "schema", value: schema)]
-        guard let url = components.string else { throw TestFailure("not a URL: \(baseURL)") }
-        return url
+        guard let scheme = baseURL.range(of: "://") else { throw TestFailure("not a URL: \(baseURL)") }
+        var rest = baseURL[scheme.upperBound...]
+        var query = ""
+        if let mark = rest.firstIndex(of: "?") {
+            query = String(rest[rest.index(after: mark)...])
+            rest = rest[..<mark]
+        }
+        if let slash = rest.firstIndex(of: "/") { rest = rest[..<slash] }
+        let parameters = (query.isEmpty ? [] : [query]) + ["schema=\(schema)"]
+        return baseURL[..<scheme.upperBound] + rest + "/\(database)?" + parameters.joined(separator: "&")
     }
 
     /// FNV-1a, 64 bits, of `texts`, in hex: a name that changes when the migrations do.

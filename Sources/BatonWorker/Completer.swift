@@ -21,7 +21,9 @@ import Synchronization
 /// every submitter waits (back-pressure).
 ///
 /// On graceful shutdown it writes what it holds and returns (the ``StageRunner``, shut down before
-/// it, has no stage left to submit); cancelled, it leaves the rest to the lease.
+/// it, has no stage left to submit), trying for at most ``finishing`` while the database does not
+/// take them: what it could not write is logged with the jobs' ids, and those stages run again
+/// once the lease has passed (``Rescuer``). Cancelled, it leaves the rest to the lease likewise.
 final class Completer: Service, Sendable {
     /// What became of an outcome its submitter waited for.
     enum Committed: Equatable {
@@ -50,6 +52,8 @@ final class Completer: Service, Sendable {
     private struct State {
         var buffer: [Pending] = []
         var finished = false
+        /// When, after `finish()`, a write the database does not take is given up.
+        var giveUpAt: ContinuousClock.Instant?
         /// Submitters held back while the buffer is over its limit.
         var held: [CheckedContinuation<Void, Never>] = []
         /// The jobs of the batch each flusher is writing.
@@ -62,6 +66,8 @@ final class Completer: Service, Sendable {
     let tasks: [String]?
     let logger: Logger
     let limit: Int
+    /// How long, once shutting down, outcomes the database does not take are tried again.
+    let finishing: Duration
     /// Reserves free slots in a queue for lane holders this worker may claim while applying
     /// outcomes, and hands them over (with the count reserved) afterwards.
     let reserve: @Sendable (_ queue: String, _ count: Int) -> Int
@@ -74,6 +80,7 @@ final class Completer: Service, Sendable {
 
     init(
         store: Store, workerID: String, tasks: [String]? = nil, logger: Logger, limit: Int = 10_000,
+        finishing: Duration = .seconds(1),
         reserve: @escaping @Sendable (_ queue: String, _ count: Int) -> Int = { _, _ in 0 },
         deliver: @escaping @Sendable (_ queue: String, _ jobs: [ClaimedJob], _ reserved: Int) -> Void = { _, _, _ in },
         flushers: Int = 2, afterCommit: @escaping @Sendable (AppliedOutcomes) -> Void
@@ -85,6 +92,7 @@ final class Completer: Service, Sendable {
         self.tasks = tasks
         self.logger = logger
         self.limit = limit
+        self.finishing = finishing
         self.reserve = reserve
         self.deliver = deliver
         self.afterCommit = afterCommit
@@ -184,7 +192,7 @@ final class Completer: Service, Sendable {
                 return state.held
             }
             for submitter in held { submitter.resume() }
-            await flush(batch)
+            await flush(batch, flusher: flusher)
         }
         let abandoned = state.withLock { state in
             state.finished = true
@@ -194,14 +202,25 @@ final class Completer: Service, Sendable {
             }
             return (state.buffer, state.held)
         }
-        for pending in abandoned.0 { pending.done?.resume(returning: .notApplied) }
+        abandon(abandoned.0, reason: "the worker stopped")
         for submitter in abandoned.1 { submitter.resume() }
+    }
+
+    /// Gives up on outcomes that could not be written: they are said with their jobs, whose
+    /// stages run again after the lease.
+    private func abandon(_ batch: [Pending], reason: String) {
+        guard !batch.isEmpty else { return }
+        logger.error(
+            "outcomes not written; their stages run again after the lease",
+            metadata: ["jobs": "\(batch.map(\.outcome.jobID))", "reason": "\(reason)"])
+        for pending in batch { pending.done?.resume(returning: .notApplied) }
     }
 
     /// Stops accepting outcomes; `run()` returns after writing what it holds.
     private func finish() {
         let held = state.withLock { state in
             state.finished = true
+            state.giveUpAt = .now + finishing
             defer { state.held.removeAll() }
             return state.held
         }
@@ -209,7 +228,7 @@ final class Completer: Service, Sendable {
         wake()
     }
 
-    private func flush(_ batch: [Pending]) async {
+    private func flush(_ batch: [Pending], flusher: Int) async {
         var backoff = Duration.milliseconds(50)
         while true {
             let outcomes = batch.map(\.outcome)
@@ -233,7 +252,9 @@ final class Completer: Service, Sendable {
                 handOver([], reserved: reserved)
                 // The database refused the batch itself: apply one by one, so that one bad
                 // outcome cannot hold back the others.
-                logger.error("outcome batch refused", metadata: ["error": "\(String(reflecting: error))"])
+                logger.error(
+                    "outcome batch refused",
+                    metadata: ["error": "\(error.logDescription)", "jobs": "\(batch.map(\.outcome.jobID))"])
                 for pending in batch {
                     let applied = await applyAlone(pending.outcome)
                     pending.done?.resume(returning: applied)
@@ -242,14 +263,19 @@ final class Completer: Service, Sendable {
             } catch {
                 handOver([], reserved: reserved)
                 if Task.isCancelled {
-                    for pending in batch { pending.done?.resume(returning: .notApplied) }
+                    abandon(batch, reason: "cancelled: \(error.logDescription)")
                     return
                 }
-                // The connection is gone: keep the batch and retry until the database is back.
+                if let giveUpAt = state.withLock({ $0.giveUpAt }), ContinuousClock.now >= giveUpAt {
+                    abandon(batch, reason: "shutting down: \(error.logDescription)")
+                    return
+                }
+                // The connection is gone: keep the batch and retry until the database is back
+                // (or, shutting down, until `finishing` is over: `finish()` wakes the wait).
                 logger.warning(
                     "cannot write outcomes; retrying",
                     metadata: ["error": "\(error.logDescription)", "jobs": "\(batch.count)"])
-                try? await Task.sleep(for: backoff)
+                await signals[flusher].wait(timeout: backoff)
                 backoff = min(backoff * 2, .seconds(2))
             }
         }
@@ -268,7 +294,7 @@ final class Completer: Service, Sendable {
                 return Committed(outcome.jobID, in: result)
             } catch  where error.isRefusalByDatabase {
                 logger.error(
-                    "outcome refused", metadata: ["job": "\(outcome.jobID)", "error": "\(String(reflecting: error))"])
+                    "outcome refused", metadata: ["job": "\(outcome.jobID)", "error": "\(error.logDescription)"])
                 guard attempt.transition == outcome.transition else { return .notApplied }
                 // Only the SQLSTATE: the refused text itself may be what cannot be stored.
                 let state = (error as? PSQLError)?.serverInfo?[.sqlState] ?? "?"

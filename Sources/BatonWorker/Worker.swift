@@ -163,18 +163,35 @@ public final class Worker: Service, Sendable {
         services += [completer, runner]
         services += fetchers
         var group = ServiceGroupConfiguration(services: services, logger: logger)
-        // The database may be unreachable: do not wait for it forever once the grace is over.
-        group.maximumGracefulShutdownDuration = configuration.drainGrace + .seconds(10)
-        try await ServiceGroup(configuration: group).run()
+        // The database may be unreachable: once the grace is over, the completer tries what it
+        // holds for a second (``Completer/finishing``); this bounds the rest.
+        group.maximumGracefulShutdownDuration = configuration.drainGrace + Self.drainMargin
+        try await withThrowingDiscardingTaskGroup { checks in
+            checks.addTask { await ListenCheck(listener: self.listener, waker: self.waker, logger: self.logger).run() }
+            try await ServiceGroup(configuration: group).run()
+            checks.cancelAll()
+        }
         let (running, unwritten) = (intake.runningJobs, completer.pendingJobs)
         if !running.isEmpty || !unwritten.isEmpty {
             logger.error(
                 "drain could not record every outcome; the lease will rescue the rest",
                 metadata: ["running": "\(running)", "unwritten": "\(unwritten)", "slots": "\(intake.drainState)"])
         }
-        try? await store.removeWorker(id: id)
+        // Its heartbeat row goes, unless the database is away: then it is just old, like a
+        // lost worker's.
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { try? await self.store.removeWorker(id: self.id) }
+            group.addTask { try? await Task.sleep(for: .milliseconds(300)) }
+            await group.next()
+            group.cancelAll()
+        }
         logger.info("worker stopped")
     }
+
+    /// How much longer than ``WorkerConfiguration/drainGrace`` a graceful shutdown may take, at
+    /// most, the database away included: the completer's try at what it holds, the heartbeat
+    /// row's removal.
+    public static let drainMargin = Duration.milliseconds(1500)
 
     /// Acts on what the listener heard.
     func heard(_ event: Listener.Event) {
@@ -182,7 +199,7 @@ public final class Worker: Service, Sendable {
         case .available(let queue): intake.wake(queue)
         case .listening: intake.wakeAll()
         case .cancel(let id): intake.cancel(id)
-        case .finished: break
+        case .finished, .probe: break
         }
     }
 }

@@ -91,7 +91,7 @@ public final class LocalPostgres: Sendable {
         }
     }
 
-    private static func start(
+    static func start(
         _ options: Options, in base: URL, binaries: URL, runAs: String?, logger: Logger
     ) async throws -> LocalPostgres {
         let fileManager = FileManager.default

@@ -21,7 +21,11 @@ import Testing
     @Test func theDatabaseAwayIsSaidAtOnceWhereAPostgresClientWaits() async throws {
         try await withLocalPostgres(LocalPostgres.Options(fast: true)) { cluster in
             let configuration = try DatabaseConfiguration(url: cluster.url)
-            let client = configuration.makePostgresClient(logger: Self.logger)
+            let client = PostgresClient(
+                configuration: .init(
+                    host: "127.0.0.1", port: cluster.port, username: "postgres", password: nil, database: "postgres",
+                    tls: .disable),
+                backgroundLogger: Self.logger)
             let pool = DatabasePool(configuration: configuration, logger: Self.logger)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addImmediateTask { await client.run() }

@@ -80,6 +80,40 @@ struct DatabaseTLSTests {
         }
     }
 
+    /// A certificate for another name that also holds the server's address (`DNS:elsewhere.test,
+    /// IP:127.0.0.1`): `verify-full` refuses it for `localhost`, as psql does, however the name
+    /// resolves, and takes it for `127.0.0.1`; `verify-ca` takes it for both. swift-nio-ssl's own
+    /// check took it for `localhost` (the IP SAN matched the socket's address): the reason Baton
+    /// negotiates TLS itself (`PostgresTLSChannel`).
+    @Test func verifyFullRefusesACertificateForAnotherNameHoldingTheAddress() async throws {
+        let certificates = try await Certificates.make()
+        defer { try? FileManager.default.removeItem(at: certificates.directory) }
+        let options = LocalPostgres.Options(
+            settings: ["ssl": "on"], fast: true,
+            files: [
+                "ssl_cert_file": certificates.file("server-elsewhere.crt"),
+                "ssl_key_file": certificates.file("server-elsewhere.key"),
+            ])
+        try await withLocalPostgres(options) { server in
+            var outcomes: [String: Outcome] = [:]
+            for mode in ["verify-ca", "verify-full"] {
+                for host in ["localhost", "127.0.0.1"] {
+                    let testCase = Case(
+                        server: "elsewhere", port: server.port, host: host, user: "postgres", mode: mode,
+                        rootCertificate: certificates.file("ca.crt").path)
+                    let (psql, baton) = (
+                        try await certificates.psqlOutcome(testCase), await certificates.batonOutcome(testCase)
+                    )
+                    #expect(psql == baton, "\(testCase): psql \(psql), Baton \(baton)")
+                    outcomes["\(mode) \(host)"] = baton
+                }
+            }
+            #expect(outcomes["verify-full localhost"] == .refused(""))
+            #expect(outcomes["verify-full 127.0.0.1"] == .encrypted)
+            #expect(outcomes["verify-ca localhost"] == .encrypted)
+        }
+    }
+
     /// Every mode, root certificate and user against each server, through psql and through Baton.
     func compareWithPsql(_ servers: [(String, LocalPostgres)], certificates: Certificates) async throws {
         for (_, server) in servers {
@@ -209,8 +243,8 @@ struct DatabaseTLSTests {
     }
 }
 
-/// A CA, a second CA that signed nothing here, server certificates for `localhost` and for
-/// `db.other.example`, and a client certificate for the role `certuser`, made with openssl.
+/// A CA, a second CA that signed nothing here, server certificates for `localhost`, for
+/// `db.other.example` and for `elsewhere.test` with the IP address 127.0.0.1, and a client certificate for the role `certuser`, made with openssl.
 struct Certificates: Sendable {
     let directory: URL
     /// An empty home, so that neither psql nor Baton finds files of its own under `~/.postgresql`.
@@ -224,6 +258,8 @@ struct Certificates: Sendable {
                 .init("server-localhost", commonName: "localhost", subjectAltName: "DNS:localhost"),
                 .init("server-other", commonName: "db.other.example", subjectAltName: "DNS:db.other.example"),
                 .init("client", commonName: "certuser", subjectAltName: "DNS:certuser"),
+                .init(
+                    "server-elsewhere", commonName: "elsewhere.test", subjectAltName: "DNS:elsewhere.test,IP:127.0.0.1"),
             ],
             otherCAs: ["wrong-ca"])
         let home = made.directory.appending(path: "home")

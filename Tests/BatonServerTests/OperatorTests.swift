@@ -299,10 +299,9 @@ struct OperatorTests {
             try await withServer(worker: nil, baseURL: cluster.url) { server async throws in
                 let job: JSONValue = ["stages": [["task": "noop"]]]
                 #expect(try await server.call(.POST, "/v1/jobs?unchecked=true", body: job).status == 201)
-                var admin = try server.db.configuration.connectionConfiguration
+                var admin = server.db.configuration
                 admin.database = "template1"
-                let outside = try await PostgresConnection.connect(
-                    configuration: admin, id: 1, logger: server.db.logger)
+                let outside = try await admin.connect(id: 1, logger: server.db.logger)
                 let database = try #require(server.db.configuration.database)
                 try await outside.perform(
                     "ALTER DATABASE \(unescaped: database) ALLOW_CONNECTIONS false", logger: server.db.logger)

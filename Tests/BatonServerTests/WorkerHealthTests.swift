@@ -32,8 +32,7 @@ import Testing
             }
             try await eventually("the worker to answer 200") { await health().status == 200 }
 
-            let locker = try await PostgresConnection.connect(
-                configuration: try db.configuration.connectionConfiguration, id: 1, logger: db.logger)
+            let locker = try await db.configuration.connect(id: 1, logger: db.logger)
             try await locker.query("BEGIN", logger: db.logger)
             try await locker.query(
                 "LOCK TABLE \(unescaped: db.configuration.schema).jobs IN ACCESS EXCLUSIVE MODE", logger: db.logger)

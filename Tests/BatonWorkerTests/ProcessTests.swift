@@ -1,7 +1,9 @@
 import Baton
 import BatonPostgres
 import BatonTestSupport
+import BatonWorker
 import Foundation
+import LocalPostgres
 import PostgresNIO
 import Testing
 
@@ -341,6 +343,53 @@ struct ProcessTests {
             #expect(
                 try await db.values(
                     "SELECT count(*)::int FROM \(unescaped: db.configuration.schema).workers", as: Int.self) == [0])
+        }
+    }
+}
+
+extension ProcessTests {
+    /// With the database gone, a SIGTERM still ends the worker within its grace and
+    /// ``Worker/drainMargin``: a stage that ended within the grace and one put back after it have
+    /// outcomes the worker cannot write, which it says with their jobs' ids; both run again, to
+    /// completion, once the database is back and their lease has passed.
+    @Test func aDrainWithTheDatabaseGoneIsBoundedAndSaysWhatItCouldNotWrite() async throws {
+        try await withLocalPostgres(LocalPostgres.Options(fast: true)) { cluster in
+            try await TestDatabase.with(baseURL: cluster.url) { db async throws in
+                let grace = Duration.seconds(2)
+                let worker = try await WorkerProcess(
+                    url: db.url, lease: .seconds(2), grace: grace, environment: ["BATON_TEST_LOG_LEVEL": "info"])
+                let short = try await db.store.enqueue([
+                    NewJob(chain: ChainDefinition(input: 1, stages: [.task("sleep", args: ["ms": 1500])]))
+                ])[0].id
+                let long = try await db.store.enqueue([
+                    NewJob(chain: ChainDefinition(input: 2, stages: [.task("sleep", args: ["ms": 60_000])]))
+                ])[0].id
+                try await eventually("both stages to start") {
+                    let states = (try await db.store.job(short)?.state, try await db.store.job(long)?.state)
+                    return states == (.running, .running)
+                }
+                try await cluster.stopServer(mode: "fast")
+                let signalled = ContinuousClock.now
+                worker.signal(SIGTERM)
+                #expect(try await worker.waitForExit(timeout: .seconds(30)) == 0)
+                let took = signalled.duration(to: .now)
+                // The margin, and half a second for the process to start its exit on a busy machine.
+                #expect(took < grace + Worker.drainMargin + .milliseconds(500), "the drain took \(took)")
+                let log = worker.child.standardError
+                let unwritten = log.split(separator: "\n").filter { $0.contains("outcomes not written") }.joined()
+                #expect(
+                    unwritten.contains("\(short)") && unwritten.contains("\(long)"),
+                    "\(log.split(separator: "\n").filter { $0.contains("outcome") || $0.contains("drain") || $0.contains("stopp") })"
+                )
+
+                try await cluster.startServer()
+                let again = try await WorkerProcess(url: db.url, lease: .seconds(2), grace: grace)
+                defer { again.signal(SIGKILL) }
+                try await eventually(timeout: .seconds(30), "the short stage to run again after the lease") {
+                    try await db.store.job(short)?.state == .completed
+                }
+                #expect(try await db.store.job(long)?.state == .running, "the long one runs again")
+            }
         }
     }
 }

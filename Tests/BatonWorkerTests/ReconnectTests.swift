@@ -46,8 +46,7 @@ extension ReconnectTests {
         try await withLocalPostgres(LocalPostgres.Options(fast: true)) { server in
             try await TestDatabase.with(baseURL: server.url) { db async throws in
                 try await withWorker(db, tasks: testTasks) { baton, _ async throws in
-                    let killer = try await PostgresConnection.connect(
-                        configuration: db.configuration.connectionConfiguration, id: 1, logger: db.logger)
+                    let killer = try await db.configuration.connect(id: 1, logger: db.logger)
                     var ids: [Int64] = []
                     let stop = ContinuousClock.now + .seconds(5)
                     var number = 0

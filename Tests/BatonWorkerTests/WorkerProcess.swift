@@ -42,8 +42,7 @@ final class Gate: Sendable {
 
     init(_ db: TestDatabase) async throws {
         logger = db.logger
-        connection = try await PostgresConnection.connect(
-            configuration: try db.configuration.connectionConfiguration, id: 1, logger: db.logger)
+        connection = try await db.configuration.connect(id: 1, logger: db.logger)
         try await connection.perform("SELECT pg_advisory_lock(\(key))", logger: logger)
     }
 

@@ -4,14 +4,17 @@ import PostgresNIO
 
 /// Where Baton's database is and which schema holds its tables.
 ///
-/// Built from a URL: `postgres://user:password@host:5432/database?sslmode=verify-full&schema=baton`.
-/// `host` may also be a socket directory (`?host=/run/postgresql`). TLS follows libpq
-/// (``DatabaseTLS``): `sslmode`, `sslrootcert`, `sslcert` and `sslkey` in the URL's query, else
-/// from `PGSSLMODE`, `PGSSLROOTCERT`, `PGSSLCERT` and `PGSSLKEY`.
+/// Built from a connection string as libpq reads one (``ConnectionString``): a URL,
+/// `postgres://user:password@host:5432/database?sslmode=verify-full&schema=baton`, or keywords,
+/// `host=… dbname=…`. Several hosts (`h1:5432,h2:5433`) are tried in order, and
+/// `target_session_attrs` says which will do (``TargetSessionAttributes``; Baton's default is
+/// `read-write`, since it writes). A host may be a socket directory (`?host=/run/postgresql`).
+/// TLS follows libpq (``DatabaseTLS``): `sslmode`, `sslrootcert`, `sslcert` and `sslkey` in the
+/// connection string, else from `PGSSLMODE`, `PGSSLROOTCERT`, `PGSSLCERT` and `PGSSLKEY`;
+/// `PGTARGETSESSIONATTRS` and `PGCONNECT_TIMEOUT` are read likewise.
 public struct DatabaseConfiguration: Sendable {
-    public var host: String
-    public var port: Int
-    public var unixSocketPath: String?
+    /// The servers, in the order they are tried: a primary and its standbys, say.
+    package var endpoints: [ConnectionString.Endpoint]
     public var username: String
     public var password: String?
     public var database: String?
@@ -21,29 +24,45 @@ public struct DatabaseConfiguration: Sendable {
     public var schema: String
     /// Connections in a ``DatabasePool``.
     public var maximumConnections: Int = 20
+    /// Which of the servers will do (`target_session_attrs`).
+    package var targetSessionAttributes: TargetSessionAttributes = .readWrite
+    /// How long one server may take to accept a connection, TLS and authentication included
+    /// (`connect_timeout`). A server busy starting a hundred backends at once on two cores took
+    /// over 2 s to accept one (the test suite's start, 2026-11-26): a busy database is not an
+    /// absent one.
+    public var connectTimeout: Duration = .seconds(5)
+    /// What `pg_stat_activity` shows for Baton's sessions (`application_name`).
+    public var applicationName = "baton"
     /// Where the dedicated LISTEN connection goes, when not where the pool goes: PostgreSQL
     /// itself when the pool goes through PgBouncer in transaction mode, which would hand a
     /// LISTEN's server connection to someone else after the statement (`database.listen-url`).
-    /// Same user, password, database and TLS settings. nil: the pool's address.
-    public var listenAddress: ListenAddress?
+    /// Same user, password, database and TLS settings. nil: the pool's servers.
+    package var listenEndpoints: [ConnectionString.Endpoint]?
 
-    public struct ListenAddress: Sendable, Equatable {
-        public var host: String
-        public var port: Int
-        public var unixSocketPath: String?
-    }
-
-    /// `tls` nil is libpq's default: `prefer`, with the files under `~/.postgresql` if there are any.
+    /// One server. `tls` nil is libpq's default: `prefer`, with the files under `~/.postgresql` if
+    /// there are any.
     public init(
         host: String = "127.0.0.1", port: Int = 5432, unixSocketPath: String? = nil, username: String,
         password: String? = nil, database: String? = nil, tls: DatabaseTLS? = nil, schema: String = "baton"
     ) throws {
+        var endpoint = ConnectionString.Endpoint.tcp(host: host, port: port)
+        if let unixSocketPath {
+            let directory = (unixSocketPath as NSString).deletingLastPathComponent
+            endpoint = .socket(directory: directory, port: Int(unixSocketPath.split(separator: ".").last ?? "") ?? port)
+        }
+        try self.init(
+            endpoints: [endpoint], username: username, password: password, database: database, tls: tls,
+            schema: schema)
+    }
+
+    private init(
+        endpoints: [ConnectionString.Endpoint], username: String, password: String?, database: String?,
+        tls: DatabaseTLS?, schema: String
+    ) throws {
         guard Self.isIdentifier(schema) else {
             throw ConfigurationError("schema \"\(schema)\" is not a plain identifier")
         }
-        self.host = host
-        self.port = port
-        self.unixSocketPath = unixSocketPath
+        self.endpoints = endpoints
         self.username = username
         self.password = password
         self.database = database
@@ -51,24 +70,21 @@ public struct DatabaseConfiguration: Sendable {
         self.schema = schema
     }
 
-    /// Parses a `postgres://` or `postgresql://` URL. A TLS parameter is taken from `tlsSettings`
-    /// (Baton's own settings, keyed like the query: `sslmode`…), else from the URL's query, else
-    /// from libpq's environment variable (`PGSSLMODE`…).
+    /// Reads a connection string (``ConnectionString``). A TLS parameter is taken from
+    /// `tlsSettings` (Baton's own settings, keyed like the query: `sslmode`…), else from the
+    /// connection string, else from libpq's environment variable (`PGSSLMODE`…).
     public init(
         url string: String, environment: [String: String] = ProcessInfo.processInfo.environment,
         tlsSettings: [String: String] = [:]
     ) throws {
-        guard let components = URLComponents(string: string),
-            components.scheme == "postgres" || components.scheme == "postgresql"
-        else {
-            throw ConfigurationError("database URL must look like postgres://user:password@host:port/database")
-        }
-        let query = Dictionary(
-            (components.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { _, last in last })
-        let socket = query["host"].flatMap { $0.hasPrefix("/") ? $0 : nil }
-        let database = components.path.split(separator: "/").first.map(String.init)
+        let parsed = try ConnectionString(string)
+        // libpq's environment variables for these parameters.
+        let variables = [
+            "sslmode": "PGSSLMODE", "sslrootcert": "PGSSLROOTCERT", "sslcert": "PGSSLCERT", "sslkey": "PGSSLKEY",
+            "target_session_attrs": "PGTARGETSESSIONATTRS", "connect_timeout": "PGCONNECT_TIMEOUT",
+        ]
         func parameter(_ name: String) -> String? {
-            tlsSettings[name] ?? query[name] ?? environment["PG" + name.uppercased()]
+            tlsSettings[name] ?? parsed.parameters[name] ?? variables[name].flatMap { environment[$0] }
         }
         var mode: DatabaseTLS.Mode?
         if let text = parameter("sslmode") {
@@ -83,15 +99,20 @@ public struct DatabaseConfiguration: Sendable {
             mode: mode, rootCertificate: parameter("sslrootcert"), certificate: parameter("sslcert"),
             key: parameter("sslkey"), home: environment["HOME"])
         try self.init(
-            host: components.host.flatMap { $0.isEmpty ? nil : $0 } ?? "127.0.0.1",
-            port: components.port ?? 5432,
-            unixSocketPath: socket.map { "\($0)/.s.PGSQL.\(components.port ?? 5432)" },
-            username: components.user ?? environment["USER"] ?? "postgres",
-            password: components.password,
-            database: database ?? components.user,
+            endpoints: parsed.endpoints,
+            username: parsed.user ?? environment["USER"] ?? "postgres",
+            password: parsed.password,
+            database: parsed.database ?? parsed.user,
             tls: tls,
-            schema: query["schema"] ?? "baton"
+            schema: parsed.parameters["schema"] ?? "baton"
         )
+        if let text = parameter("target_session_attrs") {
+            targetSessionAttributes = try TargetSessionAttributes(parameter: text)
+        }
+        if let text = parameter("connect_timeout"), let timeout = try ConnectionString.connectTimeout(text) {
+            connectTimeout = timeout
+        }
+        if let name = parsed.parameters["application_name"] { applicationName = name }
     }
 
     /// Reads the URL from `BATON_DATABASE_URL`, then `DATABASE_URL`.
@@ -102,18 +123,17 @@ public struct DatabaseConfiguration: Sendable {
         return try DatabaseConfiguration(url: url, environment: environment)
     }
 
-    /// This configuration with its LISTEN connection going to `url`'s address, which must name
+    /// This configuration with its LISTEN connection going to `url`'s servers, which must name
     /// the same user and database (or none).
     public func listening(at url: String) throws -> DatabaseConfiguration {
-        let other = try DatabaseConfiguration(url: url, environment: ["HOME": "/nonexistent", "USER": username])
-        guard other.username == username, other.database == database || URLComponents(string: url)?.path ?? "" == ""
-        else {
+        let other = try ConnectionString(url)
+        guard other.user == nil || other.user == username, other.database == nil || other.database == database else {
             throw ConfigurationError(
                 "database.listen-url must name the same user and database as database.url (\(username), \(database ?? "-"))"
             )
         }
         var copy = self
-        copy.listenAddress = ListenAddress(host: other.host, port: other.port, unixSocketPath: other.unixSocketPath)
+        copy.listenEndpoints = other.endpoints
         return copy
     }
 
@@ -127,60 +147,17 @@ public struct DatabaseConfiguration: Sendable {
         return copy
     }
 
-    /// A PostgresNIO pool for this database (``DatabasePool`` runs and replaces them).
-    package func makePostgresClient(logger: Logger) -> PostgresClient {
-        var configuration: PostgresClient.Configuration
-        if let unixSocketPath {
-            configuration = .init(
-                unixSocketPath: unixSocketPath, username: username, password: password, database: database)
-        } else {
-            let tls: PostgresClient.Configuration.TLS =
-                switch self.tls.first {
-                case .plain: .disable
-                case .prefer(let configuration): .prefer(configuration)
-                case .require(let configuration): .require(configuration)
-                }
-            configuration = .init(
-                host: host, port: port, username: username, password: password, database: database, tls: tls)
-        }
-        configuration.options.maximumConnections = maximumConnections
-        configuration.options.connectTimeout = DatabasePool.connectTimeout
-        return PostgresClient(configuration: configuration, backgroundLogger: logger)
+    /// The same database at one TCP address (a proxy's, say) instead of its servers.
+    package func at(host: String, port: Int) -> DatabaseConfiguration {
+        var copy = self
+        copy.endpoints = [.tcp(host: host, port: port)]
+        return copy
     }
 
-    /// The configuration of a single connection to where the pool goes.
-    public var connectionConfiguration: PostgresConnection.Configuration {
-        get throws { try connectionConfiguration(host: host, port: port, unixSocketPath: unixSocketPath) }
-    }
-
-    /// The configuration of the dedicated LISTEN connection: to `listenAddress` if set.
-    public var listenConnectionConfiguration: PostgresConnection.Configuration {
-        get throws {
-            guard let listenAddress else { return try connectionConfiguration }
-            return try connectionConfiguration(
-                host: listenAddress.host, port: listenAddress.port, unixSocketPath: listenAddress.unixSocketPath)
-        }
-    }
-
-    private func connectionConfiguration(host: String, port: Int, unixSocketPath: String?) throws
-        -> PostgresConnection.Configuration
-    {
-        var configuration: PostgresConnection.Configuration
-        if let unixSocketPath {
-            configuration = .init(
-                unixSocketPath: unixSocketPath, username: username, password: password, database: database)
-        } else {
-            let tls: PostgresConnection.Configuration.TLS =
-                switch self.tls.first {
-                case .plain: .disable
-                case .prefer(let configuration): .prefer(try NIOSSLContext(configuration: configuration))
-                case .require(let configuration): .require(try NIOSSLContext(configuration: configuration))
-                }
-            configuration = .init(
-                host: host, port: port, username: username, password: password, database: database, tls: tls)
-        }
-        configuration.options.connectTimeout = TimeAmount(DatabasePool.connectTimeout)
-        return configuration
+    /// A connection to the first of the servers that will do (``DatabaseConnector``), for a
+    /// statement or two outside the pool; close it when done.
+    public func connect(id: Int = 0, logger: Logger) async throws -> PostgresConnection {
+        try await DatabaseConnector(configuration: self).connect(id: id, logger: logger)
     }
 
     /// Connects once, so that a wrong address, password or certificate is reported at once in one
@@ -196,8 +173,8 @@ public struct DatabaseConfiguration: Sendable {
         } catch let error as ConfigurationError {
             throw error
         } catch {
-            guard unixSocketPath == nil, let fallback = tls.fallingBack(), Self.warrantsFallback(error, from: tls.mode)
-            else {
+            let hasTCP = endpoints.contains { $0.socketPath == nil }
+            guard hasTCP, let fallback = tls.fallingBack(), Self.warrantsFallback(error, from: tls.mode) else {
                 throw ConfigurationError("cannot connect to PostgreSQL at \(displayAddress): \(Self.describe(error))")
             }
             var retried = self
@@ -218,18 +195,16 @@ public struct DatabaseConfiguration: Sendable {
     }
 
     private func connectOnce(logger: Logger) async throws {
-        let connection = try await PostgresConnection.connect(
-            configuration: try connectionConfiguration, id: 0, logger: logger)
+        let connection = try await connect(logger: logger)
         try? await connection.close()
-        guard let listenAddress else { return }
+        guard listenEndpoints != nil else { return }
         do {
-            let listening = try await PostgresConnection.connect(
-                configuration: try listenConnectionConfiguration, id: 0, logger: logger)
+            let listening = try await DatabaseConnector(configuration: self, listening: true).connect(
+                id: 0, logger: logger)
             try? await listening.close()
         } catch {
             throw ConfigurationError(
-                "cannot open the LISTEN connection (database.listen-url) at "
-                    + "\(listenAddress.unixSocketPath ?? "\(listenAddress.host):\(listenAddress.port)"): \(Self.describe(error))"
+                "cannot open the LISTEN connection (database.listen-url) at \(listenDisplayAddress): \(Self.describe(error))"
             )
         }
     }
@@ -238,6 +213,9 @@ public struct DatabaseConfiguration: Sendable {
     /// `pg_hba.conf` has no line for it: with `allow`, for plain; with `prefer`, for TLS), or, with
     /// `prefer`, the TLS handshake failing.
     static func warrantsFallback(_ error: any Error, from mode: DatabaseTLS.Mode) -> Bool {
+        if let error = error as? DatabaseConnector.NoServer {
+            return error.errors.contains { warrantsFallback($0, from: mode) }
+        }
         let refusedByServer = (error as? PSQLError)?.code == .server
         let tlsFailed = [error, (error as? PSQLError)?.underlying].contains {
             $0 is NIOSSLError || $0 is BoringSSLError
@@ -283,12 +261,12 @@ public struct DatabaseConfiguration: Sendable {
 
     /// Where the LISTEN connection goes, for messages.
     var listenDisplayAddress: String {
-        guard let listenAddress else { return displayAddress }
-        return "\(listenAddress.unixSocketPath ?? "\(listenAddress.host):\(listenAddress.port)")/\(database ?? "")"
+        "\((listenEndpoints ?? endpoints).map(\.description).joined(separator: ","))/\(database ?? "")"
     }
 
+    /// The servers and the database, for messages: never the user's password.
     public var displayAddress: String {
-        "\(unixSocketPath ?? "\(host):\(port)")/\(database ?? "")"
+        "\(endpoints.map(\.description).joined(separator: ","))/\(database ?? "")"
     }
 
     static func isIdentifier(_ name: String) -> Bool {

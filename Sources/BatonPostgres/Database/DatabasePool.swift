@@ -4,9 +4,12 @@ import NIOCore
 import PostgresNIO
 import ServiceLifecycle
 import Synchronization
+import _ConnectionPoolModule
 
-/// Baton's connections to PostgreSQL: a PostgresNIO `PostgresClient` that answers at once while
-/// the database is away and is replaced the moment the database is back.
+/// Baton's connections to PostgreSQL: PostgresNIO's connection pool, fed by a
+/// ``DatabaseConnector`` (several hosts, `target_session_attrs`, TLS host names as libpq checks
+/// them), that answers at once while the database is away, is replaced the moment the database
+/// is back, and looks for the writable server again when the one it had starts refusing writes.
 ///
 /// Run it in the `ServiceGroup` before the services that use it:
 ///
@@ -16,7 +19,7 @@ import Synchronization
 /// try await ServiceGroup(services: [pool, worker], gracefulShutdownSignals: [.sigterm], logger: logger).run()
 /// ```
 ///
-/// Why not a `PostgresClient` alone: while the database cannot be reached, PostgresNIO 1.33's pool
+/// Why not PostgresNIO's pool alone: while the database cannot be reached, PostgresNIO 1.33's pool
 /// - keeps a statement waiting for a connection for as long as the outage lasts, for its first
 ///   minute (then its circuit breaker fails every statement at once);
 /// - tries one connection at a time, 100 ms × 1.25ⁿ apart up to a minute, none of it configurable:
@@ -28,9 +31,14 @@ import Synchronization
 /// it does not, the statement fails as ``DatabaseUnavailable`` (the control plane's 503 with
 /// `Retry-After`, a retry in the worker's loops); statements keep being given a connection for
 /// ``patience`` in case the pool still holds live ones. While the database is away, the probe
-/// tries again every ``probeInterval``; on its first success a fresh `PostgresClient` takes over
-/// and the old one is closed (a statement still waiting in it is asked again of the new one),
-/// unless the old one served a statement meanwhile: then only new connections were refused.
+/// tries again every ``probeInterval``; on its first success a fresh pool takes over and the old
+/// one is closed (a statement still waiting in it is asked again of the new one), unless the old
+/// one served a statement meanwhile: then only new connections were refused.
+///
+/// A failover: the primary goes away (a probe then finds the promoted standby among the hosts),
+/// or it stays up but refuses writes (SQLSTATE 25006: demoted, fenced read-only). That statement
+/// fails as ``DatabaseUnavailable``, and the pool is replaced at once: its connections all went
+/// to the server that now only reads, and the new pool's connector skips it.
 ///
 /// `Tests/BatonPostgresTests/DatabasePoolTests.swift` shows PostgresNIO's behaviour and this
 /// pool's through real outages of PostgreSQL.
@@ -51,17 +59,16 @@ public final class DatabasePool: Service, Sendable {
     public static let leaseTimeout = Duration.seconds(10)
     /// How often an absent database is tried.
     public static let probeInterval = Duration.milliseconds(250)
-    /// How long a new connection may take (TCP, TLS, start-up, authentication) before the database
-    /// is judged not to answer: the pool's connections, single ones and the probe alike. A probe
-    /// may not be quicker to give up than the pool: a server busy starting a hundred backends at
-    /// once on two cores took over 2 s to accept one (the test suite's start, 2026-11-26), and a
-    /// busy database is not an absent one.
-    public static let connectTimeout = Duration.seconds(5)
+
+    /// Opens every connection: the pools', the probe's.
+    private let connector: DatabaseConnector
 
     public init(configuration: DatabaseConfiguration, logger: Logger) {
         self.configuration = configuration
         self.logger = logger
-        self.state = Mutex(State(current: Generation(configuration.makePostgresClient(logger: logger), number: 1)))
+        let connector = DatabaseConnector(configuration: configuration)
+        self.connector = connector
+        self.state = Mutex(State(current: Generation(connector: connector, logger: logger, number: 1)))
         (events, eventSink) = AsyncStream.makeStream()
     }
 
@@ -75,7 +82,7 @@ public final class DatabasePool: Service, Sendable {
     public func run() async {
         let first = state.withLock { $0.current }
         await withDiscardingTaskGroup { group in
-            // Immediate: `PostgresClient.run()` is entered before anyone leases (PostgresNIO warns
+            // Immediate: the pool's `run()` is entered before anyone leases (PostgresNIO warns
             // about a lease before it), as long as this `run()` was entered so too.
             group.addImmediateTask { await first.run() }
             await withGracefulShutdownHandler {
@@ -83,6 +90,7 @@ public final class DatabasePool: Service, Sendable {
                     switch event {
                     case .probe: group.addTask { await self.probeUntilReachable() }
                     case .reachable: replaceIfAway(in: &group)
+                    case .readOnly(let number): replace(number, in: &group)
                     }
                 }
             } onGracefulShutdown: {
@@ -97,7 +105,7 @@ public final class DatabasePool: Service, Sendable {
         for waiter in waiters { waiter.resume(returning: false) }
     }
 
-    /// After an outage: a new `PostgresClient`, running before it is handed out, then the old one
+    /// After an outage: a new pool, running before it is handed out, then the old one
     /// closed. Not if the old one has served a statement since the last failed probe, or has
     /// connections in use: it has not lost them all (the server refused only new connections, as
     /// when `max_connections` is reached), and its connections will do.
@@ -106,7 +114,7 @@ public final class DatabasePool: Service, Sendable {
             guard state.away != nil, state.current.leased.load(ordering: .relaxed) == 0,
                 !state.current.servedWhileAway.load(ordering: .relaxed)
             else { return nil }
-            return Generation(configuration.makePostgresClient(logger: logger), number: state.current.number + 1)
+            return Generation(connector: connector, logger: logger, number: state.current.number + 1)
         }
         if let new { group.addImmediateTask { await new.run() } }
         let (old, away, waiters) = state.withLock { state in
@@ -128,6 +136,26 @@ public final class DatabasePool: Service, Sendable {
                     "pool": "\(new.map { "new pool \($0.number)" } ?? "kept; it still served")",
                 ])
         }
+    }
+
+    /// After a write refused for read-only: a new pool, whose connector skips the server that only
+    /// reads now, unless pool `number` was already replaced.
+    private func replace(_ number: Int, in group: inout DiscardingTaskGroup) {
+        let (old, new): (Generation?, Generation?) = state.withLock { state in
+            guard state.current.number == number, !state.closed else { return (nil, nil) }
+            let new = Generation(connector: connector, logger: logger, number: number + 1)
+            defer { state.current = new }
+            return (state.current, new)
+        }
+        guard let old, let new else { return }
+        group.addImmediateTask { await new.run() }
+        old.retire()
+        logger.warning(
+            "the database server only reads now (a standby, or a primary demoted by a failover); connecting again",
+            metadata: [
+                "database": "\(configuration.displayAddress)",
+                "target_session_attrs": "\(configuration.targetSessionAttributes.rawValue)",
+            ])
     }
 
     // MARK: statements
@@ -172,6 +200,16 @@ public final class DatabasePool: Service, Sendable {
         try await withConnection { connection in try await connection.read(query, logger: logger) }
     }
 
+    /// Fails as ``DatabaseUnavailable`` unless the server the pool's connections go to takes
+    /// writes now (`/readyz`); one that only reads makes the pool look for the writable one, as a
+    /// refused write does.
+    public func requireWritable(logger: Logger? = nil) async throws {
+        try await withConnection { connection in
+            let state = try await DatabaseConnector.serverState(of: connection, logger: logger ?? self.logger)
+            if state.readOnly { throw ReadOnlyServer() }
+        }
+    }
+
     /// Runs a statement whose rows do not matter.
     package func perform(_ query: PostgresQuery, logger: Logger? = nil) async throws {
         _ = try await rows(query, logger: logger ?? self.logger)
@@ -185,7 +223,7 @@ public final class DatabasePool: Service, Sendable {
         return try await withThrowingTaskGroup(of: Result?.self) { group in
             group.addTask {
                 do {
-                    return try await generation.client.withConnection { connection in
+                    return try await generation.pool.withConnection { connection in
                         leased.set()
                         // Pool use: `baton_db_connection_wait_seconds` (time to get a connection)
                         // and `baton_db_connections_in_use` (connections leased now).
@@ -208,11 +246,16 @@ public final class DatabasePool: Service, Sendable {
                         } catch  where error.isConnectionLoss {
                             self.suspect()
                             throw error
+                        } catch  where error.isReadOnlyServer {
+                            generation.servedWhileAway.store(true, ordering: .relaxed)
+                            throw self.readOnly(generation)
                         } catch {
                             generation.servedWhileAway.store(true, ordering: .relaxed)
                             throw error
                         }
                     }
+                } catch let error as ConnectionPoolError where error == .requestCancelled {
+                    throw CancellationError()
                 } catch let error where !leased.isSet && !(error is PSQLError || error is CancellationError) {
                     // The pool's own errors: closed (replaced after an outage), or its circuit
                     // breaker, open after a minute of failing to connect.
@@ -241,6 +284,17 @@ public final class DatabasePool: Service, Sendable {
             }
             throw CancellationError()
         }
+    }
+
+    /// The failure of a statement refused for read-only; asks for a new pool when the connector
+    /// would skip such a server (`target_session_attrs` asking for writes).
+    private func readOnly(_ generation: Generation) -> DatabaseUnavailable {
+        let target = configuration.targetSessionAttributes
+        let reconnects = target == .readWrite || target == .primary
+        if reconnects { eventSink.yield(.readOnly(generation: generation.number)) }
+        return DatabaseUnavailable(
+            description: "the database server only reads now (a standby, or a primary demoted by a failover)"
+                + (reconnects ? "; looking for the writable one" : " (target_session_attrs=\(target.rawValue))"))
     }
 
     // MARK: watching the database
@@ -282,18 +336,11 @@ public final class DatabasePool: Service, Sendable {
         return state.withLock { $0.away?.description } ?? "the pool has closed"
     }
 
-    /// Connects, once per ``probeInterval``, until the database answers.
+    /// Connects, once per ``probeInterval``, until a server that will do answers.
     private func probeUntilReachable() async {
-        var probe: PostgresConnection.Configuration
-        do {
-            probe = try configuration.connectionConfiguration
-        } catch {
-            logger.error("cannot probe the database", metadata: ["error": "\(error)"])
-            return
-        }
         while !Task.isCancelled {
             do {
-                let connection = try await PostgresConnection.connect(configuration: probe, id: 0, logger: logger)
+                let connection = try await connector.connect(id: 0, logger: logger)
                 try? await connection.close()
                 eventSink.yield(.reachable)
                 return
@@ -306,9 +353,12 @@ public final class DatabasePool: Service, Sendable {
                     // after it refuses new ones) has not shown that it still serves.
                     state.current.servedWhileAway.store(false, ordering: .relaxed)
                     // The latest cause: "shutting down" at first, "connection refused" once it has.
+                    let onlyReads = (error as? DatabaseConnector.NoServer)?.onlyWrongRoles == true
                     state.away = Away(
                         since: state.away?.since ?? .now,
-                        description: "the database at \(configuration.displayAddress) cannot be reached: \(cause)")
+                        description: onlyReads
+                            ? "the database at \(configuration.displayAddress) only reads now (\(cause)): no server takes writes"
+                            : "the database at \(configuration.displayAddress) cannot be reached: \(cause)")
                     return (first, state.takeWaiters())
                 }
                 for waiter in waiters { waiter.resume(returning: false) }
@@ -329,6 +379,8 @@ extension DatabasePool {
         case probe
         /// A probe connected.
         case reachable
+        /// Pool `generation`'s server refused a write: it only reads now.
+        case readOnly(generation: Int)
     }
 
     /// A statement was waiting in a pool that has been replaced: ask the new one.
@@ -361,9 +413,14 @@ extension DatabasePool {
         }
     }
 
-    /// One `PostgresClient`, from its start to its retirement.
+    typealias Pool = ConnectionPool<
+        PostgresConnection, Int, ConnectionIDGenerator, ConnectionRequest<PostgresConnection>, Int, KeepAlive,
+        NoOpConnectionPoolMetrics<Int>, ContinuousClock
+    >
+
+    /// One pool of connections, from its start to its retirement.
     private final class Generation: Sendable {
-        let client: PostgresClient
+        let pool: Pool
         let number: Int
         /// Connections leased through Baton now.
         let leased = Atomic(0)
@@ -373,30 +430,52 @@ extension DatabasePool {
         private let retirement: AsyncStream<Never>
         private let retirementSink: AsyncStream<Never>.Continuation
 
-        init(_ client: PostgresClient, number: Int) {
-            self.client = client
+        init(connector: DatabaseConnector, logger: Logger, number: Int) {
+            var configuration = ConnectionPoolConfiguration()
+            configuration.maximumConnectionSoftLimit = connector.configuration.maximumConnections
+            configuration.maximumConnectionHardLimit = connector.configuration.maximumConnections
+            self.pool = Pool(
+                configuration: configuration, keepAliveBehavior: KeepAlive(logger: logger),
+                observabilityDelegate: NoOpConnectionPoolMetrics(connectionIDType: Int.self)
+            ) { id, _ in
+                ConnectionAndMetadata(
+                    connection: try await connector.connect(id: id, logger: logger), maximalStreamsOnConnection: 1)
+            }
             self.number = number
             (retirement, retirementSink) = AsyncStream.makeStream()
         }
 
         var isRetired: Bool { retired.load(ordering: .relaxed) }
 
-        /// Runs the client until it is retired or the task cancelled.
+        /// Runs the pool until it is retired or the task cancelled.
         func run() async {
             await withDiscardingTaskGroup { group in
-                group.addImmediateTask { await self.client.run() }
+                group.addImmediateTask { await self.pool.run() }
                 for await _ in retirement {}
                 group.cancelAll()
             }
         }
 
-        /// Closes the client: statements waiting in it fail (and are asked again elsewhere).
+        /// Closes the pool: statements waiting in it fail (and are asked again elsewhere).
         func retire() {
             retired.store(true, ordering: .relaxed)
             retirementSink.finish()
         }
     }
+
+    /// `SELECT 1` on a connection idle for 30 s, as PostgresNIO's own pool does: a connection a
+    /// firewall dropped is found out before a statement needs it.
+    struct KeepAlive: ConnectionKeepAliveBehavior {
+        let logger: Logger
+        var keepAliveFrequency: Duration? { .seconds(30) }
+        func runKeepAlive(for connection: PostgresConnection) async throws {
+            _ = try await connection.read("SELECT 1", logger: logger)
+        }
+    }
 }
+
+/// The server answered that it only reads (a standby, or `default_transaction_read_only`).
+struct ReadOnlyServer: Error {}
 
 /// Set once, read from other tasks.
 private final class Flag: Sendable {

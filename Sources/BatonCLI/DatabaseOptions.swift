@@ -65,8 +65,20 @@ extension Settings {
         ] {
             tlsSettings[parameter] = try string(setting)
         }
-        var configuration = try DatabaseConfiguration(url: url, environment: environment, tlsSettings: tlsSettings)
-        if let listenURL = try string(.databaseListenURL) { configuration = try configuration.listening(at: listenURL) }
+        var configuration: DatabaseConfiguration
+        do {
+            configuration = try DatabaseConfiguration(url: url, environment: environment, tlsSettings: tlsSettings)
+        } catch let error as ConfigurationError {
+            // A TLS file's problem names its setting already.
+            throw ValidationError(error.description.hasPrefix("ssl") ? "\(error)" : "database.url: \(error)")
+        }
+        if let listenURL = try string(.databaseListenURL) {
+            do {
+                configuration = try configuration.listening(at: listenURL)
+            } catch let error as ConfigurationError {
+                throw ValidationError("database.listen-url: \(error)")
+            }
+        }
         if let schema = try string(.databaseSchema) { configuration = try configuration.inSchema(schema) }
         if let size = try int(.databasePoolSize) {
             guard (1...1000).contains(size) else { throw ValidationError("database.pool-size must be within 1...1000") }

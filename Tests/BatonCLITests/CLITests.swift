@@ -2,6 +2,7 @@ import Baton
 import BatonPostgres
 import BatonTestSupport
 import Foundation
+import LocalPostgres
 import Testing
 
 /// The `baton` binary itself, run as a subprocess.
@@ -40,6 +41,41 @@ struct CLITests {
                 .wholeMatch(
                     of: /(baton|Error): cannot connect to PostgreSQL at 127\.0\.0\.1:1\/none: connection refused/)
                 != nil, "\(errors)")
+    }
+
+    /// A connection string libpq would refuse is refused before anything starts, with the
+    /// setting's name and libpq's words; usage, exit 2.
+    @Test(arguments: [
+        ("postgres://h1,h2/db?target_session_attrs=writable", #"invalid target_session_attrs value: "writable""#),
+        ("host=a,b,c port=1,2 dbname=db", "could not match 2 port numbers to 3 hosts"),
+        ("postgres://h1:x,h2/db", #"invalid port number: "x""#),
+        ("postgres://h/db?connect_timout=3", #"invalid URI query parameter: "connect_timout""#),
+    ])
+    func aBadConnectionStringIsRefusedNamingTheSetting(url: String, message: String) async throws {
+        let (status, _, errors) = try await baton(["migrate", "--database-url", url])
+        #expect(status == 2)
+        #expect(errors.contains("database.url: " + message), "\(errors)")
+    }
+
+    /// `baton migrate` pointed at a standby (or any server that only reads) says so in libpq's
+    /// words, for every host it tried, and fails; pointed at both, it finds the primary.
+    @Test func migrateSaysAStandbyOnlyReadsAndFindsThePrimaryInAList() async throws {
+        try await withLocalPostgres(LocalPostgres.Options(fast: true)) { primary in
+            let standby = try await primary.startStandby()
+            defer { standby.stop() }
+            let (status, _, errors) = try await baton([
+                "migrate", "--database-url", "postgres://postgres@127.0.0.1:\(standby.port)/postgres?sslmode=disable",
+            ])
+            #expect(status == 1)
+            #expect(errors.contains("session is read-only"), "\(errors)")
+            #expect(!errors.contains("PSQLError"), "\(errors)")
+            let (found, output, _) = try await baton([
+                "migrate", "--database-url",
+                "postgres://postgres@127.0.0.1:\(standby.port),127.0.0.1:\(primary.port)/postgres?sslmode=disable",
+            ])
+            #expect(found == 0)
+            #expect(output.contains("applied 0001_jobs.sql"))
+        }
     }
 
     @Test func aWorkerWithoutADatabaseSaysHowToGiveOne() async throws {

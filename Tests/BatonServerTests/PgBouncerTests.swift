@@ -12,6 +12,39 @@ import Testing
 /// PostgreSQL (`BATON_DATABASE_LISTEN_URL`); migrations straight to PostgreSQL.
 @Suite(.serialized, .timeLimit(.minutes(4)))
 struct PgBouncerTests {
+    static let listenWarning = "do not reach the LISTEN connection"
+
+    /// Transaction pooling without `database.listen-url`: LISTEN goes through the bouncer and hears
+    /// nothing. The worker and the API each say so at start, with the fix.
+    @Test func transactionPoolingWithoutAListenURLIsWarnedOf() async throws {
+        try await withLocalPostgres(LocalPostgres.Options(fast: true)) { server in
+            try await withLocalPgBouncer(in: server, mode: .transaction, poolSize: 10) { bouncer in
+                try await TestDatabase.with(baseURL: server.url) { db async throws in
+                    let viaBouncer =
+                        bouncer.url(database: try #require(db.configuration.database))
+                        + "&schema=\(db.configuration.schema)"
+                    let environment: [String: String?] = [
+                        "BATON_DATABASE_URL": viaBouncer, "BATON_API_TOKENS": "admin:pgbouncer-test-token-0123",
+                        "BATON_API_TOKEN": nil, "DATABASE_URL": nil, "BATON_DATABASE_LISTEN_URL": nil,
+                        "BATON_TEST_LOG_LEVEL": "info",
+                    ]
+                    let api = try await ChildProcess(
+                        try ChildProcess.builtBinary("baton"), ["serve", "--port", "0"], environment: environment)
+                    let worker = try await ChildProcess(
+                        try ChildProcess.builtBinary("BatonTestWorker"), [viaBouncer, "default:2", "2000", "1000"],
+                        environment: environment)
+                    defer { for process in [api, worker] where process.isRunning { process.signal(SIGKILL) } }
+                    for process in [api, worker] {
+                        try await eventually(timeout: .seconds(30), "the warning") {
+                            process.standardError.contains(Self.listenWarning)
+                        }
+                        #expect(process.standardError.contains("database.listen-url"), "the fix is named")
+                    }
+                }
+            }
+        }
+    }
+
     @Test(arguments: [LocalPgBouncer.PoolMode.transaction, .session])
     func apiAndWorkersWorkThroughPgBouncer(mode: LocalPgBouncer.PoolMode) async throws {
         try await withLocalPostgres(LocalPostgres.Options(fast: true)) { server in
@@ -99,6 +132,7 @@ struct PgBouncerTests {
                     for process in [api] + workers { process.signal(SIGTERM) }
                     for process in [api] + workers {
                         #expect(try await process.waitForExit(timeout: .seconds(30)) == 0, "\(process.standardError)")
+                        #expect(!process.standardError.contains(Self.listenWarning), "set up as documented")
                     }
 
                     // Nothing lost, nothing run twice, never two stages of one lane at once.

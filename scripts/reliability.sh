@@ -3,12 +3,14 @@
 # PostgreSQL, `baton serve`, worker processes), each printing what it measured; exits 1 if any
 # scenario lost a job, ran a lane's stages at once or out of order, or broke its own promise.
 #
-#   scripts/reliability.sh                      all seven scenarios, full length, release build
+#   scripts/reliability.sh                      all nine scenarios, full length, release build
 #   scripts/reliability.sh --quick              shorter runs, smaller loads
 #   scripts/reliability.sh worker-crash overload --setting autovacuum_naptime=10s
 #
 # Scenarios: worker-crash database-restart connections-killed pool-pressure vacuum-held overload
-# lane-soak. Results are also appended as JSON lines to reliability-results.jsonl (--report).
+# lane-soak failover failover-async (the last two need pg_auto_failover: Debian's
+# pg-auto-failover-cli and postgresql-15-auto-failover). Results are also appended as JSON lines
+# to reliability-results.jsonl (--report).
 # Set BUILD=debug to use the debug build (quicker to build; see docs/reliability.md on what it
 # does under a retry storm); the default, and what CI runs, is release.
 set -euo pipefail

@@ -15,6 +15,9 @@ final class Producer: Sendable {
 
     struct State {
         var ids: Set<Int64> = []
+        /// Idempotency keys (by number) per id acknowledged: two for one id is an id given to two
+        /// jobs (a key sent again gets its own id back, which is one).
+        var keys: [Int64: Set<Int>] = [:]
         var next = 0
         /// Answers other than 2xx, and requests that got no answer.
         var refusals = 0
@@ -33,6 +36,8 @@ final class Producer: Sendable {
     var refusals: Int { state.withLock { $0.refusals } }
     var unconfirmed: Int { state.withLock { $0.unconfirmed } }
     var lastAccepted: ContinuousClock.Instant? { state.withLock { $0.lastAccepted } }
+    /// Ids acknowledged for more than one job.
+    var reusedIDs: [Int64] { state.withLock { $0.keys.filter { $0.value.count > 1 }.map(\.key) } }
 
     /// Ends `produce` early (requests in flight still finish).
     func stop() { state.withLock { $0.stopped = true } }
@@ -79,6 +84,7 @@ final class Producer: Sendable {
                 {
                     state.withLock { state in
                         state.ids.insert(id)
+                        state.keys[id, default: []].insert(number)
                         state.lastAccepted = .now
                     }
                     return

@@ -9,13 +9,24 @@ import Synchronization
 /// What a scenario runs against: a private PostgreSQL with Baton's schema, `baton serve` and worker
 /// processes (this binary's `worker`), all real, all on loopback.
 final class Rig: Sendable {
-    let postgres: LocalPostgres
+    /// The server, when it is one of ours to restart (not under a failover manager).
+    private let server: LocalPostgres?
+    /// Where the processes connect: one server, or every node of a formation.
+    let baseURL: String
     let database: DatabaseConfiguration
     let pool: DatabasePool
     let logger: Logger
     let token = "reliability-token-" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
     /// The database URL with Baton's schema, for the processes.
-    var url: String { postgres.url + "&schema=\(Self.schema)" }
+    var url: String { baseURL + "&schema=\(Self.schema)" }
+
+    /// The PostgreSQL server a scenario restarts.
+    var postgres: LocalPostgres {
+        get throws {
+            guard let server else { throw ReliabilityError("this rig's servers are the failover manager's") }
+            return server
+        }
+    }
     private let processes = Mutex<Processes>(Processes())
 
     struct Processes {
@@ -28,8 +39,11 @@ final class Rig: Sendable {
     /// The schema Baton's tables live in, and the ledger the workers' `record` task writes.
     static let schema = "baton"
 
-    private init(postgres: LocalPostgres, database: DatabaseConfiguration, pool: DatabasePool, logger: Logger) {
-        self.postgres = postgres
+    private init(
+        server: LocalPostgres?, baseURL: String, database: DatabaseConfiguration, pool: DatabasePool, logger: Logger
+    ) {
+        self.server = server
+        self.baseURL = baseURL
         self.database = database
         self.pool = pool
         self.logger = logger
@@ -48,11 +62,25 @@ final class Rig: Sendable {
                 settings: ["max_connections": "200"].merging(settings) { _, new in new }
                     .merging(Self.settings) { _, new in new }),
             logger: logger)
-        var database = try DatabaseConfiguration(url: postgres.url).inSchema(schema)
+        defer { postgres.stop() }
+        return try await with(server: postgres, baseURL: postgres.url, logger: logger, body)
+    }
+
+    /// The same over a pg_auto_failover formation: the processes are given its URI (every node,
+    /// `target_session_attrs=read-write`), and the formation is theirs to fail over.
+    static func with<T: Sendable>(
+        formation: LocalAutoFailover, logger: Logger, _ body: @Sendable (Rig) async throws -> T
+    ) async throws -> T {
+        try await with(server: nil, baseURL: try await formation.url(), logger: logger, body)
+    }
+
+    private static func with<T: Sendable>(
+        server: LocalPostgres?, baseURL: String, logger: Logger, _ body: @Sendable (Rig) async throws -> T
+    ) async throws -> T {
+        var database = try DatabaseConfiguration(url: baseURL).inSchema(schema)
         database.maximumConnections = 8
         let pool = DatabasePool(configuration: database, logger: logger)
-        let rig = Rig(postgres: postgres, database: database, pool: pool, logger: logger)
-        defer { postgres.stop() }
+        let rig = Rig(server: server, baseURL: baseURL, database: database, pool: pool, logger: logger)
         return try await withThrowingTaskGroup(of: T?.self) { group in
             group.addImmediateTask {
                 await pool.run()

@@ -12,6 +12,8 @@ enum Scenario: String, CaseIterable, Sendable {
     case vacuumHeld = "vacuum-held"
     case overload
     case laneSoak = "lane-soak"
+    case failover
+    case failoverAsync = "failover-async"
 
     var summary: String {
         switch self {
@@ -22,6 +24,8 @@ enum Scenario: String, CaseIterable, Sendable {
         case .vacuumHeld: "a transaction holding an xid under steady load: throughput before, during, after"
         case .overload: "producers at 1.5x what the workers can do, then normal: the backlog drains"
         case .laneSoak: "Workers running ordered stages over many lanes with random failures: no overlap, FIFO"
+        case .failover: "pg_auto_failover, synchronous standby: the primary's host lost, the standby promoted"
+        case .failoverAsync: "pg_auto_failover, asynchronous standby: the primary lost with what it had not sent"
         }
     }
 
@@ -34,6 +38,8 @@ enum Scenario: String, CaseIterable, Sendable {
         case .vacuumHeld: try await Self.vacuumHeld(quick: quick, logger: logger)
         case .overload: try await Self.overload(quick: quick, logger: logger)
         case .laneSoak: try await Self.laneSoak(quick: quick, logger: logger)
+        case .failover: try await Self.failover(synchronous: true, quick: quick, logger: logger)
+        case .failoverAsync: try await Self.failover(synchronous: false, quick: quick, logger: logger)
         }
     }
 }

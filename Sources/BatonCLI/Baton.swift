@@ -18,7 +18,7 @@ struct BatonCommand: AsyncParsableCommand {
             """,
         version: BatonVersion.current,
         subcommands: [
-            Dev.self, Serve.self, Worker.self, Migrate.self, Enqueue.self, Jobs.self, Queues.self, Lanes.self,
+            Dev.self, Serve.self, WorkerCommand.self, Migrate.self, Enqueue.self, Jobs.self, Queues.self, Lanes.self,
             RateLimits.self,
             Workers.self, Schedules.self, Audit.self, Bench.self, SettingsCommand.self,
         ]
@@ -91,14 +91,16 @@ enum LogSetup {
             return true
         }
         guard first else { return }
+        // Every logger starts at the configured level, a library's own (`Logger(label:)`) too:
+        // Hummingbird's connection counter logs each connection at trace.
         LoggingSystem.bootstrap { label in
             switch format {
             case .text:
                 var handler = StreamLogHandler.standardError(label: label)
-                handler.logLevel = .trace
+                handler.logLevel = level
                 return handler
             case .logfmt, .json:
-                return LineLogHandler(label: label, format: format, logLevel: .trace)
+                return LineLogHandler(label: label, format: format, logLevel: level)
             }
         }
     }

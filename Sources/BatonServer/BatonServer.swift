@@ -45,7 +45,8 @@ public struct BatonServer: Service {
                     idleTimeout: TimeAmount(configuration.connections.idleTimeout))),
             configuration: .init(
                 address: .hostname(configuration.host, port: configuration.port), serverName: "baton",
-                availableConnectionsDelegate: MaximumAvailableConnections(configuration.connections.maxConnections)),
+                availableConnectionsDelegate: MaximumAvailableConnections(
+                    configuration.connections.maxConnections, logger: logger)),
             onServerRunning: { channel in await onListening(channel.localAddress?.port ?? configuration.port) },
             logger: logger)
     }

@@ -187,7 +187,7 @@ struct Bench: AsyncParsableCommand {
         if laneWidth > 1 { try await baton.setLaneWidth(laneWidth, lane: "lane-*") }
         if rateLimit > 0 { try await baton.setRateLimit(RateLimit(key: "bench", rate: rateLimit, per: .seconds(1))) }
         let statsAvailable = await resetStatementStatistics(pool)
-        let worker = BatonWorker.Worker(
+        let worker = Worker(
             pool: pool, tasks: tasks,
             configuration: WorkerConfiguration(
                 queues: ["bench": concurrency], lease: .seconds(30),

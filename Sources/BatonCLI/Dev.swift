@@ -54,7 +54,7 @@ struct Dev: AsyncParsableCommand {
         do {
             let database = try DatabaseConfiguration(url: cluster.url)
             let pool = DatabasePool(configuration: database, logger: logger)
-            let worker = BatonWorker.Worker(
+            let worker = Worker(
                 pool: pool, tasks: tasks, configuration: workerConfiguration, logger: logger)
             let client = BatonClient(pool: pool, logger: logger)
             let postgresURL = cluster.url

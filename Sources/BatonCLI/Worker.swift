@@ -142,8 +142,9 @@ extension Settings {
     }
 }
 
-struct Worker: AsyncParsableCommand {
+struct WorkerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "worker",
         abstract: "Run stages from the given queues until SIGTERM or SIGINT (then drain).")
 
     @OptionGroup var runtime: RuntimeOptions
@@ -161,7 +162,7 @@ struct Worker: AsyncParsableCommand {
         let lanes = try settings.lanes?.settings()
         let rateLimits = try settings.rateLimits?.limits()
         let pool = try await settings.connect(logger: logger)
-        let worker = BatonWorker.Worker(pool: pool, tasks: tasks, configuration: workerConfiguration, logger: logger)
+        let worker = Worker(pool: pool, tasks: tasks, configuration: workerConfiguration, logger: logger)
         var services: [any Service] = [worker]
         if let listener {
             services.append(

@@ -9,7 +9,7 @@ import ServiceLifecycle
 /// scraper reaches) and `/healthz`, for a worker process, which has no API of its own.
 ///
 /// `/healthz` answers 503 `{"status": "stalled", "loops": […]}` while `stalled` names loops that
-/// have stopped coming round (`BatonWorker.Worker.stalledLoops(at:)`): a liveness probe restarts the process.
+/// have stopped coming round (`Worker.stalledLoops(at:)`): a liveness probe restarts the process.
 struct WorkerEndpoint: Service {
     let application: Application<RouterResponder<BasicRequestContext>>
 

@@ -174,7 +174,7 @@ public final class BatonClient: Service, Sendable {
     /// Waits until the job has finished (completed, discarded or cancelled), woken by NOTIFY.
     /// Returns the job as it is then, or as it is when `timeout` runs out.
     public func waitUntilFinished(_ id: Int64, timeout: Duration? = nil) async throws -> JobRecord {
-        let signal = Signal()
+        let signal = WakeUp()
         let subscription = listener.subscribe { event in
             switch event {
             case .finished(id), .listening: signal.signal()

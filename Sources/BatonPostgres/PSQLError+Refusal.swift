@@ -23,6 +23,30 @@ extension Error {
 }
 
 extension Error {
+    /// The SQLSTATE PostgreSQL answered with, if this is its refusal: what the layers above the
+    /// store switch on, without knowing PostgresNIO's error type.
+    package var sqlState: String? { (self as? PSQLError)?.serverInfo?[.sqlState] }
+
+    /// What PostgreSQL said, if this is its refusal.
+    package var databaseMessage: String? { (self as? PSQLError)?.serverInfo?[.message] }
+
+    /// Whether the database could not store a value it was given (SQLSTATE class 22, a data
+    /// exception): the caller's input, where the checks before let it through.
+    package var isDataException: Bool { sqlState?.hasPrefix("22") == true }
+
+    /// Whether the database did not run the statement for want of a connection or a server that
+    /// takes it (away, restarting, a standby): worth trying again shortly, unlike a refusal.
+    package var isDatabaseUnavailable: Bool { isDatabaseFailure && !isRefusalByDatabase }
+
+    /// A task's error for the job's errors: PostgresNIO describes every `PSQLError` with one fixed
+    /// text (so as not to leak a statement's data into logs); what the server said and its SQLSTATE
+    /// are kept instead, or the kind of failure when the server said nothing.
+    package var stageErrorDescription: String {
+        guard let error = self as? PSQLError else { return String(describing: self) }
+        guard let message = databaseMessage else { return "PostgreSQL: \(error.code)" }
+        return "PostgreSQL: \(message) (SQLSTATE \(sqlState ?? "?"))"
+    }
+
     /// Whether this came from the database or the way to it (to be told with ``logDescription``).
     package var isDatabaseFailure: Bool {
         self is PSQLError || self is DatabaseUnavailable || self is DatabaseConnector.NoServer

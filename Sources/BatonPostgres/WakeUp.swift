@@ -2,7 +2,7 @@ import Synchronization
 
 /// A wake-up that is not lost: `signal()` before `wait` makes the next `wait` return at once.
 /// Signals coalesce; one waiter at a time.
-package final class Signal: Sendable {
+package final class WakeUp: Sendable {
     private struct State {
         var pending = false
         var waiter: CheckedContinuation<Void, Never>?

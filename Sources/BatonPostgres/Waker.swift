@@ -12,7 +12,7 @@ package final class Waker: Service, Sendable {
     let window: Duration
     let logger: Logger
     private let pending = Mutex<Set<String>>([])
-    private let signal = Signal()
+    private let signal = WakeUp()
 
     package init(store: Store, window: Duration = .milliseconds(2), logger: Logger) {
         self.store = store

@@ -1,7 +1,6 @@
 import Baton
 import BatonPostgres
 import Logging
-import PostgresNIO
 import ServiceLifecycle
 import Synchronization
 
@@ -76,7 +75,7 @@ final class Completer: Service, Sendable {
     let afterCommit: @Sendable (AppliedOutcomes) -> Void
     private let state: Mutex<State>
     /// One per flusher: each outcome wakes them all, and the first free one takes the buffer.
-    private let signals: [Signal]
+    private let signals: [WakeUp]
 
     init(
         store: Store, workerID: String, tasks: [String]? = nil, logger: Logger, limit: Int = 10_000,
@@ -86,7 +85,7 @@ final class Completer: Service, Sendable {
         flushers: Int = 2, afterCommit: @escaping @Sendable (AppliedOutcomes) -> Void
     ) {
         self.state = Mutex(State(writing: Array(repeating: [], count: flushers)))
-        self.signals = (0..<flushers).map { _ in Signal() }
+        self.signals = (0..<flushers).map { _ in WakeUp() }
         self.store = store
         self.workerID = workerID
         self.tasks = tasks
@@ -297,7 +296,7 @@ final class Completer: Service, Sendable {
                     "outcome refused", metadata: ["job": "\(outcome.jobID)", "error": "\(error.logDescription)"])
                 guard attempt.transition == outcome.transition else { return .notApplied }
                 // Only the SQLSTATE: the refused text itself may be what cannot be stored.
-                let state = (error as? PSQLError)?.serverInfo?[.sqlState] ?? "?"
+                let state = error.sqlState ?? "?"
                 attempt.transition = .discard(
                     error: "could not record the stage's outcome: PostgreSQL refused it (SQLSTATE \(state))")
             } catch {

@@ -24,7 +24,7 @@ final class Deadlines: Sendable {
     }
 
     private let state = Mutex(State())
-    private let wake = Signal()
+    private let wake = WakeUp()
 
     /// Times `control`'s attempt out at `deadline` (``RunControl/timeOut(_:)``), unless forgotten
     /// first (``RunControl/attempt(until:watchedBy:_:)`` does both).

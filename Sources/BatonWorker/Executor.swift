@@ -1,7 +1,6 @@
 import Baton
 import BatonPostgres
 import Logging
-import PostgresNIO
 import Synchronization
 import Tracing
 
@@ -188,12 +187,6 @@ struct Executor: Sendable {
         }
     }
 
-    /// What a task's error says, for the job's errors. PostgresNIO describes every `PSQLError` with
-    /// one fixed text (so as not to leak a statement's data into logs); what the server said and
-    /// its SQLSTATE are kept instead, or the kind of failure when the server said nothing.
-    static func describe(_ error: any Error) -> String {
-        guard let error = error as? PSQLError else { return String(describing: error) }
-        guard let message = error.serverInfo?[.message] else { return "PostgreSQL: \(error.code)" }
-        return "PostgreSQL: \(message) (SQLSTATE \(error.serverInfo?[.sqlState] ?? "?"))"
-    }
+    /// What a task's error says, for the job's errors (``Swift/Error/stageErrorDescription``).
+    static func describe(_ error: any Error) -> String { error.stageErrorDescription }
 }

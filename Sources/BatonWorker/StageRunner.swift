@@ -17,7 +17,7 @@ final class StageRunner: Service, Sendable {
     let failures: FailureReporter
     let drainGrace: Duration
     let logger: Logger
-    private let drainStarted = Signal()
+    private let drainStarted = WakeUp()
 
     init(
         intake: Intake, executor: Executor, completer: Completer, metrics: WorkerMetrics, failures: FailureReporter,

@@ -2,7 +2,6 @@ import Baton
 import BatonPostgres
 import Foundation
 import Logging
-import PostgresNIO
 import ServiceLifecycle
 import Synchronization
 

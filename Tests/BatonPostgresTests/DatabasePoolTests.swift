@@ -77,7 +77,7 @@ import Testing
                 group.addImmediateTask { await pool.run() }
                 defer { group.cancelAll() }
                 try await pool.perform("SELECT 1")
-                let held = Signal()
+                let held = WakeUp()
                 async let holding: Void = pool.withConnection { connection in
                     held.signal()
                     try await connection.perform("SELECT pg_sleep(2)", logger: Self.logger)

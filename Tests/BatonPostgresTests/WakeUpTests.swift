@@ -2,10 +2,10 @@ import BatonPostgres
 import Testing
 
 /// The wake-up primitive the worker's loops wait on.
-@Suite struct SignalTests {
+@Suite struct WakeUpTests {
     /// A signal given before anyone waits is kept for the next wait; several coalesce into one.
     @Test func aSignalBeforeTheWaitIsNotLostAndSignalsCoalesce() async {
-        let signal = Signal()
+        let signal = WakeUp()
         signal.signal()
         signal.signal()
         let clock = ContinuousClock()
@@ -17,8 +17,8 @@ import Testing
 
     /// A waiter is woken by a signal from another task.
     @Test func aWaiterIsWokenBySignal() async {
-        let signal = Signal()
-        let started = Signal()
+        let signal = WakeUp()
+        let started = WakeUp()
         async let woken: Void = {
             started.signal()
             await signal.wait()
@@ -30,7 +30,7 @@ import Testing
 
     /// Cancelling the waiting task ends the wait.
     @Test func cancellingTheWaiterEndsTheWait() async {
-        let signal = Signal()
+        let signal = WakeUp()
         let waiter = Task { await signal.wait() }
         waiter.cancel()
         await waiter.value

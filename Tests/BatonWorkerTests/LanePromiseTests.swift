@@ -12,14 +12,14 @@ struct LanePromiseTests {
     /// A lane's steps as they started, per test run; `hold` keeps a step running until released.
     final class Steps: Sendable {
         let run = UUID().uuidString
-        private let state = Mutex<(started: [String], gates: [String: Signal])>(([], [:]))
+        private let state = Mutex<(started: [String], gates: [String: WakeUp])>(([], [:]))
 
         var started: [String] { state.withLock { $0.started } }
 
-        func gate(_ name: String) -> Signal {
+        func gate(_ name: String) -> WakeUp {
             state.withLock { state in
                 if let gate = state.gates[name] { return gate }
-                let gate = Signal()
+                let gate = WakeUp()
                 state.gates[name] = gate
                 return gate
             }

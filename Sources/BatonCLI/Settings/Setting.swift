@@ -1,7 +1,7 @@
 /// A setting of `baton serve`, `baton worker`, `baton dev` and `baton migrate`: its key in a config
 /// file, its environment variable (`BATON_` and the key in capitals), its flag, and its default.
 ///
-/// This table is the documentation: `baton settings --reference` prints it as the README's table
+/// This table is the documentation: `baton settings --reference` prints it as docs/operations.md's table
 /// (a test holds the two together), and every read goes through one of these.
 struct Setting: Sendable, Hashable {
     /// The dotted key: `worker.lease` is `{"worker": {"lease": …}}` in a config file.
@@ -29,7 +29,8 @@ extension Setting {
 
     static let databaseURL = Setting(
         key: "database.url", flag: "--database-url",
-        help: "PostgreSQL: `postgres://user:password@host:5432/db?sslmode=require`; `DATABASE_URL` is read too.",
+        help:
+            "PostgreSQL, as libpq reads it: `postgres://user:password@h1:5432,h2:5432/db?sslmode=require` (several hosts tried in order, `target_session_attrs` default `read-write`) or `host=… dbname=…`; `DATABASE_URL` is read too.",
         isSecret: true)
     static let databaseSchema = Setting(
         key: "database.schema", flag: "--schema", defaultValue: "baton",
@@ -172,7 +173,7 @@ extension Setting {
         httpAllow, httpDeny, httpTLS, logLevel, logFormat,
     ]
 
-    /// The README's table of settings, in Markdown.
+    /// docs/operations.md's table of settings, in Markdown.
     static var referenceTable: String {
         var lines = [
             "| Key (config file) | Environment | Flag | Default | |", "| --- | --- | --- | --- | --- |",

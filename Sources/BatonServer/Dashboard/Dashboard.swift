@@ -6,7 +6,6 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import Mustache
-import PostgresNIO
 
 /// The web dashboard at `/ui`: pages rendered by the server from the templates in
 /// `Dashboard/Resources/` (compiled into the binary), over the same data and roles as the API.
@@ -271,7 +270,7 @@ struct DashboardMiddleware: RouterMiddleware {
         } catch let refusal as BatonError {
             let problem = Problem.from(refusal)
             return await error(problem.status, problem.detail ?? problem.title, request)
-        } catch let error where (error is PSQLError || error is DatabaseUnavailable) && !error.isRefusalByDatabase {
+        } catch let error where error.isDatabaseUnavailable {
             context.logger.warning("database unavailable", metadata: ["error": "\(error.serverLogDescription)"])
             return await self.error(
                 .serviceUnavailable, "The database cannot be reached right now; try again shortly.", request)

@@ -5,7 +5,6 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import OpenAPIRuntime
-import PostgresNIO
 
 /// Turns every error into `application/problem+json`: Baton's own problems as they are, unknown
 /// jobs as 404, PostgreSQL's data exceptions (a value it cannot store) as 400, a body too large or
@@ -64,10 +63,10 @@ struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
             }
         case let error as BatonError:
             return .from(error)
-        case let error as PSQLError where error.serverInfo?[.sqlState]?.hasPrefix("22") == true:
+        case let error where error.isDataException:
             // A value the checks let through but PostgreSQL cannot store: still the caller's input.
-            return .invalid("", "a value cannot be stored: \(error.serverInfo?[.message] ?? "data exception")")
-        case let error where (error is PSQLError || error is DatabaseUnavailable) && !error.isRefusalByDatabase:
+            return .invalid("", "a value cannot be stored: \(error.databaseMessage ?? "data exception")")
+        case let error where error.isDatabaseUnavailable:
             // The database is away (restarting, connections failing): an outage, not a bug, and the
             // caller can try again; an enqueue with an idempotency key safely so.
             context.logger.warning("database unavailable", metadata: ["error": "\(error.serverLogDescription)"])

@@ -21,7 +21,7 @@ final class Intake: Sendable {
 
     private let state: Mutex<State>
     /// One per queue: wakes its fetch loop.
-    private let signals: [String: Signal]
+    private let signals: [String: WakeUp]
     /// Admitted stages, a batch per claim or hand-over, in the order they arrived; finished once
     /// the drain is over. (A batch, not a stage, per element: a yield and a `next()` per stage cost
     /// a twentieth of a busy worker's CPU; docs/benchmarks.md, "The worker's CPU per stage, again".)
@@ -30,7 +30,7 @@ final class Intake: Sendable {
 
     init(capacities: [String: Int]) {
         state = Mutex(State(slots: SlotStateMachine(capacities: capacities)))
-        signals = capacities.mapValues { _ in Signal() }
+        signals = capacities.mapValues { _ in WakeUp() }
         (admitted, continuation) = AsyncStream.makeStream()
     }
 

@@ -137,15 +137,17 @@ final class SettingsTests: Sendable {
         }
     }
 
-    /// The README documents every setting with the table the binary prints.
+    /// docs/operations.md documents every setting with the table the binary prints.
     @Test func theReadmeHasTheTableOfEverySetting() async throws {
         let run = try await Self.baton(["settings", "--reference"])
         #expect(run.status == 0)
         let table = run.out.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(table.split(separator: "\n").count > 20)
-        let readme = try String(contentsOf: Self.packageRoot.appending(path: "README.md"), encoding: .utf8)
+        let guide = try String(
+            contentsOf: Self.packageRoot.appending(path: "docs/operations.md"), encoding: .utf8)
         #expect(
-            readme.contains(table), "README.md's settings table differs from `baton settings --reference`:\n\(table)")
+            guide.contains(table),
+            "docs/operations.md's settings table differs from `baton settings --reference`:\n\(table)")
     }
 
     static var packageRoot: URL {

@@ -4,8 +4,8 @@ import BatonTestSupport
 import Foundation
 import Testing
 
-/// The README's Swift examples are the files under `Examples/`, word for word, and they work: each
-/// is built with the package and run here against a real database or server.
+/// The Swift examples of docs/swift.md are the files under `Examples/`, word for word, and they
+/// work: each is built with the package and run here against a real database or server.
 @Suite(.timeLimit(.minutes(3)))
 struct ExampleTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -13,9 +13,9 @@ struct ExampleTests {
 
     @Test(arguments: ["Examples/QuickStart/main.swift", "Examples/HTTPEnqueue/main.swift"])
     func theREADMEShowsTheExampleAsItIs(_ file: String) throws {
-        let readme = try String(contentsOf: Self.root.appending(path: "README.md"), encoding: .utf8)
+        let guide = try String(contentsOf: Self.root.appending(path: "docs/swift.md"), encoding: .utf8)
         let example = try String(contentsOf: Self.root.appending(path: file), encoding: .utf8)
-        #expect(readme.contains("```swift\n" + example + "```"), "README.md no longer shows \(file) as it is")
+        #expect(guide.contains("```swift\n" + example + "```"), "docs/swift.md no longer shows \(file) as it is")
     }
 
     @Test func theQuickStartRunsAChainWithItsOwnWorker() async throws {

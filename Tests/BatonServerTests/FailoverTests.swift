@@ -55,6 +55,44 @@ import Testing
         }
     }
 
+    /// Enqueues from 32 clients at once through the failover: every request is answered (`201`, or
+    /// `503` while no server takes writes), none is left hanging, and all succeed again after the
+    /// promotion.
+    @Test func everyRequestInFlightThroughAFailoverIsAnswered() async throws {
+        try await withLocalPostgres(LocalPostgres.Options(settings: ["synchronous_standby_names": "standby"])) {
+            primary in
+            let standby = try await primary.startStandby(name: "standby")
+            defer { standby.stop() }
+            try await withServer(worker: nil, baseURL: Self.url(primary, standby)) { server async throws in
+                let job: JSONValue = ["stages": [["task": "noop"]]]
+                let stop = ContinuousClock.now + .seconds(12)
+                let statuses = try await withThrowingTaskGroup(of: [Int].self) { group in
+                    for client in 0..<32 {
+                        group.addTask {
+                            var statuses: [Int] = []
+                            var number = 0
+                            while ContinuousClock.now < stop {
+                                number += 1
+                                let reply = try await server.call(
+                                    .POST, "/v1/jobs?unchecked=true", body: job,
+                                    headers: [("Idempotency-Key", "c\(client)-\(number)")])
+                                statuses.append(reply.status)
+                            }
+                            return statuses
+                        }
+                    }
+                    try await Task.sleep(for: .seconds(3))
+                    try await primary.stopServer(mode: "immediate")
+                    try await Task.sleep(for: .seconds(1))
+                    try await standby.promote()
+                    return try await group.reduce(into: []) { $0 += $1 }
+                }
+                #expect(Set(statuses).isSubset(of: [201, 503]), "\(Set(statuses))")
+                #expect(statuses.suffix(32).allSatisfy { $0 == 201 } || statuses.last == 201)
+            }
+        }
+    }
+
     /// An asynchronous standby that missed the last writes (its WAL receiver stopped, as a lagging
     /// standby's would be behind) is promoted after its primary crashed: the jobs it never saw are
     /// lost, as asynchronous replication allows, but none of their ids is given to a new job.

@@ -12,6 +12,8 @@ let package = Package(
         .library(name: "BatonHTTPClient", targets: ["BatonHTTPClient"]),
         .library(name: "BatonServer", targets: ["BatonServer"]),
         .executable(name: "baton", targets: ["BatonCLI"]),
+        // The engine measured (`baton-bench`), apart from what operators run.
+        .executable(name: "baton-bench", targets: ["BatonBench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
@@ -153,6 +155,18 @@ let package = Package(
                 .product(name: "Yams", package: "Yams"),
             ]
         ),
+        .executableTarget(
+            name: "BatonBench",
+            dependencies: [
+                "Baton", "BatonPostgres", "BatonWorker", "LocalPostgres",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         // Bounds how many tests run at once, before Swift Testing starts (see its one file).
         .target(name: "BatonTestParallelism"),
         .target(
@@ -222,7 +236,7 @@ let package = Package(
         .testTarget(
             name: "BatonCLITests",
             dependencies: [
-                "Baton", "BatonAPI", "BatonPostgres", "BatonTestSupport", "BatonServerTestSupport", "BatonCLI",
+                "Baton", "BatonAPI", "BatonPostgres", "BatonTestSupport", "BatonServerTestSupport", "BatonCLI", "BatonBench",
                 "LocalPostgres",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What PostgreSQL alone does for Baton's work on this machine, and Baton as a fraction of it.
 #
-#   swift build -c release && bench/ceiling.sh [JOBS] [BATCH]        (defaults 100000 and 300)
+#   swift build -c release --product baton-bench && bench/ceiling.sh [JOBS] [BATCH]        (defaults 100000 and 300)
 #
 # On one private cluster (default durability), one after the other:
 #   1. the ceiling: JOBS bare rows inserted in bulk (then vacuumed) into a table shaped like the hot part of
@@ -9,13 +9,13 @@
 #      available), then claimed and completed by 2 pgbench clients in batches of BATCH, each
 #      batch two transactions as in Baton (a claim with FOR UPDATE SKIP LOCKED, then completing
 #      what this client holds); no Baton;
-#   2. Baton: `baton bench --jobs JOBS --concurrency 1000 --pickup-samples 0` against the same
+#   2. Baton: `baton-bench --jobs JOBS --concurrency 1000 --pickup-samples 0` against the same
 #      cluster, with the CPU (user + system) its process used.
 # Prints one JSON object: both rates, the fraction, Baton's CPU per job (its producer and worker
 # in one process), and PostgreSQL's WAL bytes per job for each (Baton's: enqueue and run).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-baton=${BATON:-$here/../.build/release/baton}
+bench=${BATON_BENCH:-$here/../.build/release/baton-bench}
 jobs=${1:-100000}
 batch=${2:-300}
 # shellcheck source=bench/cluster.sh
@@ -58,7 +58,7 @@ left=$(sql "SELECT count(*) FROM ceiling_jobs WHERE state <> 'completed'")
 
 TIMEFORMAT='%R %U %S'
 baton_wal_before=$(wal)
-{ time "$baton" bench --database-url "$url" --jobs "$jobs" --concurrency 1000 --pickup-samples 0 --json \
+{ time "$bench" --database-url "$url" --jobs "$jobs" --concurrency 1000 --pickup-samples 0 --json \
     >"$work/baton.json" 2>"$work/baton.err"; } 2>"$work/time"
 read -r _ user system <"$work/time"
 baton_wal_after=$(wal)

@@ -2,13 +2,13 @@
 # Two builds of Baton alternated on one cluster of their own: throughput and CPU, per run.
 #
 #   bench/compare-cpu.sh BEFORE AFTER [ROUNDS] [-- BENCH ARGUMENTS]
-#   e.g. bench/compare-cpu.sh /tmp/baton-before .build/release/baton 3 -- --jobs 100000 --lanes 100
+#   e.g. bench/compare-cpu.sh /tmp/baton-bench-before .build/release/baton-bench 3 -- --jobs 100000 --lanes 100
 #
-# BEFORE and AFTER are `baton` binaries (copy a release build aside before changing it). Each
-# round runs `baton bench --database-url … --concurrency 1000 --pickup-samples 0 --json` with
+# BEFORE and AFTER are `baton-bench` binaries (copy a release build aside before changing it). Each
+# round runs `baton-bench --database-url … --concurrency 1000 --pickup-samples 0 --json` with
 # BEFORE, then with AFTER (default arguments `--jobs 100000`), against one private PostgreSQL
 # (default durability, `pg_stat_statements` loaded). Prints one line of JSON per run: jobs/s
-# processed, pickup p50/p99, the CPU seconds (user + system) of `baton bench` (its producer and
+# processed, pickup p50/p99, the CPU seconds (user + system) of `baton-bench` (its producer and
 # worker) and of PostgreSQL's processes during the run. On a shared machine jobs/s vary more than
 # CPU seconds: compare those.
 set -euo pipefail
@@ -33,7 +33,7 @@ for _ in $(seq "$rounds"); do
         binary=$before
         [ $build = after ] && binary=$after
         cpu_before=$(cluster_ticks)
-        { time "$binary" bench --database-url "$url" --concurrency 1000 --pickup-samples 0 --json "${args[@]}" \
+        { time "$binary" --database-url "$url" --concurrency 1000 --pickup-samples 0 --json "${args[@]}" \
             >"$work/bench.json" 2>"$work/bench.err"; } 2>"$work/time"
         cpu_after=$(cluster_ticks)
         read -r user system <"$work/time"

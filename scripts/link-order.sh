@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Writes deploy/baton.order, the order in which scripts/build-static.sh lays out the binary's
 # functions: those an idle `baton worker` runs (start-up, registration, heartbeats, polls) first,
-# then those a small `baton bench` adds (claims, stages, outcomes, enqueues). Whatever runs
+# then those it adds running 300 two-stage chains (claims, stages, hops, outcomes). Whatever runs
 # together then sits together, and the kernel maps (64 KB around each fault) little that does not
 # run. Run it again after changes that move a lot of code; a function missing from the list only
 # lands after the listed ones.
@@ -37,9 +37,12 @@ ran() {
     grep -E '^c?fn=\([0-9]+\) ' "$work/$name.cg" | sed -E 's/^c?fn=\([0-9]+\) //'
 }
 nm --defined-only "$bin" | awk '{print $3}' | sort -u >"$work/defined"
+# 300 two-stage chains of no-ops, enqueued through the schema's own function for the second run.
+jobs=$(printf '{"chain": [{"task": "noop"}, {"task": "noop"}], "input": %s},' $(seq 300))
 {
-    ran worker 45 worker --database-url "$url" --log-level warning
-    ran bench 300 bench --jobs 300 --chain 2 --concurrency 50 --pickup-samples 10 --database-url "$url"
+    ran idle 45 worker --database-url "$url" --log-level warning
+    psql -q "$url" -c "SELECT count(*) FROM baton.enqueue('[${jobs%,}]'::jsonb)" >/dev/null
+    ran working 45 worker --database-url "$url" --log-level warning --concurrency 50
 } | awk 'NR == FNR { defined[$0] = 1; next } ($0 in defined) && !seen[$0]++' "$work/defined" - \
     >"$root/deploy/baton.order"
 echo "deploy/baton.order: $(wc -l <"$root/deploy/baton.order") functions"

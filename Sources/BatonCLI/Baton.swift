@@ -20,7 +20,7 @@ struct BatonCommand: AsyncParsableCommand {
         subcommands: [
             Dev.self, Serve.self, WorkerCommand.self, Migrate.self, Enqueue.self, Jobs.self, Queues.self, Lanes.self,
             RateLimits.self,
-            Workers.self, Schedules.self, Audit.self, Bench.self, SettingsCommand.self,
+            Workers.self, Schedules.self, Audit.self, SettingsCommand.self,
         ]
     )
 

@@ -15,6 +15,20 @@ struct CLITests {
         return (status, child.standardOutput, child.standardError)
     }
 
+    /// Runs `baton-bench` with `arguments`.
+    func bench(_ arguments: [String]) async throws -> (Int32, String, String) {
+        let child = try await ChildProcess(try ChildProcess.builtBinary("baton-bench"), arguments)
+        let status = try await child.waitForExit(timeout: .seconds(120))
+        return (status, child.standardOutput, child.standardError)
+    }
+
+    /// The shipped binary runs what operators run; the engine's benchmark is a binary of its own.
+    @Test func theShippedBinaryHasNoBenchmark() async throws {
+        let (status, output, _) = try await baton(["--help"])
+        #expect(status == 0)
+        #expect(!output.contains("bench"), "\(output)")
+    }
+
     @Test func migrateCreatesTheSchemaFromTheSQLBuiltIntoTheBinary() async throws {
         try await TestDatabase.with { db async throws in
             let url = db.url.replacingOccurrences(
@@ -84,10 +98,10 @@ struct CLITests {
         #expect(process.2.contains("--database-url") || process.2.contains("BATON_DATABASE_URL"))
     }
 
-    /// `baton bench ARGUMENTS --json` against `db`: its report, once it exited 0 without
+    /// `baton-bench ARGUMENTS --json` against `db`: its report, once it exited 0 without
     /// PostgresNIO's warning of a lease before the pool ran.
     func benchReport(_ db: TestDatabase, _ arguments: [String]) async throws -> JSONValue {
-        let (status, output, errors) = try await baton(["bench", "--database-url", db.url] + arguments + ["--json"])
+        let (status, output, errors) = try await bench(["--database-url", db.url] + arguments + ["--json"])
         #expect(status == 0, "\(errors)")
         #expect(!errors.contains("hasn't been called yet"), "PostgresNIO's warning: \(errors)")
         let line = try #require(output.split(separator: "\n").last)
@@ -138,7 +152,7 @@ struct CLITests {
     }
 
     @Test func benchRefusesANegativeNetworkDelay() async throws {
-        let (status, _, errors) = try await baton(["bench", "--network-delay=-1"])
+        let (status, _, errors) = try await bench(["--network-delay=-1"])
         #expect(status == 2)
         #expect(errors.contains("--network-delay 0 to 1000 (ms)"), "\(errors)")
     }

@@ -10,7 +10,7 @@ import Testing
 /// Each test has one connection claim and flush a few jobs while the table holds 1,000 (the
 /// functions' plans are cached then), and later thousands at once. The plan that went wrong (the
 /// table's primary key scanned whole as a nested loop's outer side, one row estimated, every outcome
-/// of the batch compared with every row) took 3.3 s for a flush of 3,000 in `baton bench --mode
+/// of the batch compared with every row) took 3.3 s for a flush of 3,000 in `baton-bench --mode
 /// steady`; its shape appears here at the second flush without the fix.
 @Suite(.timeLimit(.minutes(2)))
 struct CachedPlanTests {

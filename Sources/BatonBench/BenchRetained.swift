@@ -3,7 +3,7 @@ import BatonPostgres
 import Foundation
 import PostgresNIO
 
-/// `baton bench --retained N [--prune]`: the bench over a table that already holds N finished jobs
+/// `baton-bench --retained N [--prune]`: the bench over a table that already holds N finished jobs
 /// (a day's worth, as retention keeps them), and what the API's listings cost there.
 extension Bench {
     /// The table's and its indexes' sizes, in bytes.

@@ -9,8 +9,11 @@ import PostgresNIO
 import ServiceLifecycle
 import Synchronization
 
+/// `baton-bench`: the engine measured, apart from the `baton` binary operators run.
+@main
 struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "baton-bench",
         abstract: "Measure this engine: enqueue and processing throughput, pickup and hop latency.",
         discussion: """
             Runs against --database-url (in a schema of its own, dropped afterwards) or, by default, a \
@@ -58,10 +61,26 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "With --prune: days of finished jobs written, each after the day before is pruned.")
     var days: Int = 2
     @Flag(help: "Print one JSON object instead of a summary.") var json = false
-    @ParentCommand var root: BatonCommand
 
-    /// `--json` given anywhere: the root command's global `--json` takes it even after `bench`.
-    var printsJSON: Bool { json || root.admin.json }
+    var printsJSON: Bool { json }
+
+    /// Parses and runs; a command line that does not parse exits 2, as `baton`'s do.
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            if exitCode(for: error) == .validationFailure {
+                FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
+                Foundation.exit(2)
+            }
+            exit(withError: error)
+        }
+    }
 
     func validate() throws {
         guard jobs >= 1, chain >= 1, chain <= ChainDefinition.maxStages, lanes >= 0, concurrency >= 1,
@@ -77,9 +96,15 @@ struct Bench: AsyncParsableCommand {
     }
 
     func run() async throws {
-        var bootLogger = makeLogger("baton.bench")
         // Progress and the report are the output; only warnings and errors are logged.
-        bootLogger.logLevel = max(bootLogger.logLevel, .warning)
+        LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
+        var bootLogger = Logger(label: "baton.bench")
+        bootLogger.logLevel =
+            max(
+                ProcessInfo.processInfo.environment["BATON_LOG_LEVEL"].flatMap {
+                    Logger.Level(rawValue: $0.lowercased())
+                }
+                    ?? .warning, .warning)
         let logger = bootLogger
         let progress = Progress(enabled: !printsJSON && isatty(STDERR_FILENO) == 1)
         var server: LocalPostgres?
@@ -106,7 +131,7 @@ struct Bench: AsyncParsableCommand {
             proxy = try await DelayProxy.start(to: host, port: port, delay: .microseconds(Int64(networkDelay * 1000)))
             database = database.at(host: "127.0.0.1", port: proxy!.port)
         }
-        let report = try await withPostgres(database, logger: logger) { [proxy] pool in
+        let report = try await Self.withPool(database, logger: logger) { [proxy] pool in
             try await Migrator(schema: schema, logger: logger).migrate(pool)
             var retainedUpTo: Int64 = 0
             var retention = RetentionReport()
@@ -145,10 +170,10 @@ struct Bench: AsyncParsableCommand {
             return report
         }
         if printsJSON {
-            say(report.json)
+            print(report.json)
         } else {
             progress.clear()
-            say(report.summary)
+            print(report.summary)
         }
         await proxy?.stop()
         if report.lost > 0 { throw ExitCode(1) }
@@ -357,6 +382,24 @@ struct Bench: AsyncParsableCommand {
     }
 }
 
+extension Bench {
+    /// Runs `body` with a pool for `database`, connected first (so that an unreachable database is
+    /// said at once), its `run()` going alongside.
+    static func withPool<T: Sendable>(
+        _ database: DatabaseConfiguration, logger: Logger, _ body: @Sendable (DatabasePool) async throws -> T
+    ) async throws -> T {
+        let pool = DatabasePool(configuration: try await database.checkConnection(logger: logger), logger: logger)
+        return try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addImmediateTask {
+                await pool.run()
+                return nil
+            }
+            defer { group.cancelAll() }
+            return try await body(pool)
+        }
+    }
+}
+
 extension JSONValue {
     /// A figure of the report, to three decimals.
     static func measured(_ value: Double) -> JSONValue {
@@ -533,7 +576,7 @@ struct Report {
     var summary: String {
         func f(_ value: Double, _ digits: Int = 0) -> String { String(format: "%.\(digits)f", value) }
         return """
-            baton bench: \(mode), \(jobs) jobs × \(stages / max(jobs, 1)) stages, \(lanes == 0 ? "background" : "\(lanes) lanes" + (laneWidth > 1 ? " of width \(laneWidth)" : "")), concurrency \(concurrency)
+            baton-bench: \(mode), \(jobs) jobs × \(stages / max(jobs, 1)) stages, \(lanes == 0 ? "background" : "\(lanes) lanes" + (laneWidth > 1 ? " of width \(laneWidth)" : "")), concurrency \(concurrency)
               enqueue     \(f(enqueuePerSecond)) jobs/s
               process     \(f(processPerSecond)) jobs/s (\(f(stagesPerSecond)) stages/s)
               pickup      p50 \(f(pickupP50, 2)) ms   p99 \(f(pickupP99, 2)) ms   (from the enqueue's call: p50 \(f(callToStartP50, 2)) ms   p99 \(f(callToStartP99, 2)) ms)

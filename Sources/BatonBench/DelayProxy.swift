@@ -5,7 +5,7 @@ import Synchronization
 /// A TCP proxy on loopback that holds every chunk for `delay` before passing it on, each way: a
 /// round trip through it costs at least twice `delay`, as between hosts on a network.
 ///
-/// `baton bench --network-delay` puts it between Baton and PostgreSQL (this machine's kernel has no
+/// `baton-bench --network-delay` puts it between Baton and PostgreSQL (this machine's kernel has no
 /// `netem` qdisc to delay packets). With a delay of zero it is the same path without the wait, the
 /// figure to compare with. It counts the chunks clients send: each is a flight of statements
 /// written together, so their count is the round trips Baton made.

@@ -1,0 +1,14 @@
+import Baton
+import Foundation
+
+/// A group member as its parent shows it.
+public struct MemberRecord: Sendable {
+    /// The parent's stage this member belongs to, and its place in the group.
+    public var stage: Int
+    public var index: Int
+    public var id: Int64
+    public var state: JobState
+    public var attempt: Int
+    public var output: JSONValue?
+    public var errors: [JobRecord.AttemptError]
+}

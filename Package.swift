@@ -265,9 +265,7 @@ let package = Package(
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
-            ],
-            // The previous release's migrations, read from disk by UpgradeTests.
-            exclude: ["Fixtures"]
+            ]
         ),
         .testTarget(
             name: "BatonServerTests",

@@ -7,22 +7,22 @@ import PostgresNIO
 import Synchronization
 import Testing
 
-/// Upgrading a database made by the previous release's layout (four numbered files holding tables
-/// and functions alike, `Tests/BatonWorkerTests/Fixtures/layout-v4/`, as main had them before
-/// functions moved to `migrations/functions/`).
+/// Upgrading a database that starts from the first release's schema (`migrations/0019_schema.sql`)
+/// while it holds work: what a `baton migrate` of the next release does to a cluster in use.
 @Suite(.timeLimit(.minutes(3)))
 struct UpgradeTests {
     /// Runs every stage it is given and notes, per lane, the order in which stages started.
     static let started = Mutex<[String: [Int]]>([:])
 
-    /// Loaded by the previous layout's functions with jobs of every kind (done, running under a
-    /// worker that has since stopped, waiting in lanes behind a running holder, retrying,
-    /// scheduled), the database is migrated by this binary; this binary's worker then finishes
-    /// every job, each lane's stages in the order they were enqueued, and the dead `claim` is gone.
-    @Test func aDatabaseOfThePreviousLayoutIsMigratedAndEveryJobFinishes() async throws {
+    /// A database at the first release's schema, loaded with jobs of every kind (done, running under
+    /// a worker that has since stopped, waiting in lanes behind a running holder, retrying,
+    /// scheduled), is migrated again, as the next release's binary would (every function replaced,
+    /// whatever numbered files follow applied, in one transaction); a worker then finishes every
+    /// job, each lane's stages in the order they were enqueued.
+    @Test func aDatabaseHoldingWorkIsMigratedAndEveryJobFinishes() async throws {
         try await TestDatabase.with { db async throws in
             let schema = db.configuration.schema
-            try await Self.installPreviousLayout(db)
+            #expect(try await Migrator(schema: schema, logger: db.logger).currentVersion(db.pool) == 19)
             let run = "upgrade-\(UUID().uuidString)"
             func job(_ input: Int, lane: String? = nil, runAt: Date? = nil) -> NewJob {
                 NewJob(
@@ -35,36 +35,25 @@ struct UpgradeTests {
                         ]),
                     runAt: runAt)
             }
-            // Enqueued and moved by the previous layout's functions, as its workers would have.
             var jobs = (0..<20).map { job($0) }
             for lane in 0..<3 { jobs += (0..<5).map { job(lane * 100 + $0, lane: "lane-\(lane)") } }
             jobs.append(job(1000, runAt: Date().addingTimeInterval(2)))
-            // (Through `enqueue`, which the previous layout has; not this binary's `enqueue_committed`.)
-            let enqueued = try await db.pool.withConnection { [jobs] in try await db.store.enqueue(jobs, on: $0) }
-            // Registered as the previous release did (its `workers` has no `lease`).
+            let enqueued = try await db.store.enqueue(jobs)
+            // A worker that stopped an hour ago, holding what it claimed; one of its stages failed
+            // and waits for its retry.
             try await db.pool.perform(
                 """
                 INSERT INTO \(unescaped: schema).workers (id, host, pid, queues, tasks)
                 VALUES ('old-worker', 'old', 1, '{default}', '{ordered}')
                 """)
-            // Claimed and failed through the previous layout's own functions, as its workers called them.
-            let claimed = try await db.values(
-                "SELECT id FROM \(unescaped: schema).claim_waited('default', 6, 'old-worker')", as: Int64.self)
-            #expect(!claimed.isEmpty)
-            // One claimed stage failed and waits for its retry; the others stay running under a
-            // worker that stopped (its heartbeat an hour old).
+            let claimed = try await db.store.claim(queue: "default", limit: 6, worker: "old-worker")
             let retried = try #require(claimed.first)
-            let batch: JSONValue = [
+            _ = try await db.store.apply(
                 [
-                    "id": .number(JSONNumber(retried)), "stage": 0, "attempt": 1, "kind": "retry",
-                    "error": "failed under the old layout", "delay_ms": 500,
-                ]
-            ]
-            _ = try await db.values(
-                """
-                SELECT event FROM \(unescaped: schema).apply_outcomes(
-                    'old-worker', \(batch.jsonText)::jsonb, '{}'::text[], '{}'::int[])
-                """, as: String.self)
+                    Outcome(
+                        jobID: retried.id, stage: retried.stage, attempt: retried.attempt,
+                        transition: .retry(error: StageError("failed before the upgrade"), delay: .milliseconds(500)))
+                ], worker: "old-worker")
             try await db.pool.perform(
                 "UPDATE \(unescaped: schema).workers SET heartbeat_at = now() - interval '1 hour' WHERE id = 'old-worker'"
             )
@@ -73,13 +62,7 @@ struct UpgradeTests {
             #expect(states == ["available", "retryable", "running", "scheduled", "waiting"])
 
             let applied = try await Migrator(schema: schema, logger: db.logger).migrate(db.pool)
-            #expect(applied == Migrator.migrations.filter { $0.version >= 5 }.map(\.file))
-            #expect(
-                try await db.values(
-                    """
-                    SELECT count(*)::int FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
-                    WHERE n.nspname = \(schema) AND p.proname = 'claim'
-                    """, as: Int.self) == [0])
+            #expect(applied == Migrator.migrations.filter { $0.version > 19 }.map(\.file))
 
             var tasks = TaskRegistry()
             tasks.register(name: "ordered") { args, input, context in
@@ -110,31 +93,28 @@ struct UpgradeTests {
         }
     }
 
-    /// Replaces this test's schema with one made by the previous layout's files, recorded as that
-    /// release's migrator did.
-    static func installPreviousLayout(_ db: TestDatabase) async throws {
-        let schema = db.configuration.schema
-        var directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        directory.append(path: "Fixtures/layout-v4")
-        let files = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".sql") }
-            .sorted()
-        #expect(files.count == 4)
-        try await db.pool.perform("DROP SCHEMA \(unescaped: schema) CASCADE")
-        try await db.pool.perform("CREATE SCHEMA \(unescaped: schema)")
-        let sqls = try files.map { try String(contentsOf: directory.appending(path: $0), encoding: .utf8) }
-        let migrator = Migrator(schema: schema, logger: db.logger)
-        try await db.pool.withTransaction(logger: db.logger) { connection in
-            for sql in sqls { try await migrator.execute(sql, on: connection) }
-            try await connection.perform(
+    /// A schema a development build left below the first release's version is refused, saying what
+    /// to do, and nothing is applied over it.
+    @Test func aSchemaFromBeforeTheFirstReleaseIsRefused() async throws {
+        try await TestDatabase.with { db async throws in
+            let schema = "predates_\(UInt32.random(in: 0...UInt32.max))"
+            try await db.pool.perform("CREATE SCHEMA \(unescaped: schema)")
+            try await db.pool.perform(
                 """
-                CREATE TABLE migrations (
+                CREATE TABLE \(unescaped: schema).migrations (
                     version int PRIMARY KEY, file text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())
-                """, logger: db.logger)
-            try await connection.perform(
-                """
-                INSERT INTO migrations (version, file)
-                SELECT version, file FROM unnest(\(files)::text[]) WITH ORDINALITY AS f(file, version)
-                """, logger: db.logger)
+                """)
+            try await db.pool.perform(
+                "INSERT INTO \(unescaped: schema).migrations (version, file) VALUES (18, '0018_lane_floors.sql')")
+            await #expect {
+                try await Migrator(schema: schema, logger: db.logger).migrate(db.pool)
+            } throws: { error in
+                "\(error)".contains("reached version 18") && "\(error)".contains("0019_schema.sql")
+            }
+            #expect(
+                try await db.values(
+                    "SELECT count(*)::int FROM pg_tables WHERE schemaname = \(schema)", as: Int.self) == [1])
+            try await db.pool.perform("DROP SCHEMA \(unescaped: schema) CASCADE")
         }
     }
 }

@@ -12,7 +12,7 @@
 --            keeping its lane, `snoozed`); with `"pause": true`, its rate limit key gives no
 --            token for as long
 --   await    the stage awaits a signal not yet delivered: the job waits for it, holding no worker,
---            until `delay_ms` from now (then expire_awaits fails the attempt)
+--            until `delay_ms` from now (then expire_waits fails the attempt)
 -- Returns what the caller must act on after commit: ('applied', id), ('wake', queue) for queues
 -- with newly available jobs, ('finished', id) for finished jobs someone awaits, ('handed-on', id)
 -- for a hop applied as an advance (its next stage's queue is rate limited: the worker must not
@@ -27,7 +27,7 @@
 -- A lane holder promoted here in a queue of `p_queues` is claimed for the worker at once, up to
 -- `p_slots` (its free slots in that queue; not in a paused queue): the next stage of a lane starts
 -- without a claim round trip, and is returned as a ('claimed', …) row with the columns of
--- `claim_runnable` but the wait; only if the worker runs its task (`p_tasks`, as in `claim_runnable`).
+-- `claim_for` but the wait for a token; only if the worker runs its task (`p_tasks`, as in `claim_for`).
 -- In a wider lane, an older holder still waiting for a worker is claimed before it (a lane's stages
 -- start in the order they were admitted).
 -- `enable_seqscan = off`: every statement here finds its rows through an index (by id, lane,

@@ -127,6 +127,14 @@ public struct Migrator: Sendable {
         for row in try await connection.rows("SELECT version FROM \(unescaped: schema).migrations", logger: logger) {
             done.insert(try row.decode(Int.self))
         }
+        // A schema a development build left below the first release's (its steps are folded into
+        // the first file now): applying that file over it would fail half-way.
+        if let baseline = Self.migrations.map(\.version).min(), let reached = done.max(), reached < baseline {
+            throw ConfigurationError(
+                "schema \(schema) was made by a development build of Baton and reached version \(reached); "
+                    + "this binary starts at version \(baseline) (migrations/\(String(format: "%04d", baseline))_schema.sql): "
+                    + "migrate it with the build that made it first, or drop the schema and run `baton migrate` again")
+        }
         let missing = Self.migrations.sorted(by: { $0.version < $1.version }).filter { !done.contains($0.version) }
         try await connection.withTransaction(logger: logger) { connection in
             // A `;` between files ends a last statement written without one.

@@ -17,7 +17,7 @@ extension Store {
     }
 
     /// Deletes up to `limit` lanes' floors, where their admissions start looking for waiting jobs
-    /// (migration 18), and lets those lanes admit what they have room for: the floors of lanes no
+    /// (`lane_floors` in the schema), and lets those lanes admit what they have room for: the floors of lanes no
     /// longer used go, and a job that entered below one (the database's clock stepped back) waits
     /// no longer. Returns how many it deleted; call again while that is `limit`.
     package func resetLaneFloors(limit: Int) async throws -> Int {

@@ -1,0 +1,45 @@
+import Foundation
+import Testing
+
+/// The shape of the tree, as a newcomer meets it: checks a script could make, made here so that
+/// the tree cannot drift from them.
+@Suite struct HouseTests {
+    static let root = DocumentationTests.root
+
+    /// The schema is one file and the functions (plus what comes after the first release).
+    @Test func theSchemaIsOneFileAndItsFunctions() throws {
+        let numbered = try FileManager.default.contentsOfDirectory(atPath: Self.root.appending(path: "migrations").path)
+            .filter { $0.first?.isNumber == true && $0.hasSuffix(".sql") }
+        #expect(numbered.count <= 2, "\(numbered.sorted())")
+    }
+
+    /// No folder of sources holds more than 20 Swift files side by side: past that, a reader
+    /// cannot find a responsibility by its file name.
+    @Test func noFolderOfSourcesIsCrowded() throws {
+        var crowded: [String] = []
+        let sources = Self.root.appending(path: "Sources")
+        let enumerator = FileManager.default.enumerator(atPath: sources.path)
+        var counts: [String: Int] = [:]
+        while let path = enumerator?.nextObject() as? String {
+            if path.hasSuffix(".swift") { counts[(path as NSString).deletingLastPathComponent, default: 0] += 1 }
+        }
+        for (folder, count) in counts where count > 20 { crowded.append("Sources/\(folder): \(count)") }
+        #expect(crowded.isEmpty, "\(crowded.sorted())")
+    }
+
+    /// The server and the worker ask the store's errors what they are; PostgresNIO's error type
+    /// stays below the store.
+    @Test func theServerAndTheWorkerDoNotSeePostgresNIOsErrors() throws {
+        var found: [String] = []
+        for target in ["BatonServer", "BatonWorker"] {
+            let enumerator = FileManager.default.enumerator(atPath: Self.root.appending(path: "Sources/\(target)").path)
+            while let path = enumerator?.nextObject() as? String {
+                guard path.hasSuffix(".swift") else { continue }
+                let text = try String(
+                    contentsOf: Self.root.appending(path: "Sources/\(target)/\(path)"), encoding: .utf8)
+                if text.contains("PSQLError") { found.append("\(target)/\(path)") }
+            }
+        }
+        #expect(found.isEmpty, "\(found)")
+    }
+}

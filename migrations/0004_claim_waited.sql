@@ -1,2 +1,0 @@
--- Baton schema, version 4: a claim also says how long each stage waited to be picked up
--- (`claim_waited` in functions/; no table changes).

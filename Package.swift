@@ -51,7 +51,7 @@ let package = Package(
         .target(
             name: "BatonPostgres",
             dependencies: [
-                "Baton", "BatonHTTPTask",
+                "Baton",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "_ConnectionPoolModule", package: "postgres-nio"),

@@ -1,5 +1,6 @@
 import ArgumentParser
 import BatonPostgres
+import BatonWorker
 import Configuration
 import Foundation
 import Logging
@@ -120,7 +121,7 @@ func syncSettingsFile(
     schedules: [ScheduleDefinition]?, lanes: [LaneSetting]?, rateLimits: [RateLimit]?, _ pool: DatabasePool,
     logger: Logger
 ) async throws {
-    let store = Store(pool: pool, logger: logger)
+    let store = Store(pool: pool, logger: logger, checkingArgs: TaskRegistry().argsCheck)
     if let schedules {
         try await store.syncSettingsSchedules(schedules, now: Date())
         logger.info("schedules from the settings file", metadata: ["names": "\(schedules.map(\.name))"])

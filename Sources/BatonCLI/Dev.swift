@@ -56,7 +56,7 @@ struct Dev: AsyncParsableCommand {
             let pool = DatabasePool(configuration: database, logger: logger)
             let worker = Worker(
                 pool: pool, tasks: tasks, configuration: workerConfiguration, logger: logger)
-            let client = BatonClient(pool: pool, logger: logger)
+            let client = BatonClient(pool: pool, logger: logger, checkingArgs: tasks.argsCheck)
             let postgresURL = cluster.url
             let api = BatonServer(
                 configuration: serverConfiguration, client: client, registry: Metrics.registry, logger: logger,

@@ -2,6 +2,7 @@ import ArgumentParser
 import Baton
 import BatonPostgres
 import BatonServer
+import BatonWorker
 import Configuration
 import Foundation
 import Logging
@@ -123,7 +124,7 @@ struct Serve: AsyncParsableCommand {
         let lanes = try settings.lanes?.settings()
         let rateLimits = try settings.rateLimits?.limits()
         let pool = try await settings.connect(logger: logger)
-        let client = BatonClient(pool: pool, logger: logger)
+        let client = BatonClient(pool: pool, logger: logger, checkingArgs: TaskRegistry().argsCheck)
         let server = BatonServer(
             configuration: serverConfiguration, client: client, registry: Metrics.registry, logger: logger,
             onListening: { port in say("Baton API listening on http://\(serverConfiguration.host):\(port)") })

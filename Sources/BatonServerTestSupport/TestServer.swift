@@ -161,7 +161,7 @@ package func withServer<T: Sendable>(
     try await TestDatabase.with(baseURL: baseURL, logger: logger) { db async throws in
         // Another schema: a pool of its own, run with the services.
         let pool = try schema.map { DatabasePool(configuration: try db.configuration.inSchema($0), logger: db.logger) }
-        let client = BatonClient(pool: pool ?? db.pool, logger: db.logger)
+        let client = BatonClient(pool: pool ?? db.pool, logger: db.logger, checkingArgs: TaskRegistry().argsCheck)
         var configuration = ServerConfiguration(port: 0, tokens: Token.all, requestLogLevel: .debug)
         configure(&configuration)
         let (ports, portSink) = AsyncStream.makeStream(of: Int.self)

@@ -1,4 +1,5 @@
 import Baton
+import BatonHTTPTask
 
 /// The tasks a worker can run, by name. Comes with the built-in `noop`, `sleep` and `http`.
 public struct TaskRegistry: Sendable {
@@ -10,6 +11,8 @@ public struct TaskRegistry: Sendable {
         )
 
     package private(set) var runners: [String: Runner] = [:]
+    /// The checks of registered tasks' args that a job is held to before it is enqueued.
+    private var argsChecks: [String: ChainDefinition.ArgsCheck] = [:]
 
     /// A registry with the built-in tasks (`noop`, `sleep`, and `http` configured by the process's
     /// environment), unless `builtins` is false.
@@ -24,6 +27,7 @@ public struct TaskRegistry: Sendable {
                     throw TaskFailure.permanent("the http task is not configured: \(error)")
                 }
             }
+            argsChecks[HTTPTask.name] = HTTPRequestArgs.check
         }
     }
 
@@ -31,6 +35,7 @@ public struct TaskRegistry: Sendable {
     /// in place of the one the environment gives.
     public mutating func register(_ http: HTTPTask) {
         register(HTTPTask.name, http.run)
+        argsChecks[HTTPTask.name] = HTTPRequestArgs.check
     }
 
     /// Registers a typed task under `T.name`. Args or input that do not decode as the task's
@@ -71,13 +76,22 @@ public struct TaskRegistry: Sendable {
         _ name: String,
         _ run: @escaping @Sendable (_ args: JSONValue, _ input: String, _ context: StageContext) async throws -> String
     ) {
-        runners[name] = { args, input, context in (try await run(args, input, context), nil) }
+        register(name, runner: { args, input, context in (try await run(args, input, context), nil) })
     }
 
     package mutating func register(_ name: String, runner: @escaping Runner) {
         runners[name] = runner
+        argsChecks[name] = nil
     }
 
     /// Names of every registered task, sorted.
     public var names: [String] { runners.keys.sorted() }
+
+    /// What the registered tasks check of their args before a job is enqueued (the `http` task:
+    /// its request, ``HTTPRequestArgs``); other tasks' args pass. Give it to ``BatonClient`` so
+    /// that a job the worker would refuse is refused at enqueue.
+    public var argsCheck: ChainDefinition.ArgsCheck {
+        let checks = argsChecks
+        return { task, args, path throws(BatonError) in try checks[task]?(task, args, path) }
+    }
 }

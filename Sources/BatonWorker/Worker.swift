@@ -40,7 +40,7 @@ public final class Worker: Service, Sendable {
     ) {
         var logger = logger
         logger[metadataKey: "worker"] = "\(configuration.id)"
-        let store = Store(pool: pool, logger: logger)
+        let store = Store(pool: pool, logger: logger, checkingArgs: tasks.argsCheck)
         let intake = Intake(capacities: configuration.queues)
         let waker = Waker(store: store, logger: logger)
         let history = QueueHistory(store: store, logger: logger)

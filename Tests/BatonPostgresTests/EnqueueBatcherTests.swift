@@ -39,7 +39,8 @@ struct EnqueueBatcherTests {
         _ db: TestDatabase, first: [NewJob], others: [[NewJob]],
         before: @escaping @Sendable () throws -> Void = {},
         answer:
-            @escaping @Sendable ([NewJob], [Result<EnqueuedJob, JobVanished>]) -> [Result<EnqueuedJob, JobVanished>] = {
+            @escaping @Sendable ([ValidJob], [Result<EnqueuedJob, JobVanished>]) -> [Result<EnqueuedJob, JobVanished>] =
+            {
                 $1
             },
         whileHeld: ([Task<[EnqueuedJob], any Error>]) -> Void = { _ in }
@@ -54,9 +55,11 @@ struct EnqueueBatcherTests {
             }
             return answer(jobs, try await store.enqueueEach(jobs))
         }
+        let first = try first.map { try $0.validated() }
         var tasks = [Task { try await batcher.enqueue(first) }]
         try await eventually("the first write to start") { gate.isWaited }
         for jobs in others {
+            let jobs = try jobs.map { try $0.validated() }
             let waiting = batcher.waitingCallers
             tasks.append(Task { try await batcher.enqueue(jobs) })
             try await eventually("a caller to wait behind the write") { batcher.waitingCallers == waiting + 1 }
@@ -102,21 +105,21 @@ struct EnqueueBatcherTests {
             other.idempotencyKey = "taken"
             other.enqueuedBy = "someone-else"
             other.keyOwners = ["someone-else"]
-            // Refused before it is sent.
+            // Refused before it reaches a batch: the batcher takes only checked jobs.
             var invalid = Self.job(3)
             invalid.priority = 40_000
+            #expect(throws: BatonError.self) { try invalid.validated() }
 
             let tasks = try await Self.enqueueBehindAHeldWrite(
                 db, first: [Self.job(0)],
-                others: [[Self.job(1, 0)], [Self.job(2, 0), other], [invalid], [Self.job(4)]])
+                others: [[Self.job(1, 0)], [Self.job(2, 0), other], [Self.job(4)]])
             #expect(try await tasks[0].value.count == 1)
-            #expect(try await tasks[4].value.count == 1)
+            #expect(try await tasks[3].value.count == 1)
             let first = try await tasks[1].value
             #expect(try await db.store.job(first[0].id)?.input == ["caller": 1, "n": 0])
             // Its index is its own caller's, not the shared batch's.
             let taken = await #expect(throws: IdempotencyKeyTaken.self) { try await tasks[2].value }
             #expect(taken?.index == 1)
-            await #expect(throws: BatonError.self) { try await tasks[3].value }
             #expect(
                 try await db.values(
                     "SELECT count(*)::int FROM \(unescaped: db.configuration.schema).jobs", as: Int.self) == [4])
@@ -132,7 +135,7 @@ struct EnqueueBatcherTests {
                 answer: { jobs, results in
                     // As the store answers a NULL id: the job of caller 2.
                     zip(jobs, results).map { job, result in
-                        job.chain.input["caller"] == 2 ? .failure(JobVanished()) : result
+                        job.job.chain.input["caller"] == 2 ? .failure(JobVanished()) : result
                     }
                 })
             await #expect(throws: JobVanished.self) { try await tasks[2].value }

@@ -1,5 +1,6 @@
 import Baton
 import BatonAPI
+import BatonHTTPTask
 import BatonTestSupport
 import Foundation
 import PropertyBased
@@ -30,8 +31,8 @@ struct JobRequestFuzzTests {
                 return
             }
             do {
-                let job = try JobReader().job(request)
-                try job.chain.validate()
+                let reader = JobReader()
+                let job = try reader.validated(reader.job(request), checkingArgs: HTTPRequestArgs.check).job
                 #expect(try JSONValue(encoding: job.chain.stages).decode(as: [StageSpec].self) == job.chain.stages)
             } catch let problem as Problem {
                 #expect(problem.status.code == 400)

@@ -42,4 +42,12 @@ import Testing
         }
         #expect(found.isEmpty, "\(found)")
     }
+
+    /// The store knows no task: a task's checks of its args come from the task registry.
+    @Test func theStoreKnowsNoTask() throws {
+        let package = try String(contentsOf: Self.root.appending(path: "Package.swift"), encoding: .utf8)
+        let target = try #require(package.range(of: "name: \"BatonPostgres\""))
+        let dependencies = package[target.upperBound...].prefix { $0 != "]" }
+        #expect(!dependencies.contains("BatonHTTPTask"))
+    }
 }

@@ -3,6 +3,7 @@ import Baton
 import BatonAPI
 import BatonPostgres
 import BatonServer
+import BatonWorker
 import Foundation
 
 /// The `schedules:` of a settings file: what it lists is what runs (the file's schedules are
@@ -30,7 +31,9 @@ struct ScheduleSettings: Sendable {
         }
         return try entries.keys.sorted().map { name in
             do {
-                return try scheduleDefinition(name: name, entries[name] ?? .null, path: "schedules.\(name).")
+                return try scheduleDefinition(
+                    name: name, entries[name] ?? .null, path: "schedules.\(name).",
+                    checkingArgs: TaskRegistry().argsCheck)
             } catch let error as ScheduleDefinitionError {
                 throw ValidationError("config file \(file): \(error.path): \(error.reason)")
             }

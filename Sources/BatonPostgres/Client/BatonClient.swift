@@ -23,8 +23,11 @@ public final class BatonClient: Service, Sendable {
     let batcher: EnqueueBatcher
     let logger: Logger
 
-    public init(pool: DatabasePool, logger: Logger) {
-        self.store = Store(pool: pool, logger: logger)
+    /// `checkingArgs`: the tasks' own checks of their args (``TaskRegistry/argsCheck`` in
+    /// `BatonWorker`, which knows the built-in `http` task's), made on every job enqueued through
+    /// this client; nil checks no task's args.
+    public init(pool: DatabasePool, logger: Logger, checkingArgs: ChainDefinition.ArgsCheck? = nil) {
+        self.store = Store(pool: pool, logger: logger, checkingArgs: checkingArgs)
         self.signalTokens = SignalTokens(store: store)
         self.listener = Listener(configuration: pool.configuration, logger: logger)
         self.waker = Waker(store: store, logger: logger)
@@ -73,17 +76,24 @@ public final class BatonClient: Service, Sendable {
         let job = NewJob(
             chain: try chain.definition(), queue: queue, priority: priority, runAt: runAt,
             idempotencyKey: idempotencyKey, metadata: metadata)
-        let enqueued = try await store.enqueue([job], on: connection)[0]
+        let enqueued = try await store.enqueue([store.validated(job)], on: connection)[0]
         return JobHandle(id: enqueued.id, inserted: enqueued.inserted, client: self)
     }
 
     /// Enqueues jobs in one transaction: all or none. Concurrent calls share transactions (group
     /// commit, see `EnqueueBatcher`); each returns once its jobs are committed, and one caller's
     /// refused job fails only that caller. A `baton.enqueue` span (swift-distributed-tracing) covers it.
+    /// Each job is checked first (``NewJob/validated(checkingArgs:)`` with this client's args
+    /// check): an invalid one throws ``BatonError`` and nothing is enqueued.
     public func enqueue(_ jobs: [NewJob]) async throws -> [EnqueuedJob] {
+        try await enqueue(jobs.map(store.validated))
+    }
+
+    /// Enqueues jobs already checked, as ``enqueue(_:)-([NewJob])``.
+    public func enqueue(_ jobs: [ValidJob]) async throws -> [EnqueuedJob] {
         try await withSpan("baton.enqueue", ofKind: .producer) { span in
             span.attributes["baton.jobs"] = jobs.count
-            if let queue = jobs.first?.queue, jobs.allSatisfy({ $0.queue == queue }) {
+            if let queue = jobs.first?.job.queue, jobs.allSatisfy({ $0.job.queue == queue }) {
                 span.attributes["baton.queue"] = queue
             }
             let enqueued = try await batcher.enqueue(jobs)

@@ -14,8 +14,8 @@ import Synchronization
 /// task of its own runs); jobs keep the order their callers arrived in.
 ///
 /// What one caller's jobs do to another's:
-/// - **Refused** (an invalid job, a key naming another owner's job, anything PostgreSQL refused
-///   for what it said): the batch was rolled back or never sent, so each caller writes its own
+/// - **Refused** (a key naming another owner's job, anything PostgreSQL refused for what it
+///   said; jobs come checked, ``ValidJob``): the batch was rolled back or never sent, so each caller writes its own
 ///   jobs again alone, in its own task, and only the one at fault is refused.
 /// - **The writer cancelled** before the statement went out (it waited for a connection): nothing
 ///   was sent; each caller writes alone, in its own task, which is not cancelled.
@@ -32,7 +32,7 @@ package final class EnqueueBatcher: Sendable {
     static let largestShared = 100
 
     /// Writes jobs in one transaction; answers for each apart (``Store/enqueueEach(_:)``).
-    package typealias Write = @Sendable ([NewJob]) async throws -> [Result<EnqueuedJob, JobVanished>]
+    package typealias Write = @Sendable ([ValidJob]) async throws -> [Result<EnqueuedJob, JobVanished>]
 
     /// What a waiting caller is told to do.
     private enum Turn {
@@ -45,7 +45,7 @@ package final class EnqueueBatcher: Sendable {
     }
 
     private struct Waiter {
-        var jobs: [NewJob]
+        var jobs: [ValidJob]
         var turn: CheckedContinuation<Turn, Never>
     }
 
@@ -64,7 +64,7 @@ package final class EnqueueBatcher: Sendable {
     /// How many callers wait for the batch being written to end (for tests).
     package var waitingCallers: Int { state.withLock { $0.waiting.count } }
 
-    package func enqueue(_ jobs: [NewJob]) async throws -> [EnqueuedJob] {
+    package func enqueue(_ jobs: [ValidJob]) async throws -> [EnqueuedJob] {
         guard jobs.count <= Self.largestShared else { return try await writeAlone(jobs) }
         let turn = await withCheckedContinuation { (turn: CheckedContinuation<Turn, Never>) in
             let lead = state.withLock { state in
@@ -86,7 +86,7 @@ package final class EnqueueBatcher: Sendable {
 
     /// Writes `jobs` and those of the callers waiting now, then hands the next batch to the first
     /// caller that arrived meanwhile.
-    private func lead(_ jobs: [NewJob]) async throws -> [EnqueuedJob] {
+    private func lead(_ jobs: [ValidJob]) async throws -> [EnqueuedJob] {
         let others = state.withLock { state in
             var count = jobs.count
             let taken = state.waiting.prefix { waiter in
@@ -115,7 +115,7 @@ package final class EnqueueBatcher: Sendable {
     }
 
     /// One write for the leader's jobs and every other caller's; each told its part.
-    private func writeShared(_ jobs: [NewJob], _ others: [Waiter]) async -> Result<[EnqueuedJob], any Error> {
+    private func writeShared(_ jobs: [ValidJob], _ others: [Waiter]) async -> Result<[EnqueuedJob], any Error> {
         do {
             var enqueued = try await write(others.reduce(into: jobs) { $0 += $1.jobs })[...]
             let own = Self.answer(enqueued.prefix(jobs.count))
@@ -136,7 +136,7 @@ package final class EnqueueBatcher: Sendable {
 }
 
 extension EnqueueBatcher {
-    private func writeAlone(_ jobs: [NewJob]) async throws -> [EnqueuedJob] {
+    private func writeAlone(_ jobs: [ValidJob]) async throws -> [EnqueuedJob] {
         try Self.answer(try await write(jobs)[...]).get()
     }
 

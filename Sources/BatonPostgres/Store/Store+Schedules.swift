@@ -40,7 +40,7 @@ extension Store {
         on connection: PostgresConnection
     ) async throws -> Bool {
         try ChainDefinition.checkName(schedule.name, path: "name", what: "schedule name")
-        try schedule.job.validate()
+        _ = try validated(schedule.job)
         let next = schedule.cron.next(after: now, in: schedule.timeZone)
         let chain = JSONValue.array(schedule.job.chain.stages.map(\.json)).jsonText
         return try await !connection.rows(
@@ -121,7 +121,8 @@ extension Store {
                 RETURNING 1
                 """, logger: self.logger)
             guard !moved.isEmpty, !slots.isEmpty else { return [] }
-            let enqueued = try await self.enqueue(slots.map(schedule.job(for:)), on: connection)
+            let jobs = try slots.map { try self.validated(schedule.job(for: $0)) }
+            let enqueued = try await self.enqueue(jobs, on: connection)
             _ = try await connection.rows(
                 """
                 UPDATE \(unescaped: self.schema).schedules SET last_job_id = \(enqueued.last?.id)
@@ -142,8 +143,9 @@ extension Store {
         var job = schedule.job
         job.runAt = nil
         job.idempotencyKey = nil
-        let enqueued = try await audited(actor) { [job] connection in
-            let enqueued = try await self.enqueue([job], on: connection)[0]
+        let valid = try validated(job)
+        let enqueued = try await audited(actor) { connection in
+            let enqueued = try await self.enqueue([valid], on: connection)[0]
             _ = try await connection.rows(
                 """
                 UPDATE \(unescaped: self.schema).schedules SET last_run_at = \(now), last_job_id = \(enqueued.id)

@@ -1,5 +1,4 @@
 import Baton
-import BatonHTTPTask
 import Foundation
 import Logging
 import PostgresNIO
@@ -13,11 +12,23 @@ package struct Store: Sendable {
     package let pool: DatabasePool
     package let schema: String
     package let logger: Logger
+    /// The tasks' own checks of their args, made when a job or schedule comes in (injected: the
+    /// task registry knows the tasks, the store does not).
+    package let argsCheck: ChainDefinition.ArgsCheck?
 
-    package init(pool: DatabasePool, schema: String? = nil, logger: Logger = Logger(label: "baton.store")) {
+    package init(
+        pool: DatabasePool, schema: String? = nil, logger: Logger = Logger(label: "baton.store"),
+        checkingArgs argsCheck: ChainDefinition.ArgsCheck? = nil
+    ) {
         self.pool = pool
         self.schema = schema ?? pool.configuration.schema
         self.logger = logger
+        self.argsCheck = argsCheck
+    }
+
+    /// `job`, checked as this store checks what comes in (``NewJob/validated(checkingArgs:)``).
+    package func validated(_ job: NewJob) throws(BatonError) -> ValidJob {
+        try job.validated(checkingArgs: argsCheck)
     }
 
     /// The LISTEN/NOTIFY channel of this schema. Payloads: `q:<queue>` (jobs available),
@@ -37,8 +48,13 @@ extension Store {
 
     /// Enqueues `jobs` in one transaction (all or none). A job whose first stage names a lane
     /// becomes that lane's holder or waits behind it. Returns one entry per job, in order.
-    package func enqueue(_ jobs: [NewJob]) async throws -> [EnqueuedJob] {
+    package func enqueue(_ jobs: [ValidJob]) async throws -> [EnqueuedJob] {
         try await enqueueEach(jobs).map { try $0.get() }
+    }
+
+    /// Checks `jobs` (``validated(_:)``) and enqueues them as ``enqueue(_:)-([ValidJob])``.
+    package func enqueue(_ jobs: [NewJob]) async throws -> [EnqueuedJob] {
+        try await enqueue(jobs.map(validated))
     }
 
     /// Batches of up to this many jobs wake their queues' workers inside their own transaction
@@ -54,9 +70,9 @@ extension Store {
     /// between the insert and its look-up (``JobVanished``; the others are committed).
     ///
     /// `enqueue_committed` commits before it answers: its row is the proof, no commit check.
-    package func enqueueEach(_ jobs: [NewJob]) async throws -> [Result<EnqueuedJob, JobVanished>] {
+    package func enqueueEach(_ jobs: [ValidJob]) async throws -> [Result<EnqueuedJob, JobVanished>] {
         guard !jobs.isEmpty else { return [] }
-        let batch = try Self.enqueueBatch(jobs)
+        let batch = Self.enqueueBatch(jobs)
         return try await Self.refusingKeysTaken {
             let rows = try await pool.read(
                 "CALL \(unescaped: schema).enqueue_committed(\(batch)::jsonb, NULL, NULL, NULL, NULL, NULL, NULL)",
@@ -81,9 +97,9 @@ extension Store {
 
     /// Enqueues `jobs` on `connection`, inside whatever transaction the caller has open there: the
     /// jobs exist if and only if the caller commits.
-    package func enqueue(_ jobs: [NewJob], on connection: PostgresConnection) async throws -> [EnqueuedJob] {
+    package func enqueue(_ jobs: [ValidJob], on connection: PostgresConnection) async throws -> [EnqueuedJob] {
         guard !jobs.isEmpty else { return [] }
-        let batch = try Self.enqueueBatch(jobs)
+        let batch = Self.enqueueBatch(jobs)
         return try await Self.refusingKeysTaken {
             try Self.decodeEnqueued(
                 try await connection.rows(
@@ -107,14 +123,13 @@ extension Store {
     }
 
     /// The batch as `enqueue` reads it: `[{"queue", "priority", "run_at"?, "chain", "input", "metadata",
-    /// "key"?, "owner"?, "key_owners"?}, …]`, validated, written straight to JSON text (no `Codable` on this path).
-    private static func enqueueBatch(_ jobs: [NewJob]) throws -> String {
+    /// "key"?, "owner"?, "key_owners"?}, …]`, written straight to JSON text (no `Codable` on this path).
+    private static func enqueueBatch(_ jobs: [ValidJob]) -> String {
         var batch: [UInt8] = []
         batch.reserveCapacity(jobs.count * 300)
         batch.append(UInt8(ascii: "["))
         let now = Date()
-        for (index, job) in jobs.enumerated() {
-            try job.validate()
+        for (index, job) in jobs.map(\.job).enumerated() {
             // Written field by field (no dictionary per job): this runs for every job of a batch.
             // A first stage with a queue of its own starts there; the job's queue is its home.
             let first = job.chain.stages.first?.task?.queue
@@ -381,20 +396,4 @@ package struct IdempotencyKeyTaken: Error {
 package struct JobVanished: Error, CustomStringConvertible {
     package init() {}
     package var description: String { "a job named by an idempotency key was deleted while enqueueing; try again" }
-}
-
-extension NewJob {
-    /// What the store refuses to enqueue: an invalid chain, queue name, priority or metadata.
-    package func validate() throws {
-        try chain.validate(checkingArgs: HTTPRequestArgs.check)
-        try ChainDefinition.checkName(queue, path: "queue", what: "queue name")
-        guard (Int(Int16.min)...Int(Int16.max)).contains(priority) else {
-            throw BatonError.invalidChain(path: "priority", reason: "must be within -32768...32767")
-        }
-        guard case .object = metadata else {
-            throw BatonError.invalidChain(path: "metadata", reason: "metadata must be a JSON object")
-        }
-        try unique?.check(path: "unique")
-        try metadata.checkStorable(at: "metadata")
-    }
 }

@@ -13,24 +13,27 @@ extension API {
     /// a queue).
     func enqueueJob(_ input: Operations.EnqueueJob.Input) async throws -> Operations.EnqueueJob.Output {
         let wait = try wait(input.query.wait)
-        guard case .json(let request) = input.body else { throw Problem.invalid("", "the body must be JSON") }
-        var job = try JobReader().job(request)
+        guard case .json(let body) = input.body else { throw Problem.invalid("", "the body must be JSON") }
+        let reader = JobReader()
+        var request = try reader.job(body)
         if let header = input.headers.idempotencyKey {
             let key = try JobReader.idempotencyKey(header, path: "Idempotency-Key")
-            if let field = job.idempotencyKey, field != key {
+            if let field = request.idempotencyKey, field != key {
                 throw Problem.invalid("idempotency_key", "the Idempotency-Key header and idempotency_key differ")
             }
-            job.idempotencyKey = key
+            request.idempotencyKey = key
         }
+        var valid = try reader.validated(request, checkingArgs: store.argsCheck)
         let caller = Caller.current
-        try checkQueues(of: [job], prefix: { _ in "" })
-        job.enqueuedBy = caller?.fingerprint
+        try checkQueues(of: [valid.job], prefix: { _ in "" })
+        valid.enqueuedBy = caller?.fingerprint
         // A caller that may not read every job may not learn another's through its key.
-        job.keyOwners = keyOwners
+        valid.keyOwners = keyOwners
+        let job = valid.job
         try await checkTasks([job], unchecked: input.query.unchecked)
         let enqueued: EnqueuedJob
         do {
-            enqueued = try await client.enqueue([job])[0]
+            enqueued = try await client.enqueue([valid])[0]
         } catch is IdempotencyKeyTaken {
             throw Problem.idempotencyKeyTaken(path: "idempotency_key")
         }
@@ -64,18 +67,20 @@ extension API {
         }
         let caller = Caller.current
         let now = Date()
-        let jobs = try request.jobs.enumerated().map { index, item in
-            var job = try JobReader(prefix: "jobs[\(index)].", now: now).job(item)
+        let valid = try request.jobs.enumerated().map { index, item in
+            let reader = JobReader(prefix: "jobs[\(index)].", now: now)
+            var job = try reader.validated(reader.job(item), checkingArgs: store.argsCheck)
             job.enqueuedBy = caller?.fingerprint
             // A key naming another caller's job would answer with that job's id and state.
             job.keyOwners = keyOwners
             return job
         }
+        let jobs = valid.map(\.job)
         try checkQueues(of: jobs, prefix: { "jobs[\($0)]." })
         try await checkTasks(jobs, unchecked: input.query.unchecked)
         let enqueued: [EnqueuedJob]
         do {
-            enqueued = try await client.enqueue(jobs)
+            enqueued = try await client.enqueue(valid)
         } catch let taken as IdempotencyKeyTaken {
             throw Problem.idempotencyKeyTaken(path: "jobs[\(taken.index)].idempotency_key")
         }

@@ -19,7 +19,7 @@ extension API {
     func putSchedule(_ input: Operations.PutSchedule.Input) async throws -> Operations.PutSchedule.Output {
         guard case .json(let request) = input.body else { throw Problem.invalid("", "the body must be JSON") }
         let name = try Self.name(input.path.name, "name") ?? ""
-        let definition = try Self.definition(name, request)
+        let definition = try Self.definition(name, request, checkingArgs: store.argsCheck)
         try checkQueues(of: [definition.job], prefix: { _ in "job." })
         try await checkTasks([definition.job], unchecked: input.query.unchecked, path: "job.stages")
         if try await store.schedule(name)?.source == .settings { throw Problem.ownedBySettings("schedule \"\(name)\"") }
@@ -73,10 +73,12 @@ extension API {
         return try await schedule(name)
     }
 
-    /// A schedule request as the store saves it; 400 naming the field at fault.
-    static func definition(_ name: String, _ request: Components.Schemas.ScheduleRequest, prefix: String = "") throws
-        -> ScheduleDefinition
-    {
+    /// A schedule request as the store saves it, its job checked with `checkingArgs` as an
+    /// enqueued one is; 400 naming the field at fault.
+    static func definition(
+        _ name: String, _ request: Components.Schemas.ScheduleRequest, prefix: String = "",
+        checkingArgs: ChainDefinition.ArgsCheck?
+    ) throws -> ScheduleDefinition {
         let cron: CronExpression
         do {
             cron = try CronExpression(request.cron)
@@ -101,7 +103,8 @@ extension API {
                 prefix + "job." + field,
                 "a schedule's job runs at each slot, keyed by schedule and slot: leave out \(field)")
         }
-        let job = try JobReader(prefix: prefix + "job.").job(request.job)
+        let reader = JobReader(prefix: prefix + "job.")
+        let job = try reader.validated(reader.job(request.job), checkingArgs: checkingArgs).job
         let requestJSON = try JSONValue(encoding: request.job)
         return ScheduleDefinition(
             name: name, cron: cron, timeZone: zone, misfire: misfire, paused: request.paused ?? false, job: job,
@@ -128,11 +131,13 @@ package struct ScheduleDefinitionError: Error, Sendable {
 
 /// A schedule given as JSON (an entry of the settings file's `schedules`), checked as
 /// `PUT /v1/schedules/NAME` checks one, its fields named from `path` (`schedules.nightly.`).
-package func scheduleDefinition(name: String, _ value: JSONValue, path: String) throws -> ScheduleDefinition {
+package func scheduleDefinition(
+    name: String, _ value: JSONValue, path: String, checkingArgs: ChainDefinition.ArgsCheck?
+) throws -> ScheduleDefinition {
     do {
         try ChainDefinition.checkName(name, path: path.dropLast().description, what: "schedule name")
         let request = try RequestBody.decode(Components.Schemas.ScheduleRequest.self, from: value)
-        return try API.definition(name, request, prefix: path)
+        return try API.definition(name, request, prefix: path, checkingArgs: checkingArgs)
     } catch let error as InvalidRequestBody {
         throw ScheduleDefinitionError(path: path + error.path, reason: error.reason)
     } catch let problem as Problem {

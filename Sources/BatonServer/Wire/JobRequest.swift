@@ -1,14 +1,14 @@
 import Baton
 import BatonAPI
-import BatonHTTPTask
 import BatonPostgres
 import Foundation
 
 /// A decoded `JobRequest` as a job to enqueue. The generated code has checked the shape (fields,
 /// types, required, no unknown field); this checks what the schema says and generated code does
 /// not enforce (lengths, patterns, ranges) and what no schema can say (stage names unique, initial
-/// ≤ max, run_at or delay), each refusal a 400 naming the JSON path of the field at fault. Nothing
-/// is written until every job of a request has been read.
+/// ≤ max, run_at or delay), each refusal a 400 naming the JSON path of the field at fault; then
+/// ``validated(_:checkingArgs:)`` makes it the ``ValidJob`` the store takes, with the store's own checks.
+/// Nothing is written until every job of a request has been read.
 struct JobReader {
     /// Paths are prefixed with this (`jobs[3].` inside a batch).
     var prefix = ""
@@ -50,15 +50,17 @@ struct JobReader {
             job.metadata = metadata
         }
         job.chain.stages = try stages(request.stages, at: "stages")
+        return job
+    }
+
+    /// `job` checked once, as the store checks what comes in, tasks' args with `check` (the
+    /// store's ``Store/argsCheck``): a refusal is a 400 naming the field's path.
+    func validated(_ job: NewJob, checkingArgs check: ChainDefinition.ArgsCheck?) throws -> ValidJob {
         do {
-            try ChainDefinition.checkName(job.queue, path: "queue", what: "queue name")
-            try job.chain.validate(checkingArgs: HTTPRequestArgs.check)
-            try job.metadata.checkStorable(at: "metadata")
-            try job.unique?.check(path: "unique")
+            return try job.validated(checkingArgs: check)
         } catch {
             throw Problem.invalid(error, prefix: prefix)
         }
-        return job
     }
 
     static func idempotencyKey(_ key: String, path: String) throws -> String {

@@ -26,7 +26,7 @@ import _ConnectionPoolModule
 ///   after an outage of a minute it goes on failing for up to 13 s after the database is back,
 ///   after five minutes for up to a minute.
 ///
-/// So this pool watches. A statement that has waited ``patience`` for a connection asks whether
+/// So this pool watches (its decisions are ``PoolStateMachine``'s). A statement that has waited ``patience`` for a connection asks whether
 /// the database accepts connections: one probe connection answers everyone who asks meanwhile. If
 /// it does not, the statement fails as ``DatabaseUnavailable`` (the control plane's 503 with
 /// `Retry-After`, a retry in the worker's loops); statements keep being given a connection for
@@ -68,14 +68,17 @@ public final class DatabasePool: Service, Sendable {
         self.logger = logger
         let connector = DatabaseConnector(configuration: configuration)
         self.connector = connector
-        self.state = Mutex(State(current: Generation(connector: connector, logger: logger, number: 1)))
+        self.state = Mutex(
+            State(
+                machine: PoolStateMachine(patience: Self.patience),
+                current: Generation(connector: connector, logger: logger, number: 1)))
         (events, eventSink) = AsyncStream.makeStream()
     }
 
     /// Whether the database refused or did not answer a new connection the last time the pool
     /// tried one (it tries while a statement waits for a connection, and every ``probeInterval``
     /// while this is true).
-    public var isDatabaseAway: Bool { state.withLock { $0.away != nil } }
+    public var isDatabaseAway: Bool { state.withLock { $0.machine.away != nil } }
 
     // MARK: running
 
@@ -89,7 +92,7 @@ public final class DatabasePool: Service, Sendable {
                 for await event in events {
                     switch event {
                     case .probe: group.addTask { await self.probeUntilReachable() }
-                    case .reachable: replaceIfAway(in: &group)
+                    case .reachable: reconnected(in: &group)
                     case .readOnly(let number): replace(number, in: &group)
                     }
                 }
@@ -98,42 +101,31 @@ public final class DatabasePool: Service, Sendable {
             }
             group.cancelAll()
         }
-        let waiters = state.withLock { state in
-            state.closed = true
-            return state.takeWaiters()
-        }
-        for waiter in waiters { waiter.resume(returning: false) }
+        for waiter in state.withLock({ $0.machine.close() }) { waiter.resume(returning: false) }
     }
 
-    /// After an outage: a new pool, running before it is handed out, then the old one
-    /// closed. Not if the old one has served a statement since the last failed probe, or has
-    /// connections in use: it has not lost them all (the server refused only new connections, as
-    /// when `max_connections` is reached), and its connections will do.
-    private func replaceIfAway(in group: inout DiscardingTaskGroup) {
-        let new: Generation? = state.withLock { state in
-            guard state.away != nil, state.current.leased.load(ordering: .relaxed) == 0,
-                !state.current.servedWhileAway.load(ordering: .relaxed)
-            else { return nil }
-            return Generation(connector: connector, logger: logger, number: state.current.number + 1)
+    /// A probe connected: after an outage, a new pool (``PoolStateMachine/probeSucceeded(now:poolIdle:)``
+    /// says when), running before it is handed out, then the old one closed.
+    private func reconnected(in group: inout DiscardingTaskGroup) {
+        let (decision, old) = state.withLock { state in
+            let idle =
+                state.current.leased.load(ordering: .relaxed) == 0
+                && !state.current.servedWhileAway.load(ordering: .relaxed)
+            return (state.machine.probeSucceeded(now: .now, poolIdle: idle), state.current)
         }
-        if let new { group.addImmediateTask { await new.run() } }
-        let (old, away, waiters) = state.withLock { state in
-            let old = state.current
-            if let new { state.current = new }
-            let away = state.away
-            state.away = nil
-            state.lastReachable = .now
-            state.probing = false
-            return (old, away, state.takeWaiters())
+        if let number = decision.newGeneration {
+            let new = Generation(connector: connector, logger: logger, number: number)
+            group.addImmediateTask { await new.run() }
+            state.withLock { $0.current = new }
+            old.retire()
         }
-        if new != nil { old.retire() }
-        for waiter in waiters { waiter.resume(returning: true) }
-        if let away {
+        for waiter in decision.waiters { waiter.resume(returning: true) }
+        if let away = decision.away {
             logger.notice(
                 "the database is back",
                 metadata: [
                     "away_for": "\(away.since.duration(to: .now))",
-                    "pool": "\(new.map { "new pool \($0.number)" } ?? "kept; it still served")",
+                    "pool": "\(decision.newGeneration.map { "new pool \($0)" } ?? "kept; it still served")",
                 ])
         }
     }
@@ -141,14 +133,13 @@ public final class DatabasePool: Service, Sendable {
     /// After a write refused for read-only: a new pool, whose connector skips the server that only
     /// reads now, unless pool `number` was already replaced.
     private func replace(_ number: Int, in group: inout DiscardingTaskGroup) {
-        let (old, new): (Generation?, Generation?) = state.withLock { state in
-            guard state.current.number == number, !state.closed else { return (nil, nil) }
-            let new = Generation(connector: connector, logger: logger, number: number + 1)
-            defer { state.current = new }
-            return (state.current, new)
-        }
-        guard let old, let new else { return }
+        guard let next = state.withLock({ $0.machine.serverOnlyReads(generation: number) }) else { return }
+        let new = Generation(connector: connector, logger: logger, number: next)
         group.addImmediateTask { await new.run() }
+        let old = state.withLock { state in
+            defer { state.current = new }
+            return state.current
+        }
         old.retire()
         logger.warning(
             "the database server only reads now (a standby, or a primary demoted by a failover); connecting again",
@@ -301,39 +292,29 @@ public final class DatabasePool: Service, Sendable {
 
     /// Starts a probe unless one is under way or the database answered a moment ago.
     private func suspect() {
-        let start = state.withLock { state in
-            if state.away == nil, let last = state.lastReachable, last.duration(to: .now) < Self.patience {
-                return false
-            }
-            return state.startProbe()
-        }
-        if start { eventSink.yield(.probe) }
+        if state.withLock({ $0.machine.connectionLost(now: .now) }) { eventSink.yield(.probe) }
     }
 
     /// nil if the database accepts connections now (probing, or trusting a probe of the last
     /// moment); else why not.
     private func awayNow() async -> String? {
-        let id = state.withLock { state in
-            state.nextWaiter += 1
-            return state.nextWaiter
-        }
+        let id = state.withLock { $0.machine.makeWaiterID() }
         let reachable = await withTaskCancellationHandler {
             await withCheckedContinuation { (waiter: CheckedContinuation<Bool, Never>) in
-                let (answer, start) = state.withLock { state -> (Bool?, Bool) in
-                    if state.closed || state.away != nil { return (false, false) }
-                    if Task.isCancelled { return (true, false) }
-                    if let last = state.lastReachable, last.duration(to: .now) < Self.patience { return (true, false) }
-                    state.waiters[id] = waiter
-                    return (nil, state.startProbe())
+                let answer = state.withLock { state -> PoolStateMachine.Answer in
+                    Task.isCancelled ? .reachable : state.machine.ask(id, waiter: waiter, now: .now)
                 }
-                if let answer { waiter.resume(returning: answer) }
-                if start { eventSink.yield(.probe) }
+                switch answer {
+                case .reachable: waiter.resume(returning: true)
+                case .away: waiter.resume(returning: false)
+                case .wait(let startProbe): if startProbe { eventSink.yield(.probe) }
+                }
             }
         } onCancel: {
-            state.withLock { $0.waiters.removeValue(forKey: id) }?.resume(returning: true)
+            state.withLock { $0.machine.withdraw(id) }?.resume(returning: true)
         }
         if reachable { return nil }
-        return state.withLock { $0.away?.description } ?? "the pool has closed"
+        return state.withLock { $0.machine.away?.description } ?? "the pool has closed"
     }
 
     /// Connects, once per ``probeInterval``, until a server that will do answers.
@@ -346,20 +327,17 @@ public final class DatabasePool: Service, Sendable {
                 return
             } catch {
                 let cause = DatabaseConfiguration.describe(error)
+                let onlyReads = (error as? DatabaseConnector.NoServer)?.onlyWrongRoles == true
+                let description =
+                    onlyReads
+                    ? "the database at \(configuration.displayAddress) only reads now (\(cause)): no server takes writes"
+                    : "the database at \(configuration.displayAddress) cannot be reached: \(cause)"
                 let (first, waiters) = state.withLock { state in
-                    let first = state.away == nil
                     // Served since the last failed probe: a pool whose connections were still
                     // answering when the first probe failed (a fast shutdown terminates sessions
                     // after it refuses new ones) has not shown that it still serves.
                     state.current.servedWhileAway.store(false, ordering: .relaxed)
-                    // The latest cause: "shutting down" at first, "connection refused" once it has.
-                    let onlyReads = (error as? DatabaseConnector.NoServer)?.onlyWrongRoles == true
-                    state.away = Away(
-                        since: state.away?.since ?? .now,
-                        description: onlyReads
-                            ? "the database at \(configuration.displayAddress) only reads now (\(cause)): no server takes writes"
-                            : "the database at \(configuration.displayAddress) cannot be reached: \(cause)")
-                    return (first, state.takeWaiters())
+                    return state.machine.probeFailed(now: .now, description: description)
                 }
                 for waiter in waiters { waiter.resume(returning: false) }
                 if first {
@@ -386,31 +364,9 @@ extension DatabasePool {
     /// A statement was waiting in a pool that has been replaced: ask the new one.
     private struct Replaced: Error {}
 
-    private struct Away {
-        var since: ContinuousClock.Instant
-        var description: String
-    }
-
     private struct State {
+        var machine: PoolStateMachine<CheckedContinuation<Bool, Never>>
         var current: Generation
-        var away: Away?
-        var lastReachable: ContinuousClock.Instant?
-        var probing = false
-        var closed = false
-        var nextWaiter = 0
-        var waiters: [Int: CheckedContinuation<Bool, Never>] = [:]
-
-        mutating func takeWaiters() -> [CheckedContinuation<Bool, Never>] {
-            defer { waiters = [:] }
-            return Array(waiters.values)
-        }
-
-        /// Whether the caller is to start a probe: none is under way and the pool runs.
-        mutating func startProbe() -> Bool {
-            guard !probing, !closed else { return false }
-            probing = true
-            return true
-        }
     }
 
     typealias Pool = ConnectionPool<

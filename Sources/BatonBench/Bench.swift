@@ -156,7 +156,7 @@ struct Bench: AsyncParsableCommand {
                     try await Pruner.prune(
                         .completed, retention: .seconds(24 * 3600), store: Store(pool: pool, logger: logger),
                         restFactor: 0)
-                    try await pool.perform(PostgresQuery(unsafeSQL: "VACUUM ANALYZE \(schema).jobs"))
+                    try await pool.execute(PostgresQuery(unsafeSQL: "VACUUM ANALYZE \(schema).jobs"))
                     if day == 2 { retention.afterPrune = try await sizes(pool) }
                     _ = try await retain(retained, pool: pool, progress: progress)
                     retention.days.append(try await sizes(pool))
@@ -166,7 +166,7 @@ struct Bench: AsyncParsableCommand {
                 retention.count = retained
                 report.retention = retention
             }
-            try? await pool.perform("DROP SCHEMA \(unescaped: schema) CASCADE")
+            _ = try? await pool.execute("DROP SCHEMA \(unescaped: schema) CASCADE")
             return report
         }
         if printsJSON {
@@ -240,7 +240,7 @@ struct Bench: AsyncParsableCommand {
             // backlog this size by the time a worker plans its statements there, and plans made
             // from them differ (a hand-over over deep lanes once cost enough to be compiled at
             // every flush; docs/benchmarks.md, "Compiled at every flush").
-            try await pool.perform(PostgresQuery(unsafeSQL: "ANALYZE \(database.schema).jobs"))
+            try await pool.execute(PostgresQuery(unsafeSQL: "ANALYZE \(database.schema).jobs"))
         }
 
         return try await withThrowingTaskGroup(of: Void.self) { running in
@@ -354,8 +354,8 @@ struct Bench: AsyncParsableCommand {
 
     func resetStatementStatistics(_ pool: DatabasePool) async -> Bool {
         do {
-            try await pool.perform("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
-            try await pool.perform("SELECT pg_stat_statements_reset()")
+            try await pool.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+            try await pool.execute("SELECT pg_stat_statements_reset()")
             return true
         } catch {
             return false

@@ -25,7 +25,7 @@ extension Bench {
         let chunk = 500_000
         for offset in stride(from: 0, to: count, by: chunk) {
             let end = min(count, offset + chunk)
-            try await pool.perform(
+            try await pool.execute(
                 PostgresQuery(
                     unsafeSQL: """
                         INSERT INTO \(schema).jobs (queue, state, chain, stage_count, stage, attempt, input, results,
@@ -40,7 +40,7 @@ extension Bench {
             progress.show("retained \(end)/\(count) finished jobs")
         }
         progress.show("vacuuming the table of \(count) finished jobs…")
-        try await pool.perform(PostgresQuery(unsafeSQL: "VACUUM ANALYZE \(schema).jobs"))
+        try await pool.execute(PostgresQuery(unsafeSQL: "VACUUM ANALYZE \(schema).jobs"))
         let rows = try await pool.read(
             PostgresQuery(unsafeSQL: "SELECT coalesce(max(id), 0) FROM \(schema).jobs"), logger: pool.logger)
         return try rows.first?.decode(Int64.self) ?? 0

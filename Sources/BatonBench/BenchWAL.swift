@@ -36,7 +36,7 @@ struct WALUse {
             ).first?.decode(Double.self)
         else { return nil }
         var kinds: [Kind] = []
-        if (try? await pool.perform("CREATE EXTENSION IF NOT EXISTS pg_walinspect")) != nil,
+        if (try? await pool.execute("CREATE EXTENSION IF NOT EXISTS pg_walinspect")) != nil,
             let rows = try? await pool.read(
                 """
                 SELECT "resource_manager/record_type", count::float8, combined_size::float8, fpi_size::float8

@@ -115,7 +115,7 @@ struct ScenarioWorker: AsyncParsableCommand {
             let low = int("min_ms") ?? 0
             try await Task.sleep(for: .milliseconds(Int.random(in: low...max(low, int("max_ms") ?? low))))
             let failed = Int.random(in: 0..<100) < int("fail_percent") ?? 0
-            try await postgres.perform(
+            try await postgres.execute(
                 """
                 INSERT INTO \(unescaped: schema).reliability_runs
                     (job, stage, attempt, lane, worker, started_at, ended_at, failed)

@@ -89,7 +89,7 @@ final class Rig: Sendable {
             defer { group.cancelAll() }
             do {
                 try await Migrator(schema: schema, logger: logger).migrate(pool)
-                try await pool.perform(
+                try await pool.execute(
                     """
                     CREATE TABLE \(unescaped: schema).reliability_runs (
                         job bigint NOT NULL, stage int NOT NULL, attempt int NOT NULL, lane text, worker text NOT NULL,
@@ -189,7 +189,7 @@ final class Rig: Sendable {
     /// process logged.
     func diagnostics() async -> String {
         var lines: [String] = []
-        if let rows = try? await pool.rows(
+        if let rows = try? await pool.execute(
             "SELECT state::text, count(*)::int FROM \(unescaped: Self.schema).jobs GROUP BY 1 ORDER BY 1",
             logger: logger)
         {
@@ -197,7 +197,7 @@ final class Rig: Sendable {
             lines.append("jobs: " + states.joined(separator: ", "))
         }
         // The unfinished jobs themselves, with what their holder (if any) last said of them.
-        if let rows = try? await pool.rows(
+        if let rows = try? await pool.execute(
             """
             SELECT format('job %s: %s at stage %s attempt %s, lane %s, worker %s (alive: %s, holds it: %s), \
             attempted %s, run_at %s, errors %s', j.id, j.state, j.stage, j.attempt, coalesce(j.lane, '-'),
@@ -257,14 +257,14 @@ final class Rig: Sendable {
 
     /// The first column of the first row, as an integer.
     func count(_ query: PostgresQuery) async throws -> Int {
-        try await pool.rows(query, logger: logger).first.map { try $0.decode(Int?.self) ?? 0 } ?? 0
+        try await pool.execute(query, logger: logger).first.map { try $0.decode(Int?.self) ?? 0 } ?? 0
     }
 
     func count(sql: String) async throws -> Int { try await count(PostgresQuery(unsafeSQL: sql)) }
 
     /// The first column of the first row, as a number (0 for NULL).
     func value(_ query: PostgresQuery) async throws -> Double {
-        try await pool.rows(query, logger: logger).first.map { try $0.decode(Double?.self) ?? 0 } ?? 0
+        try await pool.execute(query, logger: logger).first.map { try $0.decode(Double?.self) ?? 0 } ?? 0
     }
 
     /// Stage runs the workers recorded as succeeded so far.
@@ -274,7 +274,7 @@ final class Rig: Sendable {
 
     /// The stages a worker is running, as (job, stage).
     func runningStages(of worker: String) async throws -> [(Int64, Int)] {
-        try await pool.rows(
+        try await pool.execute(
             "SELECT id, stage FROM \(unescaped: Self.schema).jobs WHERE state = 'running' AND worker_id = \(worker)",
             logger: logger
         ).map { try $0.decode((Int64, Int).self) }
@@ -294,7 +294,7 @@ final class Rig: Sendable {
     /// Seconds from a job's creation to its first stage's first run, p50 and p99, for jobs created
     /// between `from` and `to`.
     func pickup(from: Date, to: Date) async throws -> (p50: Double, p99: Double) {
-        let rows = try await pool.rows(
+        let rows = try await pool.execute(
             """
             SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY s), percentile_cont(0.99) WITHIN GROUP (ORDER BY s)
             FROM (SELECT extract(epoch FROM min(r.started_at) - j.created_at)::float8 AS s

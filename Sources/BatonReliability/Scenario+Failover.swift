@@ -47,7 +47,7 @@ extension Scenario {
             try await Task.sleep(for: duration / 3)
             let primary = try await formation.primary() ?? 0
             runningAtCrash = Set(
-                try await rig.pool.rows(
+                try await rig.pool.execute(
                     "SELECT id FROM \(unescaped: Rig.schema).jobs WHERE state = 'running'", logger: rig.logger
                 ).map { try $0.decode(Int64.self) })
             let crashed = ContinuousClock.now
@@ -81,7 +81,7 @@ extension Scenario {
         var tally = try await Tally.count(rig, enqueued: producer.ids.count, settle: .seconds(90))
         tally.lossExpected = !synchronous
         // Stages that returned success twice: allowed only for jobs running at the crash.
-        let twice = try await rig.pool.rows(
+        let twice = try await rig.pool.execute(
             PostgresQuery(
                 unsafeSQL: "SELECT job FROM (\(Tally.succeededRuns)) r GROUP BY job, stage HAVING count(*) > 1"),
             logger: rig.logger

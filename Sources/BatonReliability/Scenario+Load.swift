@@ -88,13 +88,13 @@ extension Scenario {
                     measured.append(("stages_per_s_before", format(before)))
                     measured.append(("jobs_table_before", try await jobsTable(rig)))
                     let holder = try await rig.database.connect(id: 99, logger: logger)
-                    try await holder.perform("BEGIN", logger: logger)
-                    try await holder.perform("SELECT txid_current()", logger: logger)
+                    try await holder.execute("BEGIN", logger: logger)
+                    try await holder.execute("SELECT txid_current()", logger: logger)
                     var thirds: [String] = []
                     for _ in 0..<3 { thirds.append(format(try await throughput.measure(for: hold / 3))) }
                     measured.append(("stages_per_s_while_held", thirds.joined(separator: ", ")))
                     measured.append(("jobs_table_while_held", try await jobsTable(rig)))
-                    try await holder.perform("ROLLBACK", logger: logger)
+                    try await holder.execute("ROLLBACK", logger: logger)
                     try await holder.close()
                     // After: 5-second windows until throughput is back to 90 % of before.
                     let released = ContinuousClock.now

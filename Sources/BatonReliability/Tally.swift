@@ -45,13 +45,13 @@ struct Tally: Sendable {
                 WHERE j.id = r.job AND (e ->> 'stage')::int = r.stage AND e ->> 'error' LIKE 'worker lost%') AS rescued
             FROM (\(succeeded)) r GROUP BY r.job, r.stage HAVING count(*) > 1
             """
-        let counts = try await rig.pool.rows(
+        let counts = try await rig.pool.execute(
             PostgresQuery(
                 unsafeSQL: "SELECT count(*)::int, (count(*) FILTER (WHERE rescued))::int FROM (\(twice)) d"),
             logger: rig.logger)
         (tally.completedTwice, tally.completedTwiceAfterLostLease) = try counts[0].decode((Int, Int).self)
         if tally.completedTwice > tally.completedTwiceAfterLostLease {
-            let runs = try await rig.pool.rows(
+            let runs = try await rig.pool.execute(
                 PostgresQuery(
                     unsafeSQL: """
                         SELECT d.job, format('job %s stage %s: runs %s; errors %s', d.job, d.stage,

@@ -66,7 +66,7 @@ public struct TestDatabase: Sendable {
             thenAlways: {
                 // FORCE: a worker process a failed test left running must not keep the database.
                 try await Templates.administer(baseURL, logger: logger) { connection in
-                    try await connection.perform("DROP DATABASE \(unescaped: name) WITH (FORCE)", logger: logger)
+                    _ = try await connection.execute("DROP DATABASE \(unescaped: name) WITH (FORCE)", logger: logger)
                 }
             })
     }
@@ -81,7 +81,7 @@ public struct TestDatabase: Sendable {
 
     /// Rows of a one-column query.
     public func values<T: PostgresDecodable & Sendable>(_ query: PostgresQuery, as type: T.Type) async throws -> [T] {
-        try await pool.rows(query, logger: logger).map { try $0.decode(T.self) }
+        try await pool.execute(query, logger: logger).map { try $0.decode(T.self) }
     }
 
 }
@@ -89,7 +89,7 @@ public struct TestDatabase: Sendable {
 extension TestDatabase {
     /// `test_runs`, where the test worker's `record` task logs each attempt (BatonTestWorker).
     public func createRunsTable() async throws {
-        try await pool.perform(
+        try await pool.execute(
             """
             CREATE TABLE \(unescaped: configuration.schema).test_runs (
                 job bigint, stage int, attempt int, lane text, pid int,
@@ -140,7 +140,7 @@ actor Templates {
         // The turn passes to the next in line, or ends.
         defer { if waiting.isEmpty { copying -= 1 } else { waiting.removeFirst().resume() } }
         try await Self.administer(baseURL, logger: logger) { connection in
-            try await connection.perform(
+            try await connection.execute(
                 "CREATE DATABASE \(unescaped: name) TEMPLATE \(unescaped: template)", logger: logger)
         }
     }
@@ -162,21 +162,21 @@ actor Templates {
         if exists { return name }
         let draft = name + "_" + String(UInt32.random(in: 0...UInt32.max), radix: 36)
         try await administer(baseURL, logger: logger) { connection in
-            try await connection.perform("CREATE DATABASE \(unescaped: draft)", logger: logger)
+            try await connection.execute("CREATE DATABASE \(unescaped: draft)", logger: logger)
         }
         try await administer(url(baseURL, database: draft, schema: TestDatabase.schema), logger: logger) { connection in
             try await Migrator(schema: TestDatabase.schema, logger: logger).migrate(on: connection)
         }
         try await administer(baseURL, logger: logger) { connection in
-            try await connection.perform(
+            try await connection.execute(
                 "ALTER DATABASE \(unescaped: draft) WITH ALLOW_CONNECTIONS false IS_TEMPLATE true", logger: logger)
             do {
-                try await connection.perform(
+                try await connection.execute(
                     "ALTER DATABASE \(unescaped: draft) RENAME TO \(unescaped: name)", logger: logger)
             } catch let error as PSQLError where error.serverInfo?[.sqlState] == "42P04" {
                 // Another test process made it meanwhile.
-                try await connection.perform("ALTER DATABASE \(unescaped: draft) IS_TEMPLATE false", logger: logger)
-                try await connection.perform("DROP DATABASE \(unescaped: draft)", logger: logger)
+                try await connection.execute("ALTER DATABASE \(unescaped: draft) IS_TEMPLATE false", logger: logger)
+                try await connection.execute("DROP DATABASE \(unescaped: draft)", logger: logger)
             }
         }
         return name

@@ -41,11 +41,11 @@ tasks.register(name: "record") { args, input, context in
     let maxMs = args["max_ms"]?.numberValue?.integer(as: Int.self) ?? minMs
     let failPercent = args["fail_percent"]?.numberValue?.integer(as: Int.self) ?? 0
     if let gate = args["gate"]?.numberValue?.integer(as: Int64.self) {
-        try await pool.perform("SELECT pg_advisory_lock_shared(\(gate)), pg_advisory_unlock_shared(\(gate))")
+        try await pool.execute("SELECT pg_advisory_lock_shared(\(gate)), pg_advisory_unlock_shared(\(gate))")
     }
     try await Task.sleep(for: .milliseconds(Int.random(in: minMs...max(minMs, maxMs))))
     let failed = Int.random(in: 0..<100) < failPercent
-    try await pool.perform(
+    try await pool.execute(
         """
         INSERT INTO \(unescaped: schema).test_runs
             (job, stage, attempt, lane, pid, started_at, ended_at, failed, claimed_at)

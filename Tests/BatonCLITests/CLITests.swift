@@ -40,7 +40,7 @@ struct CLITests {
             let (again, repeated, _) = try await baton(["migrate", "--database-url", url])
             #expect(again == 0)
             #expect(repeated.contains("up to date"))
-            try await db.pool.perform("DROP SCHEMA cli_\(unescaped: db.configuration.schema) CASCADE")
+            try await db.pool.execute("DROP SCHEMA cli_\(unescaped: db.configuration.schema) CASCADE")
         }
     }
 

@@ -19,7 +19,7 @@ struct BulkTests {
             }
         ).map(\.id)
         let errors = error.map { #"[{"stage": 0, "attempt": 1, "at": "2026-01-01T00:00:00Z", "error": "\#($0)"}]"# }
-        try await db.pool.perform(
+        try await db.pool.execute(
             """
             UPDATE \(unescaped: db.configuration.schema).jobs
             SET state = \(unescaped: "'\(state.rawValue)'"), finished_at = now(), lane_ready_at = NULL,

@@ -16,13 +16,13 @@ struct CommitTests {
     ) async throws {
         try await TestDatabase.with { db async throws in
             let table = "\(db.configuration.schema).commit_probe"
-            try await db.pool.perform("CREATE TABLE \(unescaped: table) (x int)")
-            try await db.pool.perform(
+            try await db.pool.execute("CREATE TABLE \(unescaped: table) (x int)")
+            try await db.pool.execute(
                 """
                 CREATE FUNCTION \(unescaped: db.configuration.schema).fail_commit() RETURNS trigger
                 LANGUAGE plpgsql AS $$ BEGIN \(unescaped: failure); RETURN NULL; END $$
                 """)
-            try await db.pool.perform(
+            try await db.pool.execute(
                 """
                 CREATE CONSTRAINT TRIGGER fail_commit AFTER INSERT ON \(unescaped: table)
                 DEFERRABLE INITIALLY DEFERRED FOR EACH ROW
@@ -52,7 +52,7 @@ struct CommitTests {
     func rowsOfAStatementWhoseCommitFailedAreNotReturned(failure: String) async throws {
         try await Self.withFailingCommit(failure) { db, table async throws in
             await #expect(throws: (any Error).self) {
-                try await db.pool.rows("INSERT INTO \(unescaped: table) VALUES (1) RETURNING x", logger: db.logger)
+                try await db.pool.execute("INSERT INTO \(unescaped: table) VALUES (1) RETURNING x", logger: db.logger)
             }
             #expect(try await Self.count(table, in: db) == 0)
         }
@@ -60,7 +60,7 @@ struct CommitTests {
 
     @Test func rowsOfACommittedStatementAreReturned() async throws {
         try await Self.withFailingCommit("NULL") { db, table async throws in
-            let rows = try await db.pool.rows(
+            let rows = try await db.pool.execute(
                 "INSERT INTO \(unescaped: table) VALUES (1), (2) RETURNING x", logger: db.logger)
             #expect(try rows.map { try $0.decode(Int.self) } == [1, 2])
             let stored = try await db.values("SELECT count(*)::int FROM \(unescaped: table)", as: Int.self)
@@ -80,12 +80,12 @@ extension CommitTests {
     func anEnqueueWhoseCommitFailsIsNotAnswered(failure: String) async throws {
         try await TestDatabase.with { db async throws in
             let schema = db.configuration.schema
-            try await db.pool.perform(
+            try await db.pool.execute(
                 """
                 CREATE FUNCTION \(unescaped: schema).fail_commit() RETURNS trigger
                 LANGUAGE plpgsql AS $$ BEGIN \(unescaped: failure); RETURN NULL; END $$
                 """)
-            try await db.pool.perform(
+            try await db.pool.execute(
                 """
                 CREATE CONSTRAINT TRIGGER fail_commit AFTER INSERT ON \(unescaped: schema).jobs
                 DEFERRABLE INITIALLY DEFERRED FOR EACH ROW
@@ -104,12 +104,12 @@ extension CommitTests {
             let schema = db.configuration.schema
             let id = try await db.store.enqueue([NewJob(chain: ChainDefinition(input: 1, stages: [.task("noop")]))])[0]
                 .id
-            try await db.pool.perform(
+            try await db.pool.execute(
                 """
                 CREATE FUNCTION \(unescaped: schema).fail_commit() RETURNS trigger
                 LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused at commit'; RETURN NULL; END $$
                 """)
-            try await db.pool.perform(
+            try await db.pool.execute(
                 """
                 CREATE CONSTRAINT TRIGGER fail_commit AFTER UPDATE ON \(unescaped: schema).jobs
                 DEFERRABLE INITIALLY DEFERRED FOR EACH ROW

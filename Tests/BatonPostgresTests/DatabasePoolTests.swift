@@ -32,7 +32,7 @@ import Testing
                 group.addImmediateTask { await pool.run() }
                 defer { group.cancelAll() }
                 _ = try await client.query("SELECT 1", logger: Self.logger)
-                try await pool.perform("SELECT 1")
+                try await pool.execute("SELECT 1")
 
                 try await cluster.stopServer(mode: "fast")
                 // A statement may first go to a connection the client has not yet seen closed, and
@@ -48,14 +48,14 @@ import Testing
                     "PostgresNIO's pool answered during the outage (\(outcome)): it no longer needs working around")
 
                 let asked = ContinuousClock.now
-                await #expect(throws: DatabaseUnavailable.self) { try await pool.perform("SELECT 1") }
+                await #expect(throws: DatabaseUnavailable.self) { try await pool.execute("SELECT 1") }
                 #expect(asked.duration(to: .now) < .seconds(2.5))
                 #expect(pool.isDatabaseAway)
 
                 try await cluster.startServer()
                 let back = ContinuousClock.now
                 do {
-                    try await eventually("the pool to serve again") { (try? await pool.perform("SELECT 1")) != nil }
+                    try await eventually("the pool to serve again") { (try? await pool.execute("SELECT 1")) != nil }
                 } catch {
                     let log = cluster.socketDirectory.deletingLastPathComponent().appending(path: "server.log")
                     Issue.record("server log: \((try? String(contentsOf: log, encoding: .utf8)) ?? "none")")
@@ -76,15 +76,15 @@ import Testing
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addImmediateTask { await pool.run() }
                 defer { group.cancelAll() }
-                try await pool.perform("SELECT 1")
+                try await pool.execute("SELECT 1")
                 let held = WakeUp()
                 async let holding: Void = pool.withConnection { connection in
                     held.signal()
-                    try await connection.perform("SELECT pg_sleep(2)", logger: Self.logger)
+                    try await connection.execute("SELECT pg_sleep(2)", logger: Self.logger)
                 }
                 await held.wait()
                 let asked = ContinuousClock.now
-                let rows = try await pool.rows("SELECT 42", logger: Self.logger)
+                let rows = try await pool.execute("SELECT 42", logger: Self.logger)
                 #expect(try rows.first?.decode(Int.self) == 42)
                 #expect(asked.duration(to: .now) > DatabasePool.patience)
                 #expect(!pool.isDatabaseAway)

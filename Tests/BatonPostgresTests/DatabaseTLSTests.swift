@@ -318,7 +318,7 @@ struct Certificates: Sendable {
                     return nil
                 }
                 defer { group.cancelAll() }
-                let rows = try await pool.rows(PostgresQuery(unsafeSQL: Self.sslQuery), logger: logger)
+                let rows = try await pool.execute(PostgresQuery(unsafeSQL: Self.sslQuery), logger: logger)
                 guard let encrypted = try rows.first?.decode(Bool.self) else { return .refused("no row") }
                 return encrypted ? .encrypted : .plain
             }

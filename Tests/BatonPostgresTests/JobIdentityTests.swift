@@ -21,8 +21,8 @@ import Testing
             let counter = try await db.values(
                 "SELECT last_value FROM \(unescaped: schema).job_id_counter", as: Int64.self)[0]
             let lost = try await db.store.enqueue((0..<50).map { _ in job() }).map(\.id)
-            try await db.pool.perform("DELETE FROM \(unescaped: schema).jobs WHERE id = ANY(\(lost))")
-            try await db.pool.perform("SELECT setval('\(unescaped: schema).job_id_counter', \(counter))")
+            try await db.pool.execute("DELETE FROM \(unescaped: schema).jobs WHERE id = ANY(\(lost))")
+            try await db.pool.execute("SELECT setval('\(unescaped: schema).job_id_counter', \(counter))")
 
             // A moment later, as a failover or a restore is.
             try await Task.sleep(for: .milliseconds(5))

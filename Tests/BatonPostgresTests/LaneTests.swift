@@ -85,7 +85,7 @@ struct LaneTests {
             let ids = try await db.store.enqueue((0..<2).map { laned("a", $0) }).map(\.id)
             // A buggy writer that skips the lane functions still cannot make two holders.
             await #expect(throws: PSQLError.self) {
-                try await db.pool.perform(
+                try await db.pool.execute(
                     "UPDATE \(unescaped: db.configuration.schema).jobs SET state = 'available' WHERE id = \(ids[1])")
             }
         }
@@ -264,7 +264,7 @@ struct LaneTests {
             try await db.store.setLaneWidth(2, lane: "w")
             let ids = try await db.store.enqueue((0..<3).map { laned("w", $0) }).map(\.id)
             await #expect(throws: PSQLError.self) {
-                try await db.pool.perform(
+                try await db.pool.execute(
                     """
                     UPDATE \(unescaped: db.configuration.schema).jobs SET state = 'available', lane_slot = 1
                     WHERE id = \(ids[2])
@@ -338,7 +338,7 @@ struct LaneTests {
     /// Puts a lane's floor at a job, as an admission of the job before it would have.
     func setFloor(_ db: TestDatabase, _ lane: String, at id: Int64) async throws {
         let schema = db.configuration.schema
-        try await db.pool.perform(
+        try await db.pool.execute(
             """
             INSERT INTO \(unescaped: schema).lane_floors (lane, ready_at, id)
             SELECT lane, lane_ready_at, id FROM \(unescaped: schema).jobs WHERE id = \(id)
@@ -389,7 +389,7 @@ struct LaneTests {
             let ids = try await db.store.enqueue((0..<3).map { laned("a", $0) }).map(\.id)
             try await setFloor(db, "a", at: ids[1])
             // Its due time comes (set, not waited for): before the others entered the lane.
-            try await db.pool.perform(
+            try await db.pool.execute(
                 """
                 UPDATE \(unescaped: schema).jobs SET run_at = (SELECT lane_ready_at - interval '1 second'
                     FROM \(unescaped: schema).jobs WHERE id = \(ids[0]))

@@ -23,7 +23,7 @@ struct MigrationTests {
             }
             #expect(applied.filter { !$0.isEmpty }.count == 1)
             #expect(try await migrator.currentVersion(db.pool) == Migrator.latestVersion)
-            try await db.pool.perform("DROP SCHEMA \(unescaped: schema) CASCADE")
+            try await db.pool.execute("DROP SCHEMA \(unescaped: schema) CASCADE")
         }
     }
 

@@ -120,17 +120,17 @@ struct StoreTests {
             let schema = db.configuration.schema
             _ = try await db.store.enqueue((0..<40).map { _ in job([.task("noop")]) })
             // The statistics of a small table, as autovacuum gathers them on a new database.
-            try await db.pool.perform("ANALYZE \(unescaped: schema).jobs")
+            try await db.pool.execute("ANALYZE \(unescaped: schema).jobs")
             let sequentialScans = try await db.pool.withTransaction(logger: db.logger) { connection in
                 func claim(_ limit: Int) async throws {
-                    try await connection.perform(
+                    try await connection.execute(
                         "SELECT count(*) FROM \(unescaped: schema).claim_for('default', \(limit)::int, 'w', NULL)",
                         logger: db.logger)
                 }
                 // More claims than PL/pgSQL's plan cache tries custom plans for, on a small table...
                 for limit in [1, 1, 2, 1, 3, 1, 1, 5] { try await claim(limit) }
                 // ...then history piles up, and the claims go on with the plan they kept.
-                try await connection.perform(
+                try await connection.execute(
                     """
                     INSERT INTO \(unescaped: schema).jobs (queue, state, chain, stage_count, finished_at)
                     SELECT 'default', 'completed', '[{"task": "noop"}]', 1, now() FROM generate_series(1, 20000)
@@ -157,7 +157,7 @@ struct StoreTests {
             #expect(enqueued[0].state == .scheduled)
             #expect(try await db.store.claim(queue: "default", limit: 10, worker: "w").isEmpty)
             #expect(try await db.store.promoteDue(limit: 10).isEmpty)
-            try await db.pool.perform("UPDATE \(unescaped: db.configuration.schema).jobs SET run_at = now()")
+            try await db.pool.execute("UPDATE \(unescaped: db.configuration.schema).jobs SET run_at = now()")
             #expect(try await db.store.promoteDue(limit: 10) == ["default"])
             #expect(try await db.store.claim(queue: "default", limit: 10, worker: "w").map(\.id) == [enqueued[0].id])
         }

@@ -16,7 +16,7 @@ struct UniquenessTests {
     }
 
     static func finish(_ db: TestDatabase, _ id: Int64, as state: JobState) async throws {
-        try await db.pool.perform(
+        try await db.pool.execute(
             """
             UPDATE \(unescaped: db.configuration.schema).jobs
             SET state = \(unescaped: "'\(state.rawValue)'"), finished_at = now() WHERE id = \(id)

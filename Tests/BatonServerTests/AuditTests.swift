@@ -118,7 +118,7 @@ struct AuditTests {
             let id = try await server.enqueue(Self.job(), query: "?unchecked=true")
             // The trail refuses this actor's records (as a full disk or a lost connection would
             // fail the insert): the cancel must fail with it.
-            try await server.db.pool.perform(
+            try await server.db.pool.execute(
                 """
                 ALTER TABLE \(unescaped: server.db.configuration.schema).audit_events
                 ADD CONSTRAINT refuse CHECK (actor <> 'blocked')
@@ -193,7 +193,7 @@ struct AuditTests {
             for queue in ["old", "new"] {
                 try await db.store.setPaused(true, queue: queue, unchecked: true, by: AuditActor(name: "ops"))
             }
-            try await db.pool.perform(
+            try await db.pool.execute(
                 """
                 UPDATE \(unescaped: db.configuration.schema).audit_events SET at = now() - interval '91 days'
                 WHERE target = 'queue:old'

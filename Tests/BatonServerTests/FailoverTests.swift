@@ -104,7 +104,7 @@ import Testing
                 let job: JSONValue = ["stages": [["task": "noop"]]]
                 let kept = try await server.enqueue(job, query: "?unchecked=true")
                 let database = try #require(server.db.configuration.database)
-                try await eventually("the standby to have the first job") {
+                _ = try await eventually("the standby to have the first job") {
                     // (Until the standby has replayed the database's creation, psql fails.)
                     try? await standby.psql("SELECT count(*) FROM baton.jobs WHERE id = \(kept)", database: database)
                         == "1"

@@ -37,7 +37,7 @@ struct OperatorTests {
     @Test func queuesCountTheLastDaysFinishedJobs() async throws {
         try await withServer { server async throws in
             let schema = server.db.configuration.schema
-            try await server.db.pool.perform(
+            try await server.db.pool.execute(
                 """
                 INSERT INTO \(unescaped: schema).jobs (queue, state, chain, stage_count, finished_at)
                 VALUES ('default', 'completed', '[{"task":"noop"}]', 1, now() - interval '2 days')
@@ -303,9 +303,9 @@ struct OperatorTests {
                 admin.database = "template1"
                 let outside = try await admin.connect(id: 1, logger: server.db.logger)
                 let database = try #require(server.db.configuration.database)
-                try await outside.perform(
+                try await outside.execute(
                     "ALTER DATABASE \(unescaped: database) ALLOW_CONNECTIONS false", logger: server.db.logger)
-                try await outside.perform(
+                try await outside.execute(
                     "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = \(database)",
                     logger: server.db.logger)
                 do {
@@ -317,7 +317,7 @@ struct OperatorTests {
                 } catch {
                     Issue.record(error)
                 }
-                try await outside.perform(
+                try await outside.execute(
                     "ALTER DATABASE \(unescaped: database) ALLOW_CONNECTIONS true", logger: server.db.logger)
                 try await outside.close()
                 try await eventually("the database to take requests again") {

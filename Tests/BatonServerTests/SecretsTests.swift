@@ -38,30 +38,30 @@ import Testing
             }
 
             // The database refuses: the function an enqueue calls is gone.
-            try await server.db.pool.perform("ALTER FUNCTION \(unescaped: schema).enqueue(jsonb) RENAME TO gone")
+            try await server.db.pool.execute("ALTER FUNCTION \(unescaped: schema).enqueue(jsonb) RENAME TO gone")
             let refused = try await server.call(.POST, "/v1/jobs?unchecked=true", body: job, headers: headers)
             #expect(refused.status == 500, "\(refused.text)")
-            try await server.db.pool.perform("ALTER FUNCTION \(unescaped: schema).gone(jsonb) RENAME TO enqueue")
+            try await server.db.pool.execute("ALTER FUNCTION \(unescaped: schema).gone(jsonb) RENAME TO enqueue")
 
             // A handler fails on what it read: a stored attempt that is not one.
             let id = try await server.enqueue(job, query: "?unchecked=true")
-            try await server.db.pool.perform(
+            try await server.db.pool.execute(
                 "UPDATE \(unescaped: schema).jobs SET errors = '[{\"stage\": \"not a number\"}]' WHERE id = \(id)")
             let unreadable = try await server.call(.GET, "/v1/jobs/\(id)", headers: headers)
             #expect(unreadable.status == 500, "\(unreadable.text)")
 
             // The database away: its connections refused and its sessions ended.
             try await server.db.administer { connection in
-                try await connection.perform(
+                try await connection.execute(
                     "ALTER DATABASE \(unescaped: database) ALLOW_CONNECTIONS false", logger: server.db.logger)
-                try await connection.perform(
+                try await connection.execute(
                     "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = \(database)",
                     logger: server.db.logger)
             }
             let away = try await server.call(.POST, "/v1/jobs?unchecked=true", body: job, headers: headers)
             #expect(away.status == 503, "\(away.text)")
             try await server.db.administer { connection in
-                try await connection.perform(
+                try await connection.execute(
                     "ALTER DATABASE \(unescaped: database) ALLOW_CONNECTIONS true", logger: server.db.logger)
             }
             try await eventually("the database to take requests again") {

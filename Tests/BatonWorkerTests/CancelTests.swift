@@ -44,7 +44,7 @@ import Testing
                 ])[0]
                 try await eventually("the stage to start") { worker.runningJobs.contains(job.id) }
                 // Cancelled as `cancel` does it, without its NOTIFY.
-                try await db.pool.perform(
+                try await db.pool.execute(
                     "UPDATE \(unescaped: db.configuration.schema).jobs SET state = 'cancelled' WHERE id = \(job.id)")
                 try await eventually(timeout: .seconds(5), "the stage to stop") {
                     !worker.runningJobs.contains(job.id)

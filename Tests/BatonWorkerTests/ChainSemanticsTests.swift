@@ -198,7 +198,7 @@ struct ChainSemanticsTests {
         try await TestDatabase.with { db async throws in
             var tasks = TaskRegistry()
             tasks.register(name: "divide") { _, input, _ in
-                try await db.pool.perform("SELECT 1 / 0")
+                try await db.pool.execute("SELECT 1 / 0")
                 return input
             }
             try await withWorker(db, tasks: tasks) { baton, _ async throws in

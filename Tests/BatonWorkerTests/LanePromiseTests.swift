@@ -114,7 +114,7 @@ struct LanePromiseTests {
                 let later = Date().addingTimeInterval(3600)
                 let scheduled = try await db.store.enqueue([steps.job("D", lane: "s", runAt: later)])[0].id
                 #expect(try await Self.state(db, scheduled) == .scheduled)
-                try await db.pool.perform(
+                try await db.pool.execute(
                     "UPDATE \(unescaped: db.configuration.schema).jobs SET run_at = now() WHERE id = \(scheduled)")
                 try await eventually("D to be due and wait behind B") {
                     try await Self.state(db, scheduled) == .waiting

@@ -93,7 +93,7 @@ struct ProgressTests {
                     FOR EACH ROW EXECUTE FUNCTION \(schema).count_progress_write()
                 """,
             ] {
-                try await db.pool.perform("\(unescaped: statement)")
+                try await db.pool.execute("\(unescaped: statement)")
             }
             try await withWorker(db, tasks: Self.tasks) { baton, _ async throws in
                 let started = ContinuousClock.now

@@ -41,7 +41,7 @@ struct UpgradeTests {
             let enqueued = try await db.store.enqueue(jobs)
             // A worker that stopped an hour ago, holding what it claimed; one of its stages failed
             // and waits for its retry.
-            try await db.pool.perform(
+            try await db.pool.execute(
                 """
                 INSERT INTO \(unescaped: schema).workers (id, host, pid, queues, tasks)
                 VALUES ('old-worker', 'old', 1, '{default}', '{ordered}')
@@ -54,7 +54,7 @@ struct UpgradeTests {
                         jobID: retried.id, stage: retried.stage, attempt: retried.attempt,
                         transition: .retry(error: StageError("failed before the upgrade"), delay: .milliseconds(500)))
                 ], worker: "old-worker")
-            try await db.pool.perform(
+            try await db.pool.execute(
                 "UPDATE \(unescaped: schema).workers SET heartbeat_at = now() - interval '1 hour' WHERE id = 'old-worker'"
             )
             let states = try await db.values(
@@ -98,13 +98,13 @@ struct UpgradeTests {
     @Test func aSchemaFromBeforeTheFirstReleaseIsRefused() async throws {
         try await TestDatabase.with { db async throws in
             let schema = "predates_\(UInt32.random(in: 0...UInt32.max))"
-            try await db.pool.perform("CREATE SCHEMA \(unescaped: schema)")
-            try await db.pool.perform(
+            try await db.pool.execute("CREATE SCHEMA \(unescaped: schema)")
+            try await db.pool.execute(
                 """
                 CREATE TABLE \(unescaped: schema).migrations (
                     version int PRIMARY KEY, file text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())
                 """)
-            try await db.pool.perform(
+            try await db.pool.execute(
                 "INSERT INTO \(unescaped: schema).migrations (version, file) VALUES (18, '0018_lane_floors.sql')")
             await #expect {
                 try await Migrator(schema: schema, logger: db.logger).migrate(db.pool)
@@ -114,7 +114,7 @@ struct UpgradeTests {
             #expect(
                 try await db.values(
                     "SELECT count(*)::int FROM pg_tables WHERE schemaname = \(schema)", as: Int.self) == [1])
-            try await db.pool.perform("DROP SCHEMA \(unescaped: schema) CASCADE")
+            try await db.pool.execute("DROP SCHEMA \(unescaped: schema) CASCADE")
         }
     }
 }

@@ -43,11 +43,11 @@ final class Gate: Sendable {
     init(_ db: TestDatabase) async throws {
         logger = db.logger
         connection = try await db.configuration.connect(id: 1, logger: db.logger)
-        try await connection.perform("SELECT pg_advisory_lock(\(key))", logger: logger)
+        try await connection.execute("SELECT pg_advisory_lock(\(key))", logger: logger)
     }
 
     func open() async throws {
-        try await connection.perform("SELECT pg_advisory_unlock(\(key))", logger: logger)
+        try await connection.execute("SELECT pg_advisory_unlock(\(key))", logger: logger)
         try await connection.close()
     }
 }

@@ -178,17 +178,22 @@ public final class DatabasePool: Service, Sendable {
         }
     }
 
-    /// Runs `query` on a pooled connection and returns all its rows once its transaction has
-    /// committed (``PostgresConnection/rows(_:logger:)``). Every statement of Baton's goes through
-    /// here or a connection's `rows`.
-    package func rows(_ query: PostgresQuery, logger: Logger) async throws -> [PostgresRow] {
-        try await withConnection { connection in try await connection.rows(query, logger: logger) }
+    /// Runs `query`, which may change data, on a pooled connection and returns all its rows once
+    /// its transaction has committed (``PostgresConnection/execute(_:logger:)``).
+    @discardableResult
+    package func execute(_ query: PostgresQuery, logger: Logger? = nil) async throws -> [PostgresRow] {
+        try await withConnection { connection in try await connection.execute(query, logger: logger ?? self.logger) }
     }
 
     /// Runs `query`, which changes nothing, and returns all its rows
     /// (``PostgresConnection/read(_:logger:)``: no commit to confirm).
     package func read(_ query: PostgresQuery, logger: Logger) async throws -> [PostgresRow] {
         try await withConnection { connection in try await connection.read(query, logger: logger) }
+    }
+
+    /// Calls a procedure that commits before it answers (``PostgresConnection/call(_:logger:)``).
+    package func call(_ query: PostgresQuery, logger: Logger) async throws -> [PostgresRow] {
+        try await withConnection { connection in try await connection.call(query, logger: logger) }
     }
 
     /// Fails as ``DatabaseUnavailable`` unless the server the pool's connections go to takes
@@ -199,11 +204,6 @@ public final class DatabasePool: Service, Sendable {
             let state = try await DatabaseConnector.serverState(of: connection, logger: logger ?? self.logger)
             if state.readOnly { throw ReadOnlyServer() }
         }
-    }
-
-    /// Runs a statement whose rows do not matter.
-    package func perform(_ query: PostgresQuery, logger: Logger? = nil) async throws {
-        _ = try await rows(query, logger: logger ?? self.logger)
     }
 
     private func withConnection<Result: Sendable>(

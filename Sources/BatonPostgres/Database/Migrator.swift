@@ -63,13 +63,13 @@ public struct Migrator: Sendable {
     /// connections to the cluster take over 5 s. (The tests now copy one migrated database.)
     @discardableResult
     public func migrate(on connection: PostgresConnection) async throws -> [String] {
-        try await connection.perform("SELECT pg_advisory_lock(1650553966, 1835100530)", logger: logger)
+        try await connection.execute("SELECT pg_advisory_lock(1650553966, 1835100530)", logger: logger)
         do {
             let applied = try await applyMissing(on: connection)
-            try await connection.perform("SELECT pg_advisory_unlock(1650553966, 1835100530)", logger: logger)
+            try await connection.execute("SELECT pg_advisory_unlock(1650553966, 1835100530)", logger: logger)
             return applied
         } catch {
-            try? await connection.perform("SELECT pg_advisory_unlock(1650553966, 1835100530)", logger: logger)
+            _ = try? await connection.execute("SELECT pg_advisory_unlock(1650553966, 1835100530)", logger: logger)
             throw error
         }
     }
@@ -98,18 +98,18 @@ public struct Migrator: Sendable {
     /// PL/pgSQL's EXECUTE can, and the file travels as a parameter, unquoted. A file of comments
     /// only runs nothing (EXECUTE refuses an empty string).
     package func execute(_ sql: String, on connection: PostgresConnection) async throws {
-        try await connection.perform("SET LOCAL search_path TO \(unescaped: schema)", logger: logger)
+        try await connection.execute("SET LOCAL search_path TO \(unescaped: schema)", logger: logger)
         let hasStatements = sql.split(separator: "\n").contains { line in
             let text = line.trimmingCharacters(in: .whitespaces)
             return !text.isEmpty && !text.hasPrefix("--")
         }
         guard hasStatements else { return }
-        try await connection.perform(
+        try await connection.execute(
             """
             CREATE OR REPLACE FUNCTION pg_temp.baton_execute(sql text) RETURNS void
             LANGUAGE plpgsql AS $$ BEGIN EXECUTE sql; END $$
             """, logger: logger)
-        try await connection.perform("SELECT pg_temp.baton_execute(\(sql))", logger: logger)
+        try await connection.execute("SELECT pg_temp.baton_execute(\(sql))", logger: logger)
     }
 
     /// The missing files, their records and every function, in one transaction of a few round
@@ -117,14 +117,14 @@ public struct Migrator: Sendable {
     /// one statement (a file at a time took a hundred round trips, which on a loaded machine, or
     /// far from the database, is what a migration cost).
     private func applyMissing(on connection: PostgresConnection) async throws -> [String] {
-        try await connection.perform("CREATE SCHEMA IF NOT EXISTS \(unescaped: schema)", logger: logger)
-        try await connection.perform(
+        try await connection.execute("CREATE SCHEMA IF NOT EXISTS \(unescaped: schema)", logger: logger)
+        try await connection.execute(
             """
             CREATE TABLE IF NOT EXISTS \(unescaped: schema).migrations (
                 version int PRIMARY KEY, file text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())
             """, logger: logger)
         var done = Set<Int>()
-        for row in try await connection.rows("SELECT version FROM \(unescaped: schema).migrations", logger: logger) {
+        for row in try await connection.execute("SELECT version FROM \(unescaped: schema).migrations", logger: logger) {
             done.insert(try row.decode(Int.self))
         }
         // A schema a development build left below the first release's (its steps are folded into
@@ -141,7 +141,7 @@ public struct Migrator: Sendable {
             try await execute(
                 (missing.map(\.sql) + Self.functions.map(\.sql)).joined(separator: "\n;\n"), on: connection)
             if !missing.isEmpty {
-                try await connection.perform(
+                try await connection.execute(
                     """
                     INSERT INTO migrations (version, file)
                     SELECT * FROM unnest(\(missing.map(\.version))::int[], \(missing.map(\.file))::text[])

@@ -11,6 +11,16 @@ public struct DatabaseUnavailable: Error, CustomStringConvertible {
         description: "the database connection had closed; the statement was not sent")
 }
 
+/// Baton's three verbs for a statement, on a connection and on ``DatabasePool`` alike, each saying
+/// what the statement does and so what its answer proves:
+/// - ``PostgresConnection/execute(_:logger:)``: it may change data; its rows come once its
+///   transaction has committed.
+/// - ``PostgresConnection/read(_:logger:)``: it changes nothing; its rows are a snapshot.
+/// - ``PostgresConnection/call(_:logger:)``: a procedure that commits before it answers (the
+///   `*_committed` ones of the hot path); its row is the proof.
+///
+/// (PostgresNIO's own `query` is the word the others would take; on a connection that has just
+/// closed it never answers, which is why every statement of Baton's goes through these.)
 extension PostgresConnection {
     /// Runs `query` and returns all its rows once its transaction has committed; fails at once if
     /// the connection has closed.
@@ -36,8 +46,9 @@ extension PostgresConnection {
     ///
     /// The worker's hot path does without it: claims and outcomes are procedures
     /// (`claim_committed`, `apply_outcomes_committed`) that COMMIT before they answer, so their
-    /// one row comes only after the commit, and is read with ``read(_:logger:)``.
-    package func rows(_ query: PostgresQuery, logger: Logger) async throws -> [PostgresRow] {
+    /// one row comes only after the commit: ``call(_:logger:)``.
+    @discardableResult
+    package func execute(_ query: PostgresQuery, logger: Logger) async throws -> [PostgresRow] {
         try await eventLoop.flatSubmit { () -> EventLoopFuture<[PostgresRow]> in
             guard !self.isClosed else { return self.eventLoop.makeFailedFuture(DatabaseUnavailable.closed) }
             let result = self.query(query, logger: logger)
@@ -46,18 +57,19 @@ extension PostgresConnection {
         }.get()
     }
 
-    /// Runs a statement whose rows do not matter.
-    package func perform(_ query: PostgresQuery, logger: Logger) async throws {
-        _ = try await rows(query, logger: logger)
-    }
-
     /// Runs `query`, which changes nothing, and returns all its rows: without the commit check of
-    /// ``rows(_:logger:)``, since rows read are a snapshot of committed data whether or not the
+    /// ``execute(_:logger:)``, since rows read are a snapshot of committed data whether or not the
     /// implicit transaction's end reaches this side. Listings, look-ups, metrics, readiness.
     package func read(_ query: PostgresQuery, logger: Logger) async throws -> [PostgresRow] {
         try await eventLoop.flatSubmit { () -> EventLoopFuture<[PostgresRow]> in
             guard !self.isClosed else { return self.eventLoop.makeFailedFuture(DatabaseUnavailable.closed) }
             return self.query(query, logger: logger).map(\.rows)
         }.get()
+    }
+
+    /// Calls a procedure that commits before it answers (`CALL enqueue_committed(…)`) and returns
+    /// its rows: they come only after its commit, so no check follows (one round trip).
+    package func call(_ query: PostgresQuery, logger: Logger) async throws -> [PostgresRow] {
+        try await read(query, logger: logger)
     }
 }

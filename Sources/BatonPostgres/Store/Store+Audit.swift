@@ -86,7 +86,7 @@ extension Store {
         try await pool.withTransaction(logger: logger) { connection in
             let (result, changes) = try await change(connection)
             if let actor, !changes.isEmpty {
-                try await connection.perform(
+                try await connection.execute(
                     """
                     INSERT INTO \(unescaped: self.schema).audit_events (actor, request_id, action, target, details)
                     SELECT \(actor.name), \(actor.requestID), *
@@ -121,7 +121,7 @@ extension Store {
 
     /// Deletes up to `limit` audit events older than `retention`; returns how many.
     package func pruneAudit(retention: Duration, limit: Int) async throws -> Int {
-        try await pool.rows(
+        try await pool.execute(
             """
             DELETE FROM \(unescaped: schema).audit_events
             WHERE id IN (SELECT id FROM \(unescaped: schema).audit_events

@@ -72,7 +72,7 @@ extension Store {
         let function = "bulk_" + action.rawValue
         let columns = action == .cancel ? "id, worker_id, watched" : action == .retry ? "id, queue, state::text" : "id"
         let rows = try await audited(actor) { connection in
-            let rows = try await connection.rows(
+            let rows = try await connection.execute(
                 "SELECT \(unescaped: columns) FROM \(unescaped: self.schema).\(unescaped: function)(\(ids))",
                 logger: self.logger)
             // A cancel answers for group members too: only the jobs asked for are the batch's.

@@ -100,7 +100,7 @@ extension Store {
     package func retry(_ id: Int64, by actor: AuditActor? = nil) async throws -> JobState? {
         do {
             let rows = try await audited(actor) { connection in
-                let rows = try await connection.rows(
+                let rows = try await connection.execute(
                     "SELECT queue, state::text FROM \(unescaped: self.schema).retry_job(\(id))", logger: self.logger)
                 let changes = try rows.prefix(1).map { row in
                     let (queue, state) = try row.decode((String, String).self)
@@ -136,7 +136,7 @@ extension Store {
     /// siblings); throws `BatonError.jobNotFound` for an unknown id.
     package func delete(_ id: Int64, by actor: AuditActor? = nil) async throws -> Bool {
         let rows = try await audited(actor) { connection in
-            let rows = try await connection.rows(
+            let rows = try await connection.execute(
                 """
                 WITH d AS (
                     DELETE FROM \(unescaped: self.schema).jobs
@@ -178,7 +178,7 @@ extension Store {
         if paused {
             return try await audited(actor) { connection in
                 // `paused`: whether this pause is new (xmax 0: inserted, not updated).
-                let rows = try await connection.rows(
+                let rows = try await connection.execute(
                     """
                     INSERT INTO \(unescaped: self.schema).paused_queues (queue)
                     SELECT \(queue) WHERE \(unchecked)
@@ -194,7 +194,7 @@ extension Store {
             }
         } else {
             try await audited(actor) { connection in
-                let rows = try await connection.rows(
+                let rows = try await connection.execute(
                     "DELETE FROM \(unescaped: self.schema).paused_queues WHERE queue = \(queue) RETURNING 1",
                     logger: self.logger)
                 return ((), rows.isEmpty ? [] : [AuditChange("resumeQueue", "queue:\(queue)", ["paused": false])])

@@ -52,7 +52,7 @@ extension Store {
             })
         let columns = Self.waitColumns()
         // Rows in key order: two workers adding to the same minutes lock them in the same order.
-        try await pool.perform(
+        try await pool.execute(
             """
             INSERT INTO \(unescaped: schema).queue_minutes AS q
                 (minute, queue, completed, discarded, cancelled, \(unescaped: columns))
@@ -94,7 +94,7 @@ extension Store {
 
     /// Deletes history older than `keep`.
     package func pruneHistory(keep: Duration) async throws {
-        try await pool.perform(
+        try await pool.execute(
             """
             DELETE FROM \(unescaped: schema).queue_minutes
             WHERE minute < now() - \(keep.milliseconds) * interval '1 millisecond'

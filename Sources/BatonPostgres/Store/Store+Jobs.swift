@@ -104,7 +104,7 @@ extension Store {
     }
 
     private func fetchJob(_ query: PostgresQuery, changes: Bool) async throws -> JobRecord? {
-        let rows = try await changes ? pool.rows(query, logger: logger) : pool.read(query, logger: logger)
+        let rows = try await changes ? pool.execute(query, logger: logger) : pool.read(query, logger: logger)
         return try rows.first.map { try Self.jobRecord($0) }
     }
 
@@ -188,7 +188,7 @@ extension Store {
     @discardableResult
     package func cancel(_ id: Int64, by actor: AuditActor? = nil) async throws -> [Int64] {
         let rows = try await audited(actor) { connection in
-            let rows = try await connection.rows(
+            let rows = try await connection.execute(
                 "SELECT id, worker_id, watched FROM \(unescaped: self.schema).cancel_job(\(id))", logger: self.logger)
             // The queue, for the record only: no read without an actor.
             guard actor != nil, !rows.isEmpty, let queue = try await self.queue(of: id, on: connection) else {
@@ -230,7 +230,7 @@ extension Store {
 
     /// A job's own queue, read in a change's transaction for its audit record.
     func queue(of id: Int64, on connection: PostgresConnection) async throws -> String? {
-        try await connection.rows(
+        try await connection.execute(
             "SELECT coalesce(home_queue, queue) FROM \(unescaped: schema).jobs WHERE id = \(id)", logger: logger
         ).first?.decode(String.self)
     }

@@ -100,7 +100,7 @@ extension Store {
             guard actor != nil else {
                 return (try await self.setLaneWidth(width, lane: lane, source: source, on: connection), [])
             }
-            let before = try await connection.rows(
+            let before = try await connection.execute(
                 "SELECT width FROM \(unescaped: self.schema).lane_settings WHERE lane = \(lane)", logger: self.logger
             ).first?.decode(Int.self)
             let queues = try await self.setLaneWidth(width, lane: lane, source: source, on: connection)
@@ -127,7 +127,7 @@ extension Store {
                 queues.formUnion(
                     try await self.setLaneWidth(setting.width, lane: setting.lane, source: .settings, on: connection))
             }
-            let dropped = try await connection.rows(
+            let dropped = try await connection.execute(
                 """
                 SELECT lane FROM \(unescaped: self.schema).lane_settings
                 WHERE source = 'settings' AND lane <> ALL(\(settings.map(\.lane)))
@@ -144,7 +144,7 @@ extension Store {
     private func setLaneWidth(
         _ width: Int?, lane: String, source: SettingSource, on connection: PostgresConnection
     ) async throws -> Set<String> {
-        let rows = try await connection.rows(
+        let rows = try await connection.execute(
             "SELECT queue FROM \(unescaped: schema).save_lane_setting(\(lane), \(width)::int, \(source.rawValue))",
             logger: logger)
         return Set(try rows.map { try $0.decode(String.self) })

@@ -6,7 +6,7 @@ extension Store {
     /// Due scheduled and retryable jobs become available (or join their lane). Uses `jobs_due`.
     /// Returns the queues that got available jobs.
     package func promoteDue(limit: Int) async throws -> [String] {
-        let rows = try await pool.rows(
+        let rows = try await pool.execute(
             "SELECT q FROM \(unescaped: schema).promote_due(\(limit)::int) AS q", logger: logger)
         var queues: [String] = []
         for row in rows {
@@ -21,7 +21,7 @@ extension Store {
     /// longer used go, and a job that entered below one (the database's clock stepped back) waits
     /// no longer. Returns how many it deleted; call again while that is `limit`.
     package func resetLaneFloors(limit: Int) async throws -> Int {
-        try await pool.rows(
+        try await pool.execute(
             "SELECT \(unescaped: schema).reset_lane_floors(\(limit)::int)", logger: logger
         ).first?.decode(Int.self) ?? 0
     }
@@ -82,7 +82,7 @@ extension Store {
     /// others' (a day's completed jobs are not walked past two weeks of dead letters). Returns how
     /// many were deleted.
     package func prune(_ state: JobState, retention: Duration, limit: Int) async throws -> Int {
-        let rows = try await pool.rows(
+        let rows = try await pool.execute(
             """
             WITH gone AS (
                 DELETE FROM \(unescaped: schema).jobs WHERE id IN (
@@ -103,7 +103,7 @@ extension Store {
 
     /// Forgets workers silent for longer than `after`; their jobs were rescued long before.
     package func forgetWorkers(silentFor after: Duration) async throws {
-        try await pool.perform(
+        try await pool.execute(
             """
             DELETE FROM \(unescaped: schema).workers
             WHERE heartbeat_at < now() - \(after.milliseconds) * interval '1 millisecond'
@@ -113,7 +113,7 @@ extension Store {
     /// Takes or renews the lead of `chore` for `worker` for `lease`; false if another worker
     /// holds an unexpired lead.
     package func lead(_ chore: String, worker: String, lease: Duration) async throws -> Bool {
-        let rows = try await pool.rows(
+        let rows = try await pool.execute(
             """
             INSERT INTO \(unescaped: schema).leaders (name, worker_id, expires_at)
             VALUES (\(chore), \(worker), now() + \(lease.milliseconds) * interval '1 millisecond')
@@ -133,7 +133,7 @@ extension Store {
     package func registerWorker(
         id: String, host: String, pid: Int, queues: [String], tasks: [String], lease: Duration = .seconds(15)
     ) async throws {
-        try await pool.perform(
+        try await pool.execute(
             """
             INSERT INTO \(unescaped: schema).workers (id, host, pid, queues, tasks, lease)
             VALUES (\(id), \(host), \(pid), \(queues), \(tasks), \(lease.milliseconds) * interval '1 millisecond')
@@ -152,7 +152,7 @@ extension Store {
     {
         try await pool.withConnection { connection in
             let held = holds()
-            let rows = try await connection.rows(
+            let rows = try await connection.execute(
                 """
                 WITH beat AS (
                     UPDATE \(unescaped: schema).workers SET heartbeat_at = now(), holds = \(held)
@@ -168,7 +168,7 @@ extension Store {
 
     /// Removes a stopping worker, and gives up any lead it holds.
     package func removeWorker(id: String) async throws {
-        try await pool.perform(
+        try await pool.execute(
             """
             WITH gone AS (DELETE FROM \(unescaped: schema).leaders WHERE worker_id = \(id))
             DELETE FROM \(unescaped: schema).workers WHERE id = \(id)

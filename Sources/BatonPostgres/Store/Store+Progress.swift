@@ -38,7 +38,7 @@ extension Store {
             })
         // Rows found by id; the worker and state checked on them, not used to find them (see
         // apply_outcomes_for: a probe by worker walks every job it ran since the last vacuum).
-        try await pool.perform(
+        try await pool.execute(
             """
             INSERT INTO \(unescaped: schema).job_progress AS p
                 (job_id, stage, attempt, fraction, message, checkpoint, updated_at)

@@ -35,7 +35,7 @@ extension Store {
         try await audited(actor) { connection in
             // The limit before, for the record only: no read without an actor.
             guard actor != nil else { return (try await self.setRateLimit(limit, on: connection), []) }
-            let before = try await connection.rows(
+            let before = try await connection.execute(
                 """
                 SELECT rate, per_ms, burst FROM \(unescaped: self.schema).rate_limits
                 WHERE key = \(limit.key) AND source <> 'prefix'
@@ -56,7 +56,7 @@ extension Store {
 
     private func setRateLimit(_ limit: RateLimit, on connection: PostgresConnection) async throws {
         try await forgetPrefixBuckets(under: limit.key, on: connection)
-        let rows = try await connection.rows(
+        let rows = try await connection.execute(
             """
             INSERT INTO \(unescaped: schema).rate_limits AS r (key, rate, per_ms, burst, tokens, source)
             VALUES (\(limit.key), \(limit.rate)::int, \(limit.per.milliseconds), \(limit.burst)::int,
@@ -76,14 +76,14 @@ extension Store {
     /// key take the key they resolve to now.
     private func rekeyStages(under key: String, on connection: PostgresConnection) async throws {
         guard RateLimit.isScoped(key) else { return }
-        try await connection.perform("SELECT \(unescaped: schema).rekey_scoped_stages(\(key))", logger: logger)
+        try await connection.execute("SELECT \(unescaped: schema).rekey_scoped_stages(\(key))", logger: logger)
     }
 
     /// Deletes the buckets a prefix made for its keys (`key`, a prefix: each is made afresh, from
     /// the longest prefix then set, by the next claim that needs it).
     private func forgetPrefixBuckets(under key: String, on connection: PostgresConnection) async throws {
         guard key.hasSuffix("*") else { return }
-        _ = try await connection.rows(
+        _ = try await connection.execute(
             """
             DELETE FROM \(unescaped: schema).rate_limits
             WHERE source = 'prefix' AND starts_with(key, \(String(key.dropLast())))
@@ -95,7 +95,7 @@ extension Store {
     package func deleteRateLimit(_ key: String, by actor: AuditActor? = nil) async throws -> Bool {
         try await audited(actor) { connection in
             try await self.forgetPrefixBuckets(under: key, on: connection)
-            let rows = try await connection.rows(
+            let rows = try await connection.execute(
                 "DELETE FROM \(unescaped: self.schema).rate_limits WHERE key = \(key) RETURNING key",
                 logger: self.logger)
             if !rows.isEmpty { try await self.rekeyStages(under: key, on: connection) }
@@ -108,14 +108,14 @@ extension Store {
         for limit in limits { try Self.check(limit) }
         try await pool.withTransaction(logger: logger) { connection in
             // Prefixes may have changed: their keys' buckets are made afresh.
-            _ = try await connection.rows(
+            _ = try await connection.execute(
                 "DELETE FROM \(unescaped: self.schema).rate_limits WHERE source = 'prefix'", logger: self.logger)
             for limit in limits {
                 var owned = limit
                 owned.source = .settings
                 try await self.setRateLimit(owned, on: connection)
             }
-            let deleted = try await connection.rows(
+            let deleted = try await connection.execute(
                 """
                 DELETE FROM \(unescaped: self.schema).rate_limits
                 WHERE source = 'settings' AND key <> ALL(\(limits.map(\.key)))

@@ -43,7 +43,7 @@ extension Store {
         _ = try validated(schedule.job)
         let next = schedule.cron.next(after: now, in: schedule.timeZone)
         let chain = JSONValue.array(schedule.job.chain.stages.map(\.json)).jsonText
-        return try await !connection.rows(
+        return try await !connection.execute(
             """
             INSERT INTO \(unescaped: schema).schedules AS s
                 (name, cron, time_zone, misfire, paused, source, request, queue, priority, metadata, input, chain,
@@ -73,7 +73,7 @@ extension Store {
             for schedule in schedules {
                 try await self.saveSchedule(schedule, source: .settings, now: now, on: connection)
             }
-            _ = try await connection.rows(
+            _ = try await connection.execute(
                 """
                 DELETE FROM \(unescaped: self.schema).schedules
                 WHERE source = 'settings' AND name <> ALL(\(schedules.map(\.name)))
@@ -113,7 +113,7 @@ extension Store {
     /// even two runners that both got there could not enqueue a slot twice.
     package func runSchedule(_ schedule: ScheduleRecord, slots: [Date], next: Date?) async throws -> [EnqueuedJob] {
         let enqueued = try await pool.withTransaction(logger: logger) { connection -> [EnqueuedJob] in
-            let moved = try await connection.rows(
+            let moved = try await connection.execute(
                 """
                 UPDATE \(unescaped: self.schema).schedules
                 SET next_run_at = \(next), last_run_at = coalesce(\(slots.last), last_run_at), updated_at = now()
@@ -123,7 +123,7 @@ extension Store {
             guard !moved.isEmpty, !slots.isEmpty else { return [] }
             let jobs = try slots.map { try self.validated(schedule.job(for: $0)) }
             let enqueued = try await self.enqueue(jobs, on: connection)
-            _ = try await connection.rows(
+            _ = try await connection.execute(
                 """
                 UPDATE \(unescaped: self.schema).schedules SET last_job_id = \(enqueued.last?.id)
                 WHERE name = \(schedule.name)
@@ -146,7 +146,7 @@ extension Store {
         let valid = try validated(job)
         let enqueued = try await audited(actor) { connection in
             let enqueued = try await self.enqueue([valid], on: connection)[0]
-            _ = try await connection.rows(
+            _ = try await connection.execute(
                 """
                 UPDATE \(unescaped: self.schema).schedules SET last_run_at = \(now), last_job_id = \(enqueued.id)
                 WHERE name = \(schedule.name)
@@ -169,7 +169,7 @@ extension Store {
         guard let schedule = try await schedule(name) else { return false }
         let next = paused ? schedule.nextRunAt : schedule.cron.next(after: now, in: schedule.timeZone)
         return try await audited(actor) { connection in
-            let changed = try await connection.rows(
+            let changed = try await connection.execute(
                 """
                 UPDATE \(unescaped: self.schema).schedules
                 SET paused = \(paused), next_run_at = CASE WHEN \(paused) THEN next_run_at ELSE \(next) END,
@@ -185,7 +185,7 @@ extension Store {
                     ]
                 )
             }
-            let exists = try await connection.rows(
+            let exists = try await connection.execute(
                 "SELECT 1 FROM \(unescaped: self.schema).schedules WHERE name = \(name)", logger: self.logger)
             return (!exists.isEmpty, [])
         }
@@ -194,7 +194,7 @@ extension Store {
     /// Deletes `name`; false if there is no such schedule.
     package func deleteSchedule(_ name: String, by actor: AuditActor? = nil) async throws -> Bool {
         try await audited(actor) { connection in
-            let rows = try await connection.rows(
+            let rows = try await connection.execute(
                 "DELETE FROM \(unescaped: self.schema).schedules WHERE name = \(name) RETURNING queue",
                 logger: self.logger)
             let changes = try rows.map {

@@ -42,7 +42,7 @@ extension Store {
         async throws -> (delivery: SignalDelivery, state: JobState, queue: String)
     {
         let rows = try await audited(actor) { connection in
-            let rows = try await connection.rows(
+            let rows = try await connection.execute(
                 """
                 SELECT outcome, state::text, queue
                 FROM \(unescaped: self.schema).deliver_signal(\(job), \(name), \(payload.jsonText)::jsonb)
@@ -82,7 +82,7 @@ extension Store {
     /// again or its job discarded (`expire_waits`; `jobs_awaiting`). Returns each wait that ended
     /// and the jobs discarded that someone awaits.
     package func expireAwaits(limit: Int) async throws -> (ended: [ExpiredWait], watchedDiscarded: [Int64]) {
-        let rows = try await pool.rows(
+        let rows = try await pool.execute(
             """
             SELECT id, discarded, watched, queue, stage, attempt, chain, metadata, error, next_at
             FROM \(unescaped: schema).expire_waits(\(limit)::int)

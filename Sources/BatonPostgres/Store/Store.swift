@@ -38,7 +38,7 @@ package struct Store: Sendable {
     /// Sends notifications on the channel, all in one statement, outside any other transaction.
     package func notify(_ payloads: [String]) async throws {
         guard !payloads.isEmpty else { return }
-        try await pool.perform(
+        try await pool.execute(
             "SELECT pg_notify(\(channel), p) FROM unnest(\(payloads)::text[]) AS p", logger: logger)
     }
 }
@@ -74,7 +74,7 @@ extension Store {
         guard !jobs.isEmpty else { return [] }
         let batch = Self.enqueueBatch(jobs)
         return try await Self.refusingKeysTaken {
-            let rows = try await pool.read(
+            let rows = try await pool.call(
                 "CALL \(unescaped: schema).enqueue_committed(\(batch)::jsonb, NULL, NULL, NULL, NULL, NULL, NULL)",
                 logger: logger)
             guard let row = rows.first else { return [] }
@@ -102,7 +102,7 @@ extension Store {
         let batch = Self.enqueueBatch(jobs)
         return try await Self.refusingKeysTaken {
             try Self.decodeEnqueued(
-                try await connection.rows(
+                try await connection.execute(
                     """
                     SELECT id, queue, state::text, inserted, run_at, created_at
                     FROM \(unescaped: schema).enqueue(\(batch)::jsonb)
@@ -211,7 +211,7 @@ extension Store {
     {
         let asked = ContinuousClock.now
         // `claim_committed` commits before it answers: its row is the proof, no commit check.
-        let rows = try await pool.read(
+        let rows = try await pool.call(
             """
             CALL \(unescaped: schema).claim_committed(
                 \(queue), \(limit)::int, \(worker), \(tasks)::text[], NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)
@@ -291,7 +291,7 @@ extension Store {
         let free = queues.map { slots[$0] ?? 0 }
         let asked = ContinuousClock.now
         // `apply_outcomes_committed` commits before it answers: its row is the proof, no commit check.
-        let rows = try await pool.read(
+        let rows = try await pool.call(
             """
             CALL \(unescaped: schema).apply_outcomes_committed(
                 \(worker), \(batch)::jsonb, \(queues)::text[], \(free)::int[], \(tasks)::text[],

@@ -16,7 +16,7 @@ struct LeadershipTests {
             #expect(try await store.lead("maintenance", worker: "a", lease: .seconds(60)))
             #expect(try await !store.lead("maintenance", worker: "b", lease: .seconds(60)))
             #expect(try await store.lead("maintenance", worker: "a", lease: .seconds(60)), "renewed by its holder")
-            try await db.pool.perform(
+            try await db.pool.execute(
                 """
                 UPDATE \(unescaped: db.configuration.schema).leaders SET expires_at = now() - interval '1 second'
                 WHERE name = 'maintenance'

@@ -16,15 +16,15 @@ struct PrunerTests {
             let jobs = try await db.store.enqueue(
                 (0..<3).map { _ in NewJob(chain: ChainDefinition(input: 1, stages: [.task("noop")])) })
             let (old, recent, parent) = (jobs[0].id, jobs[1].id, jobs[2].id)
-            try await db.pool.perform(
+            try await db.pool.execute(
                 """
                 UPDATE \(unescaped: schema).jobs SET state = 'completed', finished_at = now() - interval '2 days'
                 WHERE id IN (\(old), \(parent))
                 """)
-            try await db.pool.perform(
+            try await db.pool.execute(
                 "UPDATE \(unescaped: schema).jobs SET state = 'completed', finished_at = now() WHERE id = \(recent)")
             // A member of `parent` still running: the parent is kept until it has finished.
-            try await db.pool.perform(
+            try await db.pool.execute(
                 """
                 INSERT INTO \(unescaped: schema).jobs (queue, state, chain, stage_count, parent_id, parent_stage, member_index)
                 VALUES ('default', 'running', '[{"task": "noop"}]', 1, \(parent), 0, 0)
@@ -50,7 +50,7 @@ struct PrunerTests {
                 (ids[0], "completed", "2 days"), (ids[1], "discarded", "2 days"), (ids[2], "cancelled", "2 days"),
                 (ids[3], "discarded", "15 days"), (ids[4], "cancelled", "15 days"),
             ] {
-                try await db.pool.perform(
+                try await db.pool.execute(
                     """
                     UPDATE \(unescaped: schema).jobs
                     SET state = \(unescaped: "'\(state)'"), finished_at = now() - \(unescaped: "interval '\(age)'")
@@ -74,7 +74,7 @@ struct PrunerTests {
     @Test func aBacklogIsPrunedInBatchesWithRests() async throws {
         try await TestDatabase.with { db async throws in
             let schema = db.configuration.schema
-            try await db.pool.perform(
+            try await db.pool.execute(
                 """
                 INSERT INTO \(unescaped: schema).jobs (queue, state, chain, stage_count, finished_at)
                 SELECT 'default', 'completed', '[{"task": "noop"}]', 1,

@@ -19,7 +19,7 @@ struct RescuerTests {
                 try await db.store.registerWorker(id: worker, host: "h", pid: 1, queues: [worker], tasks: ["noop"])
                 #expect(try await db.store.claim(queue: worker, limit: 1, worker: worker).count == 1)
             }
-            try await db.pool.perform(
+            try await db.pool.execute(
                 "UPDATE \(unescaped: schema).workers SET heartbeat_at = now() - interval '1 minute' WHERE id = 'lost'")
             let leadership = Leadership(store: db.store, workerID: "r", interval: .milliseconds(20), logger: db.logger)
             let rescuer = Rescuer(
@@ -45,7 +45,7 @@ struct RescuerTests {
                 // Claimed in the worker's name from here: the worker never hears of it.
                 let claimed = try await db.store.claim(queue: "elsewhere", limit: 1, worker: worker.id)
                 #expect(claimed.map(\.id) == [id])
-                try await db.pool.perform(
+                try await db.pool.execute(
                     "UPDATE \(unescaped: db.configuration.schema).jobs SET queue = 'default' WHERE id = \(id)")
                 try await eventually("the stage to be put back and run") {
                     try await db.store.job(id)?.state == .completed

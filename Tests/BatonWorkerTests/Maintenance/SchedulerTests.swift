@@ -17,7 +17,7 @@ struct SchedulerTests {
                 ["due", "later"].map {
                     NewJob(chain: ChainDefinition(input: 1, stages: [.task("noop")]), queue: $0, runAt: later)
                 })
-            try await db.pool.perform(
+            try await db.pool.execute(
                 """
                 UPDATE \(unescaped: db.configuration.schema).jobs SET run_at = now() - interval '1 second'
                 WHERE id = \(jobs[0].id)

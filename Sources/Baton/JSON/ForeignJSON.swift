@@ -2,7 +2,7 @@ import Synchronization
 
 /// Keeps `JSONValue`'s numbers exact while a coder other than Baton's own (Foundation's
 /// `JSONDecoder` and `JSONEncoder`, which swift-openapi-runtime uses for every body) reads or writes
-/// it. Why, and the middlewares that set it up, are in `BatonAPI/FoundationJSONBridge.swift`.
+/// it. Why, and the middlewares that set it up, are in `BatonAPI/FoundationBridge/FoundationJSONBridge.swift`.
 ///
 /// - Reading: the body was parsed by Baton's reader first; `JSONValue.init(from:)` takes the value
 ///   at the foreign decoder's coding path from that document instead of what the decoder offers.

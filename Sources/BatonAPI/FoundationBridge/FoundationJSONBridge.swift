@@ -22,7 +22,19 @@ import OpenAPIRuntime
 //   placeholder string that the middleware then replaces with the number's text.
 //
 // `FoundationJSONBridgeTests` reproduces the rounding without the bridge and shows it gone with
-// it. Should the runtime gain a pluggable JSON coder, this file and `ForeignJSON` go.
+// it. Should the runtime gain a pluggable JSON coder, this folder and `ForeignJSON` go.
+//
+// This folder (`FoundationBridge/`) holds everything Baton does around swift-openapi-runtime's
+// handling of bodies and headers, and `Tests/BatonAPITests/FoundationBridge/` its tests:
+// - this file: the middlewares above;
+// - `RequestBody.swift`: decoding a body Baton has read into a generated type (settings files,
+//   schedules), with a refusal that names the field's path;
+// - `ExactBatchRequest.swift`, `ExactBatchResponse.swift`: a batch of up to 10,000 jobs read and
+//   answered by Baton's reader and writer, past Foundation altogether (the common path's cost);
+// - `RawHeaderValues.swift`: declared headers as they were on the wire (the runtime
+//   percent-decodes them).
+// What the bridge costs an enqueue is measured in docs/benchmarks.md
+// ("Baton's JSON against Foundation's", "HTTP batch enqueue without `Codable`").
 
 /// The server's half: reads the request body (at most `maxBodySize` bytes, else
 /// ``RequestBodyError/tooLarge(limit:)``) with Baton's reader, and restores exact numbers in the

@@ -18,15 +18,16 @@ CREATE TYPE job_state AS ENUM (
 -- Job ids that no failover or restore can give out twice. An identity column counts on its
 -- sequence: a standby promoted after losing the last seconds of WAL, or a restore to an earlier
 -- point, starts again from where its copy stood, and gives the ids of jobs it never saw to new jobs
--- (measured: 296 of 304 lost ids given out again after an asynchronous standby 3 s behind was
--- promoted), so that a caller holding an id reads another job, and the `http` task's
--- `Idempotency-Key: <id>-<stage>` reaches a partner API from two jobs.
+-- (measured: docs/benchmarks.md#job-ids-and-a-failover), so that a caller holding an id reads
+-- another job, and the `http` task's `Idempotency-Key: <id>-<stage>` reaches a partner API from two
+-- jobs.
 --
 -- An id is the time it was drawn, in milliseconds since 2026-01-01 UTC, times 4096, plus a counter
 -- that cycles through 0–4095: a lost sequence only repeats a counter, and the time has moved on by
 -- the failover or the restore. Two ids could only meet if the database's clock read the same
 -- millisecond twice with the counter at the same place: the clock set back by more than the time
--- since the lost jobs, or 4096 ids drawn within one millisecond (about 40 times Baton's rate here).
+-- since the lost jobs, or 4096 ids drawn within one millisecond (far beyond Baton's rate:
+-- docs/benchmarks.md#job-ids-and-a-failover).
 -- Ids stay below 2^53 until 2095, so JavaScript's numbers hold them exactly, and they grow with
 -- time, as the keyset pages (newest first) and the claim's tie-breaks expect.
 CREATE SEQUENCE job_id_counter MINVALUE 0 MAXVALUE 4095 START 0 CYCLE;
@@ -185,11 +186,11 @@ CREATE TABLE paused_queues (
 -- completed, discarded and cancelled, and how long stages waited to be picked up, as a histogram:
 -- `wait_10ms` counts pickups within 10 ms, `wait_25ms` those within 25 ms but not 10 ms, and so on
 -- (`Store.waitBuckets`); `wait_more` those over 30 minutes. Columns, not an array, so that a day of
--- it (1,440 rows per queue) sums in a few milliseconds. Workers add what they completed and
--- discarded to the rows of the minutes they saw, one statement every few seconds for all their
--- queues (never one per job), rows in key order so that two workers' writes cannot deadlock;
--- `cancel_job` adds the jobs it cancels. Pruned with the jobs: kept as long as they are, at least
--- 25 hours.
+-- it (1,440 rows per queue) sums quickly (docs/benchmarks.md#pages). Workers add what they
+-- completed and discarded to the rows of the minutes they saw, one statement every few seconds for
+-- all their queues (never one per job), rows in key order so that two workers' writes cannot
+-- deadlock; `cancel_job` adds the jobs it cancels. Pruned with the jobs: kept as long as they are,
+-- at least 25 hours.
 CREATE TABLE queue_minutes (
     minute      timestamptz NOT NULL,
     queue       text        NOT NULL,
@@ -356,8 +357,9 @@ CREATE INDEX audit_events_target ON audit_events (target, id);
 -- Where a deep lane's waiting jobs begin. A lane admits its oldest waiting jobs through
 -- `jobs_lane_waiting`, from the start of the lane's range. Every job admitted since the last vacuum
 -- left a dead entry there, at the front of that range: with a million jobs queued in 100 lanes a
--- probe read 16–17 index pages instead of 4, and an admission cost more than twice what it did with
--- a hundred thousand (docs/benchmarks.md, "Issue 20: a floor per lane"). A lane's floor is a
+-- probe read several times the index pages it needed, and an admission cost far more than it did
+-- with a hundred thousand (docs/benchmarks.md#issue-20-compiled-at-every-flush-2026-11-27; the
+-- floor's effect: docs/benchmarks.md#issue-20-a-floor-per-lane-2026-11-27). A lane's floor is a
 -- position (`lane_ready_at`, `id`) no job waiting in it lies below: the admission probes from there,
 -- past the dead entries.
 --

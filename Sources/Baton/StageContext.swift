@@ -14,8 +14,9 @@ public struct StageContext: Sendable {
     /// Carries the job id, stage and attempt as metadata.
     ///
     /// Made at each use, from the worker's logger: most stages never log, and setting the three
-    /// keys on every stage's copy cost a thirtieth of a busy worker's CPU (docs/benchmarks.md,
-    /// "The worker's CPU per stage, again"). Keep it in a local to log several times.
+    /// keys on every stage's copy cost a measurable part of a busy worker's CPU
+    /// (docs/benchmarks.md#issue-21-part-5-again-the-workers-cpu-per-stage-again-2026-11-27-evening).
+    /// Keep it in a local to log several times.
     public var logger: Logger {
         var logger = baseLogger
         // Numbers as `stringConvertible`: made text only if the task logs at a level that shows.

@@ -1,8 +1,9 @@
 /// A stage's stored form written straight to JSON text, for the enqueue's batch: the same value as
 /// ``StageSpec/json``, whose dictionaries (a stage's, its retry policy's, its backoff's) and number
-/// texts took a fifth of a producer's CPU when built for every job and then written
-/// (docs/benchmarks.md, "The worker's CPU per stage, again"). Keys come in no particular order, as
-/// for any `jsonb` parameter. `StageSpecWriteTests` holds the two to the same value.
+/// texts took a large part of a producer's CPU when built for every job and then written
+/// (docs/benchmarks.md#issue-21-part-5-again-the-workers-cpu-per-stage-again-2026-11-27-evening).
+/// Keys come in no particular order, as for any `jsonb` parameter. `StageSpecWriteTests` holds the
+/// two to the same value.
 extension StageSpec {
     package func write(into bytes: inout [UInt8]) {
         // Groups, repeats and flow rules are rarer: written through `json`.

@@ -123,7 +123,8 @@ public struct StageSpec: Sendable, Hashable, Codable {
     /// `{"name"?, "group": [...]}` or `{"await", "name"?, "timeout_ms"?, "max_attempts"?}` (the
     /// schema's `expire_waits` reads the last two); `Codable` encoding writes exactly this. Fields at their
     /// defaults (`{}` args, `RetryPolicy.default`, `TaskStage.defaultTimeout`) are left out, which
-    /// keeps job rows small (a third fewer bytes to write per one-stage job); decoding fills them in.
+    /// keeps job rows small (docs/benchmarks.md#chains-stored-without-their-defaults); decoding fills
+    /// them in.
     public var json: JSONValue {
         var fields: [String: JSONValue] = [:]
         if let name { fields["name"] = .string(name) }

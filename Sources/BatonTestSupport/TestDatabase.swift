@@ -10,8 +10,8 @@ import PostgresNIO
 ///
 /// A copy, not a schema migrated per test: the suite runs some 250 of them at once, and
 /// migrations take one lock for the whole cluster (``Migrator/migrate(on:)``): one at a time, on
-/// two loaded cores, the last waited almost two minutes for its turn (2026-11-26). A copy
-/// (`CREATE DATABASE … TEMPLATE`) makes no schema change and waits for none.
+/// two loaded cores, the last waited long for its turn (docs/benchmarks.md#the-test-suites-start).
+/// A copy (`CREATE DATABASE … TEMPLATE`) makes no schema change and waits for none.
 public struct TestDatabase: Sendable {
     public let configuration: DatabaseConfiguration
     public let pool: DatabasePool
@@ -125,9 +125,10 @@ actor Templates {
     private var copying = 0
     private var waiting: [CheckedContinuation<Void, Never>] = []
     /// How many copies are made at once. The whole suite starts at once: some 250 copies at once
-    /// made new connections of every test wait over 5 s on two cores. In turns, they are done in
-    /// seconds, and the tests start in turn. (Copied through the WAL, PostgreSQL 15's default, a
-    /// copy takes no checkpoint: 83 ms here, where `STRATEGY FILE_COPY` took 238.)
+    /// stalled new connections of every test on two cores. In turns, they are soon done, and the
+    /// tests start in turn. (Copied through the WAL, PostgreSQL 15's default, a copy takes no
+    /// checkpoint, and is quicker than with `STRATEGY FILE_COPY`;
+    /// docs/benchmarks.md#the-test-suites-start.)
     private static let copiesAtOnce = 4
 
     /// Makes database `name` a copy of `template`, in turn.
@@ -234,9 +235,9 @@ actor Cluster {
             self.starting
             ?? Task {
                 // The whole suite runs at once: about a hundred tests, each with a pool of up to
-                // 10 connections, some with worker processes of their own. Sampled every 0.5 s
-                // over a full run (2026-11-26) it held up to 248 connections, and twice a run's
-                // bursts reached 400, when many pools opened at the same moment.
+                // 10 connections, some with worker processes of their own. When many pools open
+                // at the same moment, a run's bursts go far above the connections it usually holds
+                // (docs/benchmarks.md#the-test-suites-start).
                 let server = try await LocalPostgres.start(
                     LocalPostgres.Options(settings: ["max_connections": "800"], fast: true))
                 Cluster.stopAtExit = server

@@ -10,7 +10,7 @@ import Synchronization
 /// out in a second, so that an outcome waits for at most one batch before its own (a lane hands
 /// over as fast as its outcomes commit; the lane locks in `apply_outcomes_for` serialise what must
 /// be). A third flusher only splits the batches further, and a single one makes each lane wait a
-/// batch longer (docs/benchmarks.md, "One, two or three outcome flushers for lanes"). A job has
+/// batch longer (docs/benchmarks.md#one-two-or-three-outcome-flushers-for-lanes). A job has
 /// at most one outcome in flight, so the two batches never share a job; should they deadlock over
 /// a group's parent (one failing a member whose sibling the other completes), PostgreSQL aborts
 /// one, which is written again like any batch that could not be.

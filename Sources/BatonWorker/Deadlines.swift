@@ -3,8 +3,7 @@ import Synchronization
 
 /// The running attempts' timeouts, watched by one task: a heap of deadlines and one sleep until
 /// the earliest. A sleeping child task per attempt cost a task, a timer and their cancellation on
-/// every stage, about a tenth of a busy worker's CPU (docs/benchmarks.md, "Issue 21, part 5:
-/// the worker's CPU per stage").
+/// every stage (docs/benchmarks.md#watching-attempts-timeouts).
 ///
 /// The sleeper is woken only when a deadline comes before the one it sleeps until: with timeouts
 /// alike (the common case), each new deadline is later than those before it, and an attempt
@@ -73,9 +72,9 @@ final class Deadlines: Sendable {
 /// rebuilt without them. Timeouts alike give deadlines in the order attempts start, so an
 /// insertion stops at once at the bottom; a removal then costs a mark, and the rebuilds, each of
 /// the entries left, a constant per removal. (Removing in place, each entry knowing where it sat,
-/// sifted down from where the attempt ended at every stage: a twentieth of a busy worker's CPU,
-/// docs/benchmarks.md, "The worker's CPU per stage, again".) Entries are shared with whoever holds
-/// them, so a heap has one owner, which serialises every use of it and its entries.
+/// sifted down from where the attempt ended at every stage: a measurable part of a busy worker's
+/// CPU; docs/benchmarks.md#watching-attempts-timeouts.) Entries are shared with whoever holds them,
+/// so a heap has one owner, which serialises every use of it and its entries.
 struct DeadlineHeap<Value: Sendable>: @unchecked Sendable {
     final class Entry: @unchecked Sendable {
         let deadline: ContinuousClock.Instant

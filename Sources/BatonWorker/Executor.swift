@@ -165,7 +165,8 @@ struct Executor: Sendable {
 
         // One task for the attempt, cancelled by a stop or by its deadline (one watch over every
         // attempt's): a task group racing the attempt against a timer and a stop cost two tasks
-        // more and a timer on every stage (docs/benchmarks.md, "the worker's CPU per stage").
+        // more and a timer on every stage
+        // (docs/benchmarks.md#issue-21-part-5-the-workers-cpu-per-stage-2026-11-26-night).
         let (result, timedOut) = await control.attempt(until: .now + timeout, watchedBy: deadlines) {
             await Swift.Result(catching: { try await runner(stage.args, input, context) })
         }

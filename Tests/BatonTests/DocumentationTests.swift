@@ -67,6 +67,34 @@ import Testing
         #expect(broken.isEmpty, "\(broken.joined(separator: "\n"))")
     }
 
+    /// A code comment that points into the documents (`docs/benchmarks.md#plans-made-once`, where
+    /// the figures behind a choice are kept) points at a heading that exists.
+    @Test func everyPointerFromTheCodeIntoTheDocsResolves() throws {
+        var broken: [String] = []
+        var checked = 0
+        for directory in ["Sources", "migrations"] {
+            let enumerator = FileManager.default.enumerator(atPath: Self.root.appending(path: directory).path)
+            while let path = enumerator?.nextObject() as? String {
+                guard path.hasSuffix(".swift") || path.hasSuffix(".sql") else { continue }
+                let text = try String(
+                    contentsOf: Self.root.appending(path: "\(directory)/\(path)"), encoding: .utf8)
+                for match in text.matches(of: /(docs\/[a-z0-9_\-]+\.md)#([a-z0-9_\-]+)/) {
+                    checked += 1
+                    let document = Self.root.appending(path: String(match.1))
+                    guard let target = try? String(contentsOf: document, encoding: .utf8) else {
+                        broken.append("\(directory)/\(path): \(match.1): no such file")
+                        continue
+                    }
+                    if !Self.anchors(in: target).contains(String(match.2)) {
+                        broken.append("\(directory)/\(path): \(match.1)#\(match.2): no such heading")
+                    }
+                }
+            }
+        }
+        #expect(broken.isEmpty, "\(broken.joined(separator: "\n"))")
+        #expect(checked >= 30, "pointers checked: \(checked)")
+    }
+
     /// GitHub's anchors for the headings of `text` (outside code blocks): lower case, punctuation
     /// dropped, spaces as hyphens, a repeated one numbered.
     static func anchors(in text: String) -> Set<String> {

@@ -33,14 +33,16 @@
 -- `enable_seqscan = off`: every statement here finds its rows through an index (by id, lane,
 -- parent). Plans are cached per connection, and one made while `jobs` was nearly empty (a worker
 -- started on a new database) scanned the whole table for each batch: as the table grew, a flush of
--- thousands of outcomes took seconds (docs/benchmarks.md, "A plan made on an empty table"). Planning
--- the outcomes' update at every call instead cost 0.45 ms a flush, 15 µs a laned job ("Plans that
--- stay good"). `plan_cache_mode = force_generic_plan` for the same reason: left to choose, the
--- plan cache kept planning the lanes' look-up afresh at every call (its generic plan, a probe of
--- the primary key per id, is estimated dearer than a custom one for an array it cannot see), which
--- was half of what an empty flush cost (0.52 → 0.24 ms; "Plans made once"). `jit = off`, as on
--- every function a client calls (Migrator.swift): over deep lanes the hand-over's plan passed
--- `jit_above_cost` and was compiled again at every flush, 30–70 ms each ("Compiled at every flush").
+-- thousands of outcomes slowed with it (docs/benchmarks.md#a-plan-made-on-an-empty-table). Planning
+-- the outcomes' update at every call instead made every flush pay for a plan
+-- (docs/benchmarks.md#plans-that-stay-good). `plan_cache_mode = force_generic_plan` for the same
+-- reason: left to choose, the plan cache kept planning the lanes' look-up afresh at every call (its
+-- generic plan, a probe of the primary key per id, is estimated dearer than a custom one for an
+-- array it cannot see), which was much of what an empty flush cost
+-- (docs/benchmarks.md#plans-made-once). `jit = off`, as on every function a client calls
+-- (Migrator.swift): over deep lanes the hand-over's plan passed `jit_above_cost` and was compiled
+-- again at every flush, at a cost far above running it
+-- (docs/benchmarks.md#issue-20-compiled-at-every-flush-2026-11-27).
 CREATE OR REPLACE FUNCTION apply_outcomes_for(p_worker text, p_batch jsonb, p_queues text[], p_slots int[],
                                               p_tasks text[])
 RETURNS TABLE (event text, id bigint, queue text, stage int, attempt int, chain text, input text, results text,
@@ -98,9 +100,10 @@ BEGIN
 
     -- The batch meets its rows by hashing, never by a nested loop: a plan cached while `jobs` was
     -- nearly empty (a worker started on a new database) took the table as the loop's outer side,
-    -- one row estimated, and compared every outcome with every row found: 3,000 × 6,000 in 3.3 s
-    -- once the table had grown (docs/benchmarks.md, "A plan made on an empty table, again";
-    -- `CachedPlanTests`). `= ANY (v_ids)` finds the rows by the primary key whatever the statistics.
+    -- one row estimated, and compared every outcome with every row found: quadratic once the table
+    -- had grown (`CachedPlanTests`;
+    -- docs/benchmarks.md#issue-21-part-5-a-plan-made-on-an-empty-table-again-2026-11-27-night).
+    -- `= ANY (v_ids)` finds the rows by the primary key whatever the statistics.
     PERFORM set_config('enable_nestloop', 'off', true);
     WITH b AS (
         SELECT * FROM jsonb_to_recordset(p_batch)
@@ -158,8 +161,8 @@ BEGIN
         -- Each outcome's row is found by its id alone; whose it is and its state are checked on the
         -- row found (`IS TRUE` keeps them from being used to find rows). The planner, counting live
         -- rows only, would otherwise scan `jobs_running` for the worker and walk an entry for every
-        -- job the worker ran since the last vacuum: 27,000 of them, 6 ms a batch, under a deep lane
-        -- backlog (docs/benchmarks.md, "Outcomes found by id").
+        -- job the worker ran since the last vacuum, which under a deep lane backlog cost each batch
+        -- dearly (docs/benchmarks.md#finding-a-flushs-rows-by-worker).
         WHERE j.id = ANY (v_ids) AND j.id = b.id AND (j.state = 'running' AND j.worker_id = p_worker) IS TRUE
           AND j.stage = b.stage AND j.attempt = b.attempt
         RETURNING j.id, b.kind, j.state, j.queue, j.watched, j.parent_id

@@ -19,9 +19,10 @@
 -- One plan, made once per connection (`plan_cache_mode = force_generic_plan`), whose every step
 -- finds its rows through an index (`enable_seqscan = off`): the claimed rows are updated by
 -- primary key, from the array of ids the claim's scan locked. Joined to that scan instead, the
--- update had two plans: a custom one, made again at every call (0.25–1.6 ms of planning, more than
--- the claim of one job costs to run), and a generic one hashing a sequential scan of all of `jobs`,
--- which PostgreSQL took whenever it looked no dearer (`docs/benchmarks.md`, "The claim's plan").
+-- update had two plans: a custom one, made again at every call (its planning cost more than the
+-- claim of one job costs to run: docs/benchmarks.md#planned-at-every-call), and a generic one
+-- hashing a sequential scan of all of `jobs`, which PostgreSQL took whenever it looked no dearer
+-- (docs/benchmarks.md#issue-21-part-5-again-the-claims-plan-2026-11-27).
 CREATE OR REPLACE FUNCTION claim_for(p_queue text, p_limit int, p_worker text, p_tasks text[])
 RETURNS TABLE (id bigint, stage int, attempt int, chain text, input text, results text, metadata text,
                group_output text, waited float8)

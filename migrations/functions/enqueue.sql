@@ -59,7 +59,7 @@ BEGIN
     ), plain AS (
         -- Jobs without a key of either kind: a plain insert. Naming an arbiter, even an index a
         -- NULL key never enters, made each row a speculative insertion: a lock taken and released
-        -- and a confirmation record in the WAL per job (docs/benchmarks.md, "What the WAL holds").
+        -- and a confirmation record in the WAL per job (docs/benchmarks.md#what-the-wal-holds).
         INSERT INTO jobs (id, queue, priority, state, run_at, chain, stage_count, input, metadata, lane,
                           lane_ready_at, enqueued_by, home_queue, rate_key)
         SELECT i.new_id, coalesce(i.queue, 'default'), coalesce(i.priority, 0),

@@ -5,13 +5,14 @@
 -- them first). Each lane costs a few index probes, whatever its backlog and its history: the
 -- probe starts at the lane's floor (`lane_floors`, migration 18), past the entries the jobs
 -- admitted before left in `jobs_lane_waiting`, and one admission in 16 moves the floor up to the
--- job it admits (as a separate upsert of every lane, it cost ~7 µs a lane; docs/benchmarks.md,
--- "Issue 20: a floor per lane").
+-- job it admits (as a separate upsert of every lane, it cost more;
+-- docs/benchmarks.md#issue-20-a-floor-per-lane-built-and-measured-not-landed-2026-11-27-afternoon).
 -- (Replaces `lane_heads`, which admitted one job per lane; dropped by migration 17.)
 -- `ROWS 10`: a set-returning function is estimated at 1,000 rows unless told, and with that many
 -- the hand-over in `apply_outcomes_for` was planned as hash joins over a sequential scan of `jobs`
--- (80 ms a flush on a table of 30,000 jobs, instead of ~100 index probes; docs/benchmarks.md,
--- "The hand-over's plan"). It returns one row per lane admitting, at most a batch's worth.
+-- (a cost that grew with the table, instead of ~100 index probes;
+-- docs/benchmarks.md#the-hand-overs-plan). It returns one row per lane admitting, at most a batch's
+-- worth.
 CREATE OR REPLACE FUNCTION lane_admissions(p_lanes text[]) RETURNS TABLE (id bigint, slot smallint, first boolean)
 LANGUAGE plpgsql ROWS 10 SET search_path FROM CURRENT AS $$
 BEGIN
@@ -20,8 +21,8 @@ BEGIN
         SELECT lanes.l AS lane, w.id, w.lane_ready_at, w.k, f.slot, h.available = 0 AND w.k = 1 AS first
         FROM (SELECT DISTINCT l FROM unnest(p_lanes) AS l WHERE l IS NOT NULL) lanes
         -- `lane_width`, written out: a call of a function with its own search_path cannot be
-        -- inlined and cost ~17 µs a lane, more than the rest of the admission (docs/benchmarks.md,
-        -- "Wider lanes").
+        -- inlined and cost more than the rest of the admission
+        -- (docs/benchmarks.md#issue-20-wider-lanes-2026-11-26).
         CROSS JOIN LATERAL (
             SELECT coalesce(
                 (SELECT s.width FROM lane_settings s WHERE s.lane = lanes.l),

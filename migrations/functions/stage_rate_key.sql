@@ -20,7 +20,8 @@ $$;
 
 -- Whether any limit is set on a whole queue or lane (one probe of `rate_limits_scoped`).
 -- PL/pgSQL, whose plan a session keeps: as an SQL function called from PL/pgSQL (each enqueue and
--- each flush) it was planned on every call, 100–270 µs, twenty times what it runs in.
+-- each flush) it was planned on every call, which cost many times what it runs in
+-- (docs/benchmarks.md#planned-at-every-call).
 CREATE OR REPLACE FUNCTION scoped_rate_limits() RETURNS boolean
 LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
 BEGIN

@@ -4,13 +4,14 @@ import Baton
 /// `#/components/schemas/BatchRequest`, the one request schema written by hand (see
 /// `openapi-generator-config.yaml`): so that a batch's jobs are made from the reading of the body
 /// the bridge already holds (`FoundationJSONBridge.swift`) rather than decoded by Foundation.
-/// Decoding 1,000 generated `JobRequest`s with Foundation was 42 % of the server's time for such a
-/// batch; through `Codable` with Baton's decoder, still 28 % (the runtime's unknown-key check
-/// builds two sets per object). So a job of the common shape (one-task stages, no `unique`, no
-/// `backoff`) is made directly with the generated initialisers, and anything else, or anything
-/// that would not decode, sends the whole body through `Codable`, whose answer (the value, or the
-/// error the middleware turns into a 400) is the reference. `ExactBatchRequestTests` holds the two
-/// to the same values.
+/// Decoding 1,000 generated `JobRequest`s with Foundation was much of the server's time for such a
+/// batch (docs/benchmarks.md#http-enqueue-before-and-after); through `Codable` with Baton's decoder,
+/// still a large part (the runtime's unknown-key check builds two sets per object;
+/// docs/benchmarks.md#http-batch-enqueue-without-codable-on-the-common-path-issue-14-2026-11-25-night).
+/// So a job of the common shape (one-task stages, no `unique`, no `backoff`) is made directly with
+/// the generated initialisers, and anything else, or anything that would not decode, sends the
+/// whole body through `Codable`, whose answer (the value, or the error the middleware turns into a
+/// 400) is the reference. `ExactBatchRequestTests` holds the two to the same values.
 ///
 /// Its shape is the document's: `{"jobs": [JobRequest, …]}`, `jobs` required, no other field.
 public struct ExactBatchRequest: Codable, Hashable, Sendable {

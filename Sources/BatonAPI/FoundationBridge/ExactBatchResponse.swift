@@ -2,11 +2,12 @@ import Baton
 import Foundation
 
 /// `#/components/schemas/BatchResponse`, written by hand (see `openapi-generator-config.yaml`) so
-/// that the server writes a batch's answer with Baton's writer: Foundation's `JSONEncoder` took 23 %
-/// of the server's time for a batch of 1,000 jobs, more than storing them. Under the server's
-/// bridge (`FoundationJSONBridge.swift`) Foundation writes `{"jobs": "<placeholder>"}` and the
-/// bridge puts the array's text in; anywhere else (a client decoding it, Baton's own coders) it is
-/// plain `Codable`.
+/// that the server writes a batch's answer with Baton's writer: Foundation's `JSONEncoder` took more
+/// of the server's time for a batch of 1,000 jobs than storing them
+/// (docs/benchmarks.md#http-batch-enqueue-without-codable-on-the-common-path-issue-14-2026-11-25-night).
+/// Under the server's bridge (`FoundationJSONBridge.swift`) Foundation writes
+/// `{"jobs": "<placeholder>"}` and the bridge puts the array's text in; anywhere else (a client
+/// decoding it, Baton's own coders) it is plain `Codable`.
 ///
 /// Its shape is the document's: `{"jobs": [EnqueuedJob, …]}`. `BatchResponseTests` holds the
 /// writer to what Foundation writes for the same value, field by field.

@@ -33,8 +33,8 @@ import OpenAPIRuntime
 //   answered by Baton's reader and writer, past Foundation altogether (the common path's cost);
 // - `RawHeaderValues.swift`: declared headers as they were on the wire (the runtime
 //   percent-decodes them).
-// What the bridge costs an enqueue is measured in docs/benchmarks.md
-// ("Baton's JSON against Foundation's", "HTTP batch enqueue without `Codable`").
+// What the bridge costs an enqueue is measured in docs/benchmarks.md#batons-json-against-foundations
+// and docs/benchmarks.md#http-batch-enqueue-without-codable-on-the-common-path-issue-14-2026-11-25-night.
 
 /// The server's half: reads the request body (at most `maxBodySize` bytes, else
 /// ``RequestBodyError/tooLarge(limit:)``) with Baton's reader, and restores exact numbers in the
@@ -135,9 +135,9 @@ package enum ExactJSON {
 
 extension Configuration {
     /// How Baton's server and clients write and read JSON: fields in the document's order (the
-    /// generated code writes them so; sorting every object's keys cost a fifth of encoding an
-    /// answer), unescaped slashes, times as RFC 3339 with milliseconds (read with or without them,
-    /// and with any offset).
+    /// generated code writes them so; sorting every object's keys was a large part of encoding an
+    /// answer, docs/benchmarks.md#http-enqueue-before-and-after), unescaped slashes, times as
+    /// RFC 3339 with milliseconds (read with or without them, and with any offset).
     package static let baton = Configuration(
         dateTranscoder: RFC3339Transcoder(), jsonEncodingOptions: [.withoutEscapingSlashes])
 }

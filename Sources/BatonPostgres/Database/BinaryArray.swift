@@ -7,9 +7,10 @@ import PostgresNIO
 ///
 /// PostgresNIO decodes `[Element]` through `PostgresDecodable`'s generic entry points, element by
 /// element, unspecialised across the module boundary: the answers of the hot path (ten arrays of
-/// up to a batch's size each) took a twentieth of a busy worker's CPU that way, much of it in
-/// looking up generic metadata (docs/benchmarks.md, "The worker's CPU per stage, again"). Here each
-/// element type has its own loop: read a row's cells (`Array(row)`) with these.
+/// up to a batch's size each) took a measurable part of a busy worker's CPU that way, much of it in
+/// looking up generic metadata
+/// (docs/benchmarks.md#issue-21-part-5-again-the-workers-cpu-per-stage-again-2026-11-27-evening).
+/// Here each element type has its own loop: read a row's cells (`Array(row)`) with these.
 ///
 /// Only what those procedures answer: one dimension, no NULL element (their SQL coalesces).
 /// Anything else, or an element type other than the one asked for, is an error, not a guess.

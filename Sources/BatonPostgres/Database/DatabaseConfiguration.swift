@@ -27,9 +27,9 @@ public struct DatabaseConfiguration: Sendable {
     /// Which of the servers will do (`target_session_attrs`).
     package var targetSessionAttributes: TargetSessionAttributes = .readWrite
     /// How long one server may take to accept a connection, TLS and authentication included
-    /// (`connect_timeout`). A server busy starting a hundred backends at once on two cores took
-    /// over 2 s to accept one (the test suite's start, 2026-11-26): a busy database is not an
-    /// absent one.
+    /// (`connect_timeout`). A server busy starting a hundred backends at once on two cores was slow
+    /// to accept one (docs/benchmarks.md#the-test-suites-start): a busy database is not an absent
+    /// one.
     public var connectTimeout: Duration = .seconds(5)
     /// What `pg_stat_activity` shows for Baton's sessions (`application_name`).
     public var applicationName = "baton"

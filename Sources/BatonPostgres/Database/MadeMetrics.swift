@@ -3,11 +3,11 @@ import Synchronization
 
 /// Each metric made once per label and dimensions, and kept. Making a `Timer`, `Counter` or `Meter`
 /// looks it up in the backend (with Prometheus: a lock, a dictionary, a check of every name), which,
-/// done three times a stage and once a claimed job, was 7.7 % of a busy worker's CPU with
-/// `--metrics-port`, and twice a transaction in the pool. They are made on first use (a claim, a
-/// stage's end, a lease), so after the process has bootstrapped its backend: one made before would
-/// stay with the no-op backend. Their number is bounded by the queues served times the task labels
-/// (``MetricLabels``).
+/// done three times a stage and once a claimed job, was a measurable part of a busy worker's CPU
+/// with `--metrics-port` (docs/benchmarks.md#stage-metrics-made-once), and twice a transaction in
+/// the pool. They are made on first use (a claim, a stage's end, a lease), so after the process
+/// has bootstrapped its backend: one made before would stay with the no-op backend. Their number is
+/// bounded by the queues served times the task labels (``MetricLabels``).
 package final class MadeMetrics: Sendable {
     private struct Key: Hashable {
         var label: String

@@ -17,9 +17,10 @@ import PostgresNIO
 /// PostgreSQL compiles a statement to machine code when its plan's estimated cost passes
 /// `jit_above_cost`, and compiles it again at every execution: a plan cached per connection over a
 /// deep backlog (a few thousand jobs waiting in each lane) passed it, and each flush of outcomes
-/// spent 30–70 ms compiling a hand-over that runs in 4 ms (docs/benchmarks.md, "Compiled at every
-/// flush"). Baton's statements each touch a bounded number of rows through indexes; none gains
-/// from it. `CompiledPlanTests` holds it, and the list of helpers left out.
+/// spent many times longer compiling the hand-over than running it
+/// (docs/benchmarks.md#issue-20-compiled-at-every-flush-2026-11-27). Baton's statements each touch
+/// a bounded number of rows through indexes; none gains from it. `CompiledPlanTests` holds it, and
+/// the list of helpers left out.
 public struct Migrator: Sendable {
     public struct Migration: Sendable, Hashable {
         public var version: Int
@@ -59,8 +60,9 @@ public struct Migrator: Sendable {
     /// Runs wait for each other on a session advisory lock (Baton's namespace, "migr"), taken by
     /// this function only: one lock for every schema of the cluster, not one per schema. Schema
     /// changes of many backends at once flood every backend's catalog caches with invalidations:
-    /// 250 schemas migrated at once (the test suite, one schema per test, 2026-11-26) made new
-    /// connections to the cluster take over 5 s. (The tests now copy one migrated database.)
+    /// the test suite, a schema migrated per test all at once, stalled new connections to the
+    /// whole cluster (docs/benchmarks.md#the-test-suites-start). (The tests now copy one migrated
+    /// database.)
     @discardableResult
     public func migrate(on connection: PostgresConnection) async throws -> [String] {
         try await connection.execute("SELECT pg_advisory_lock(1650553966, 1835100530)", logger: logger)

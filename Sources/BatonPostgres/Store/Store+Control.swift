@@ -16,7 +16,7 @@ extension Store {
     /// page costs the same however many jobs the table holds and however rare the match: when the
     /// scan ends before the page is full, `scannedTo` is the oldest job examined, and the next page
     /// starts below it. (An index on the lane of every job would cost each laned job's every
-    /// transition an index entry: lanes ran about 7 % slower with one.)
+    /// transition an index entry: lanes ran slower with one; docs/benchmarks.md#pages.)
     package func jobs(_ filter: JobFilter) async throws -> JobListing {
         // No stored text holds a NUL (PostgreSQL's text cannot): such an error filter matches no
         // job, and PostgreSQL would refuse it as a parameter.

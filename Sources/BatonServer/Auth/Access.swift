@@ -13,8 +13,9 @@ final class Access: Sendable {
         var tokens: APITokens
         var databaseKey: [UInt8]?
         /// Each token's caller, in the order of `tokens`, made once the keys are known: its
-        /// fingerprints (an HMAC per key, in hex) were 5 % of the server's time for one job per
-        /// request when made for every request (docs/benchmarks.md, "One job per request").
+        /// fingerprints (an HMAC per key, in hex) were a measurable part of the server's time for
+        /// one job per request when made for every request
+        /// (docs/benchmarks.md#callers-made-for-every-request).
         var callers: [Caller]?
     }
 

@@ -5,10 +5,9 @@ import Mustache
 /// swift-mustache 2.1 finds `{{name}}` in a value that is not a `MustacheParent` by reflecting it
 /// anew on every look-up (`Mirror(reflecting:)`, then every field's label and value, to keep the
 /// one named). On Linux each field's value costs a look-up of its type by mangled name, so a page of
-/// a few hundred rows spent most of its time there: the lanes page (200 rows) took 90 ms in a
-/// release build with its three queries taking 20 ms (`perf record` on `baton serve`, see
-/// docs/benchmarks.md). This reflects each view once, fields into a dictionary, nested views and
-/// arrays of them alike, and hands the dictionary to the template.
+/// a few hundred rows spent most of its time there, far more than in its queries (`perf record` on
+/// `baton serve`, docs/benchmarks.md#pages). This reflects each view once, fields into a dictionary,
+/// nested views and arrays of them alike, and hands the dictionary to the template.
 ///
 /// Views hold text, numbers, flags, optionals, arrays and other views (`struct`s): those are what
 /// this turns into what swift-mustache reads. An optional that is nil is left out, as swift-mustache

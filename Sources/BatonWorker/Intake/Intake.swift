@@ -24,7 +24,8 @@ final class Intake: Sendable {
     private let signals: [String: WakeUp]
     /// Admitted stages, a batch per claim or hand-over, in the order they arrived; finished once
     /// the drain is over. (A batch, not a stage, per element: a yield and a `next()` per stage cost
-    /// a twentieth of a busy worker's CPU; docs/benchmarks.md, "The worker's CPU per stage, again".)
+    /// a measurable part of a busy worker's CPU;
+    /// docs/benchmarks.md#issue-21-part-5-again-the-workers-cpu-per-stage-again-2026-11-27-evening.)
     let admitted: AsyncStream<[Admitted]>
     private let continuation: AsyncStream<[Admitted]>.Continuation
 

@@ -32,9 +32,9 @@ package struct Pruner: Service {
     /// Deletes the jobs finished in `state` longer than `retention` ago, 5,000 per transaction,
     /// resting after each full batch `restFactor` times as long as it took: a backlog (a day of
     /// jobs at once, after retention is shortened or the workers were away) then takes about a
-    /// tenth of the database's time instead of all of it. Measured with `baton-bench --retained
-    /// 10000000 --prune` (docs/benchmarks.md): pruning 10 M rows flat out cut the jobs' throughput
-    /// by a third. A day's jobs pruned minute by minute, as they expire, are one batch a minute.
+    /// tenth of the database's time instead of all of it. Pruned flat out, a backlog cut the jobs'
+    /// throughput markedly (docs/benchmarks.md#issue-21-part-3-millions-of-finished-jobs-2026-11-26).
+    /// A day's jobs pruned minute by minute, as they expire, are one batch a minute.
     /// Returns how many it deleted.
     @discardableResult
     package static func prune(_ state: JobState, retention: Duration, store: Store, restFactor: Int = 9)

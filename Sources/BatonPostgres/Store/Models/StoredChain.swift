@@ -6,8 +6,8 @@ import Synchronization
 /// A job's chain as read back from its row.
 enum StoredChain {
     /// Chains decoded lately, by their stored text: the jobs of a queue mostly share one (their
-    /// input is apart), and decoding one, a parse and `Codable`, was 14 % of a worker's CPU per
-    /// claimed job (docs/benchmarks.md, "Chains decoded once"). At most `cacheLimit` bytes of text;
+    /// input is apart), and decoding one, a parse and `Codable`, was a large part of a worker's CPU
+    /// per claimed job (docs/benchmarks.md#chains-decoded-once). At most `cacheLimit` bytes of text;
     /// when full it starts again, so jobs whose chains all differ pay only a look-up.
     private static let decoded = Mutex<(chains: [String: [StageSpec]], bytes: Int)>(([:], 0))
     static let cacheLimit = 1 << 20

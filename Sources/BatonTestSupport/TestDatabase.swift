@@ -57,8 +57,8 @@ public struct TestDatabase: Sendable {
                     defer { group.cancelAll() }
                     do {
                         return try await body(database)
-                    } catch let error as PSQLError {
-                        // Its description hides what the server said.
+                    } catch let error where error is StoreError || error is PSQLError {
+                        // What the server said (a `PSQLError`'s own description hides it).
                         throw TestFailure(DatabaseConfiguration.describe(error))
                     }
                 }
@@ -174,7 +174,7 @@ actor Templates {
             do {
                 try await connection.execute(
                     "ALTER DATABASE \(unescaped: draft) RENAME TO \(unescaped: name)", logger: logger)
-            } catch let error as PSQLError where error.serverInfo?[.sqlState] == "42P04" {
+            } catch let error as StoreError where error.sqlState == "42P04" {
                 // Another test process made it meanwhile.
                 try await connection.execute("ALTER DATABASE \(unescaped: draft) IS_TEMPLATE false", logger: logger)
                 try await connection.execute("DROP DATABASE \(unescaped: draft)", logger: logger)
@@ -192,8 +192,8 @@ actor Templates {
         do {
             let connection = try await configuration.connect(logger: logger)
             return try await run({ try await body(connection) }, thenAlways: { try? await connection.close() })
-        } catch let error as PSQLError {
-            // PSQLError's description hides what the server said.
+        } catch let error where error is StoreError || error is PSQLError {
+            // What the server said (a `PSQLError`'s own description hides it).
             throw TestFailure("\(configuration.displayAddress): \(DatabaseConfiguration.describe(error))")
         }
     }

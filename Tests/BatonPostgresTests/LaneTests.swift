@@ -84,7 +84,7 @@ struct LaneTests {
         try await TestDatabase.with { db async throws in
             let ids = try await db.store.enqueue((0..<2).map { laned("a", $0) }).map(\.id)
             // A buggy writer that skips the lane functions still cannot make two holders.
-            await #expect(throws: PSQLError.self) {
+            await #expect(throws: StoreError.self) {
                 try await db.pool.execute(
                     "UPDATE \(unescaped: db.configuration.schema).jobs SET state = 'available' WHERE id = \(ids[1])")
             }
@@ -263,7 +263,7 @@ struct LaneTests {
         try await TestDatabase.with { db async throws in
             try await db.store.setLaneWidth(2, lane: "w")
             let ids = try await db.store.enqueue((0..<3).map { laned("w", $0) }).map(\.id)
-            await #expect(throws: PSQLError.self) {
+            await #expect(throws: StoreError.self) {
                 try await db.pool.execute(
                     """
                     UPDATE \(unescaped: db.configuration.schema).jobs SET state = 'available', lane_slot = 1

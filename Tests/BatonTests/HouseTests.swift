@@ -27,8 +27,8 @@ import Testing
         #expect(crowded.isEmpty, "\(crowded.sorted())")
     }
 
-    /// The server and the worker ask the store's errors what they are; PostgresNIO's error type
-    /// stays below the store.
+    /// The server and the worker ask the store's errors what they are (``StoreError``);
+    /// PostgresNIO's error type stays below the store.
     @Test func theServerAndTheWorkerDoNotSeePostgresNIOsErrors() throws {
         var found: [String] = []
         for target in ["BatonServer", "BatonWorker"] {

@@ -229,6 +229,7 @@ public struct DatabaseConfiguration: Sendable {
 
     /// A connection failure in one line: what the server said, or why TLS or the network failed.
     package static func describe(_ error: any Error) -> String {
+        if let error = error as? StoreError { return error.description }
         guard let error = error as? PSQLError else {
             if error is NIOSSLError || error is BoringSSLError { return "TLS: \(error)" }
             return describeNetwork(error) ?? "\(error)"

@@ -247,7 +247,9 @@ public final class DatabasePool: Service, Sendable {
                     }
                 } catch let error as ConnectionPoolError where error == .requestCancelled {
                     throw CancellationError()
-                } catch let error where !leased.isSet && !(error is PSQLError || error is CancellationError) {
+                } catch let error
+                    where !leased.isSet && !(error is PSQLError || error is StoreError || error is CancellationError)
+                {
                     // The pool's own errors: closed (replaced after an outage), or its circuit
                     // breaker, open after a minute of failing to connect.
                     if generation.isRetired { throw Replaced() }

@@ -7,7 +7,7 @@ extension Error {
     /// server that only reads now. A refusal will be refused again; anything else is worth retrying
     /// once the database (or its writable server) is back.
     package var isRefusalByDatabase: Bool {
-        guard let error = self as? PSQLError, let state = error.serverInfo?[.sqlState] else { return false }
+        guard let state = sqlState else { return false }
         // 08 connection exception, 40 transaction rollback (serialization, deadlock), 53 insufficient
         // resources, 55 object not in prerequisite state (lock not available), 57 operator
         // intervention (admin or crash shutdown, cannot connect now, cancel), 58 system error.
@@ -18,17 +18,23 @@ extension Error {
     /// Whether the server refused to write because it only reads (SQLSTATE 25006): a hot standby,
     /// or a primary a failover manager demoted or fenced. Another server may be the writable one.
     package var isReadOnlyServer: Bool {
-        self is ReadOnlyServer || (self as? PSQLError)?.serverInfo?[.sqlState] == "25006"
+        self is ReadOnlyServer || sqlState == "25006"
+    }
+
+    /// The statement's failure as ``StoreError`` says it, if this is one (or a `PSQLError` that a
+    /// connection's own handshake or PostgresNIO's transaction threw).
+    private var storeError: StoreError? {
+        self as? StoreError ?? (self as? PSQLError).map(StoreError.init)
     }
 }
 
 extension Error {
     /// The SQLSTATE PostgreSQL answered with, if this is its refusal: what the layers above the
     /// store switch on, without knowing PostgresNIO's error type.
-    package var sqlState: String? { (self as? PSQLError)?.serverInfo?[.sqlState] }
+    package var sqlState: String? { storeError?.sqlState }
 
     /// What PostgreSQL said, if this is its refusal.
-    package var databaseMessage: String? { (self as? PSQLError)?.serverInfo?[.message] }
+    package var databaseMessage: String? { storeError?.message }
 
     /// Whether the database could not store a value it was given (SQLSTATE class 22, a data
     /// exception): the caller's input, where the checks before let it through.
@@ -38,30 +44,25 @@ extension Error {
     /// takes it (away, restarting, a standby): worth trying again shortly, unlike a refusal.
     package var isDatabaseUnavailable: Bool { isDatabaseFailure && !isRefusalByDatabase }
 
-    /// A task's error for the job's errors: PostgresNIO describes every `PSQLError` with one fixed
-    /// text (so as not to leak a statement's data into logs); what the server said and its SQLSTATE
-    /// are kept instead, or the kind of failure when the server said nothing.
+    /// A task's error for the job's errors: what the server said and its SQLSTATE, or the kind of
+    /// failure when the server said nothing (a task's own statements fail as PostgresNIO's
+    /// `PSQLError`, which describes itself with one fixed text).
     package var stageErrorDescription: String {
-        guard let error = self as? PSQLError else { return String(describing: self) }
-        guard let message = databaseMessage else { return "PostgreSQL: \(error.code)" }
-        return "PostgreSQL: \(message) (SQLSTATE \(sqlState ?? "?"))"
+        guard let error = storeError else { return String(describing: self) }
+        guard let message = error.message else { return "PostgreSQL: \(error.code)" }
+        return "PostgreSQL: \(message) (SQLSTATE \(error.sqlState ?? "?"))"
     }
 
     /// Whether this came from the database or the way to it (to be told with ``logDescription``).
     package var isDatabaseFailure: Bool {
-        self is PSQLError || self is DatabaseUnavailable || self is DatabaseConnector.NoServer
+        self is StoreError || self is PSQLError || self is DatabaseUnavailable || self is DatabaseConnector.NoServer
     }
 
     /// Whether a connection was lost (or never had) rather than a statement refused: a reason to
     /// look whether the database is still there (``DatabasePool``).
     package var isConnectionLoss: Bool {
         if self is DatabaseUnavailable { return true }
-        guard let error = self as? PSQLError else { return false }
-        guard error.code == .server else { return error.code != .queryCancelled }
-        // Class 08: connection exception; 57: operator intervention (shutdown, terminated), but
-        // 57014, a statement cancelled.
-        let state = error.serverInfo?[.sqlState] ?? ""
-        return state.hasPrefix("08") || (state.hasPrefix("57") && state != "57014")
+        return storeError?.isConnectionLoss ?? false
     }
 
     /// The error for a log line, with nothing a caller sent in it: what PostgreSQL said and its
@@ -71,10 +72,11 @@ extension Error {
     package var logDescription: String {
         switch self {
         case is DatabaseUnavailable: return "\(self)"
-        case let error as PSQLError:
-            var text = DatabaseConfiguration.describe(error)
-            if let constraint = error.serverInfo?[.constraintName] { text += " (constraint \(constraint))" }
-            if let place = error.serverInfo?[.locationContext]?.split(separator: "\n").last { text += " at \(place)" }
+        case is StoreError, is PSQLError:
+            guard let error = storeError else { return "\(self)" }
+            var text = error.description
+            if let constraint = error.constraint { text += " (constraint \(constraint))" }
+            if let place = error.place { text += " at \(place)" }
             return text
         case let error as DecodingError:
             let context: DecodingError.Context? =

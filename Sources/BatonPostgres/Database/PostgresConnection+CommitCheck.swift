@@ -20,7 +20,8 @@ public struct DatabaseUnavailable: Error, CustomStringConvertible {
 ///   `*_committed` ones of the hot path); its row is the proof.
 ///
 /// (PostgresNIO's own `query` is the word the others would take; on a connection that has just
-/// closed it never answers, which is why every statement of Baton's goes through these.)
+/// closed it never answers, which is why every statement of Baton's goes through these.) Each
+/// fails as ``StoreError``, never as PostgresNIO's `PSQLError`.
 extension PostgresConnection {
     /// Runs `query` and returns all its rows once its transaction has committed; fails at once if
     /// the connection has closed.
@@ -49,22 +50,30 @@ extension PostgresConnection {
     /// one row comes only after the commit: ``call(_:logger:)``.
     @discardableResult
     package func execute(_ query: PostgresQuery, logger: Logger) async throws -> [PostgresRow] {
-        try await eventLoop.flatSubmit { () -> EventLoopFuture<[PostgresRow]> in
-            guard !self.isClosed else { return self.eventLoop.makeFailedFuture(DatabaseUnavailable.closed) }
-            let result = self.query(query, logger: logger)
-            let committed = self.query("SELECT 1", logger: logger)
-            return result.and(committed).map { result, _ in result.rows }
-        }.get()
+        do {
+            return try await eventLoop.flatSubmit { () -> EventLoopFuture<[PostgresRow]> in
+                guard !self.isClosed else { return self.eventLoop.makeFailedFuture(DatabaseUnavailable.closed) }
+                let result = self.query(query, logger: logger)
+                let committed = self.query("SELECT 1", logger: logger)
+                return result.and(committed).map { result, _ in result.rows }
+            }.get()
+        } catch {
+            throw StoreError.from(error)
+        }
     }
 
     /// Runs `query`, which changes nothing, and returns all its rows: without the commit check of
     /// ``execute(_:logger:)``, since rows read are a snapshot of committed data whether or not the
     /// implicit transaction's end reaches this side. Listings, look-ups, metrics, readiness.
     package func read(_ query: PostgresQuery, logger: Logger) async throws -> [PostgresRow] {
-        try await eventLoop.flatSubmit { () -> EventLoopFuture<[PostgresRow]> in
-            guard !self.isClosed else { return self.eventLoop.makeFailedFuture(DatabaseUnavailable.closed) }
-            return self.query(query, logger: logger).map(\.rows)
-        }.get()
+        do {
+            return try await eventLoop.flatSubmit { () -> EventLoopFuture<[PostgresRow]> in
+                guard !self.isClosed else { return self.eventLoop.makeFailedFuture(DatabaseUnavailable.closed) }
+                return self.query(query, logger: logger).map(\.rows)
+            }.get()
+        } catch {
+            throw StoreError.from(error)
+        }
     }
 
     /// Calls a procedure that commits before it answers (`CALL enqueue_committed(…)`) and returns

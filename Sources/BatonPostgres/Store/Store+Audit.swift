@@ -74,7 +74,7 @@ extension Store {
             return try await inTransaction(actor, change)
         } catch let error as PostgresTransactionError {
             // What failed, as the statement alone would have thrown it (a refusal by the
-            // database stays a `PSQLError` for the callers that look for one).
+            // database stays a ``StoreError`` for the callers that look for one).
             throw error.closureError ?? error.commitError ?? error.beginError ?? error
         }
     }

@@ -115,7 +115,7 @@ extension Store {
                 return state
             }
             return nil
-        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "P0002" {
+        } catch let error as StoreError where error.sqlState == "P0002" {
             throw BatonError.jobNotFound(id)
         }
     }

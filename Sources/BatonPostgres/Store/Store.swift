@@ -117,8 +117,8 @@ extension Store {
     {
         do {
             return try await run()
-        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "BT409" {
-            throw IdempotencyKeyTaken(index: error.serverInfo?[.detail].flatMap { Int($0) } ?? 0)
+        } catch let error as StoreError where error.sqlState == "BT409" {
+            throw IdempotencyKeyTaken(index: error.detail.flatMap { Int($0) } ?? 0)
         }
     }
 

@@ -10,6 +10,11 @@ import NIOHTTPTypes
 /// sees requests it has already parsed.
 ///
 /// It sits after the HTTP decoder, so it sees whole parts: the head, the body's pieces, the end.
+/// Its timer is lazy: moving the deadline later (every request moves it twice) only writes a
+/// field, and the timer, when it fires, waits again for the deadline of the moment; it is
+/// scheduled anew only when a deadline comes sooner than it, about once per timeout, not per
+/// request (two timers scheduled and cancelled per request cost `GET /healthz` ~10 %,
+/// docs/benchmarks.md#the-deadlines-timer).
 /// A cut body reaches the handler reading it as ``RequestTimeout``, which the problem middleware
 /// answers as a client gone (`incomplete-request`, not a 500).
 final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandler {
@@ -19,7 +24,12 @@ final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandle
     typealias OutboundOut = HTTPResponsePart
 
     private let limits: ConnectionLimits
-    private var deadline: Scheduled<Void>?
+    /// When the client's time runs out, and what it has not done by then; nil while a request is
+    /// being answered.
+    private var deadline: (at: NIODeadline, reason: RequestTimeout)?
+    /// The timer, due at `timerAt` (at or before `deadline`, or at a deadline since moved later).
+    private var timer: Scheduled<Void>?
+    private var timerAt = NIODeadline.distantFuture
 
     init(limits: ConnectionLimits) {
         self.limits = limits
@@ -34,10 +44,10 @@ final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandle
         context.fireChannelActive()
     }
 
-    func handlerRemoved(context: ChannelHandlerContext) { disarm() }
+    func handlerRemoved(context: ChannelHandlerContext) { stop() }
 
     func channelInactive(context: ChannelHandlerContext) {
-        disarm()
+        stop()
         context.fireChannelInactive()
     }
 
@@ -60,17 +70,33 @@ final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandle
     }
 
     private func arm(_ timeout: Duration, _ reason: RequestTimeout, _ context: ChannelHandlerContext) {
-        disarm()
-        let context = NIOLoopBound(context, eventLoop: context.eventLoop)
-        deadline = context.value.eventLoop.scheduleTask(in: TimeAmount(timeout)) {
-            context.value.fireErrorCaught(reason)
-            context.value.close(promise: nil)
-        }
+        let at = NIODeadline.now() + TimeAmount(timeout)
+        deadline = (at, reason)
+        if timer == nil || at < timerAt { schedule(at, context) }
     }
 
-    private func disarm() {
-        deadline?.cancel()
+    /// No deadline until the next ``arm(_:_:_:)``: the timer, if it fires meanwhile, does nothing.
+    private func disarm() { deadline = nil }
+
+    private func schedule(_ at: NIODeadline, _ context: ChannelHandlerContext) {
+        timer?.cancel()
+        timerAt = at
+        let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
+        timer = context.eventLoop.scheduleTask(deadline: at) { bound.value.handler.fire(bound.value.context) }
+    }
+
+    private func fire(_ context: ChannelHandlerContext) {
+        timer = nil
+        guard let deadline else { return }
+        guard deadline.at <= .now() else { return schedule(deadline.at, context) }
+        context.fireErrorCaught(deadline.reason)
+        context.close(promise: nil)
+    }
+
+    private func stop() {
         deadline = nil
+        timer?.cancel()
+        timer = nil
     }
 }
 

@@ -60,6 +60,16 @@ struct Bench: AsyncParsableCommand {
     var prune = false
     @Option(help: "With --prune: days of finished jobs written, each after the day before is pruned.")
     var days: Int = 2
+    @Option(
+        help: ArgumentHelp(
+            "Offer jobs at this steady rate (jobs/s) for --duration while the worker runs, reported by --window.",
+            discussion: "With --hold-after, the cluster's xmin horizon is held from then on by a session in "
+                + "`BEGIN; SELECT txid_current();`, as a pg_dump or an idle transaction holds it (issue 46)."))
+    var offeredRate: Int = 0
+    @Option(help: "With --offered-rate: how long jobs are offered (250ms, 30s, 10m…).") var duration = "60s"
+    @Option(help: "With --offered-rate: the length of each reported window.") var window = "60s"
+    @Option(help: "With --offered-rate: hold the xmin horizon from this long after the start to the end of the load.")
+    var holdAfter: String?
     @Flag(help: "Print one JSON object instead of a summary.") var json = false
 
     var printsJSON: Bool { json }
@@ -86,12 +96,15 @@ struct Bench: AsyncParsableCommand {
         guard jobs >= 1, chain >= 1, chain <= ChainDefinition.maxStages, lanes >= 0, concurrency >= 1,
             pickupSamples >= 0, LaneSetting.widths.contains(laneWidth), (networkDelay ?? 0) >= 0,
             (networkDelay ?? 0) <= 1000, retained >= 0, !prune || retained > 0, (2...30).contains(days),
-            rateLimit == 0 || RateLimit.rates.contains(rateLimit)
+            rateLimit == 0 || RateLimit.rates.contains(rateLimit), (0...100_000).contains(offeredRate),
+            [duration, window].allSatisfy({ (DurationFormat.parse($0) ?? .zero) > .zero }),
+            holdAfter.map({ DurationFormat.parse($0) != nil }) ?? true
         else {
             throw ValidationError(
                 "--jobs, --chain (≤ 100) and --concurrency must be positive; --lanes ≥ 0; --lane-width 1 to 10000; "
                     + "--rate-limit 0 to 1000000; --network-delay 0 to 1000 (ms); --retained ≥ 0, and > 0 with --prune; "
-                    + "--days 2 to 30")
+                    + "--days 2 to 30; --offered-rate 0 to 100000; --duration and --window positive durations "
+                    + "(\"30s\", \"10m\"); --hold-after a duration")
         }
     }
 
@@ -131,6 +144,7 @@ struct Bench: AsyncParsableCommand {
             proxy = try await DelayProxy.start(to: host, port: port, delay: .microseconds(Int64(networkDelay * 1000)))
             database = database.at(host: "127.0.0.1", port: proxy!.port)
         }
+        if offeredRate > 0 { return try await runOffered(database, logger: logger, progress: progress) }
         let report = try await Self.withPool(database, logger: logger) { [proxy] pool in
             try await Migrator(schema: schema, logger: logger).migrate(pool)
             var retainedUpTo: Int64 = 0

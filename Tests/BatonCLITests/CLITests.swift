@@ -128,6 +128,30 @@ struct CLITests {
         }
     }
 
+    /// Jobs offered at a steady rate, the xmin horizon held from the second window on: every
+    /// window is reported, the held ones said so, and every job offered finishes (issue 46's
+    /// harness; it holds the shared test cluster's horizon for three seconds only).
+    @Test func benchOffersAtARateWithTheHorizonHeldAndLosesNothing() async throws {
+        try await TestDatabase.with { db async throws in
+            let report = try await benchReport(
+                db, ["--offered-rate", "100", "--duration", "6s", "--window", "3s", "--hold-after", "3s"])
+            #expect(report["lost"] == 0)
+            let offered = try #require(report["offered"]?.numberValue?.integer(as: Int.self))
+            #expect((500...600).contains(offered), "offered \(offered)")
+            #expect(report["finished"] == report["offered"])
+            guard case .array(let windows)? = report["windows"] else {
+                Issue.record("no windows in \(report)")
+                return
+            }
+            #expect(windows.map { $0["horizon_held"] } == [false, true])
+            for window in windows {
+                for key in ["offered", "completed", "backlog", "dead_rows", "table_bytes", "pickup_p99_ms"] {
+                    #expect(window[key]?.numberValue != nil, "missing \(key)")
+                }
+            }
+        }
+    }
+
     /// Through the delaying proxy every job still completes, and the round trips are counted.
     @Test func benchThroughADelayingProxyCountsRoundTrips() async throws {
         try await TestDatabase.with { db async throws in

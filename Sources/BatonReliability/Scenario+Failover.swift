@@ -46,14 +46,20 @@ extension Scenario {
             group.addTask { await producer.produce(rate: 100, for: duration) { Chains.mixed($0) } }
             try await Task.sleep(for: duration / 3)
             let primary = try await formation.primary() ?? 0
-            runningAtCrash = Set(
-                try await rig.pool.execute(
-                    "SELECT id FROM \(unescaped: Rig.schema).jobs WHERE state = 'running'", logger: rig.logger
-                ).map { try $0.decode(Int64.self) })
             let crashed = ContinuousClock.now
             try await formation.crash(node: primary)
             try await formation.waitUntilPromoted(node: 1 - primary)
             let outOfRecovery = ContinuousClock.now
+            // What was running at the crash, as the promoted standby has it: with synchronous
+            // replication every claim and outcome committed before the crash is there, and
+            // nothing commits on it until the monitor lets it take writes. (Read before the
+            // crash instead, the set missed stages claimed between the read and the kill, which
+            // ran again once their lease passed in a failover slower than the lease.)
+            runningAtCrash = Set(
+                try await formation.psql(
+                    "SELECT id FROM \(Rig.schema).jobs WHERE state = 'running'", node: 1 - primary,
+                    database: rig.pool.configuration.database ?? "postgres"
+                ).split(whereSeparator: \.isNewline).compactMap { Int64($0) })
             try await formation.waitUntilWritable(node: 1 - primary)
             let promoted = ContinuousClock.now
             let promotedAt = Date()

@@ -111,6 +111,11 @@ public final class LocalAutoFailover: Sendable {
         }
     }
 
+    /// What `sql` prints, run by psql on node `index` itself (whatever its role), in `database`.
+    public func psql(_ sql: String, node index: Int, database: String) async throws -> String {
+        try await psql(sql, port: nodePorts[index], database: database)
+    }
+
     /// Waits until the monitor has node `index` take writes (`wait_primary` or `primary`): after
     /// its promotion, pg_auto_failover holds its commits back for `primary_demote_timeout`.
     public func waitUntilWritable(node index: Int, timeout: Duration = .seconds(60)) async throws {

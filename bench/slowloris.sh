@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/usr/bin/env bash
 # /healthz under a slowloris: what 100 slow clients cost everyone else, and how long they last.
 #
 #   swift build -c release && bench/slowloris.sh
@@ -9,27 +9,16 @@
 # 200 ms, a third stalled in their body. Prints p50, p99 and max of each, and when the last slow
 # connection was closed by the server (api.header-timeout, api.body-timeout: 10 s and 60 s by
 # default; BATON_API_HEADER_TIMEOUT and BATON_API_BODY_TIMEOUT to try others).
-set -eu
+set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 baton=${BATON:-$here/../.build/release/baton}
 slow=${SLOW:-100}
-# shellcheck disable=SC2012 # version directories only
-bindir=$(pg_config --bindir 2>/dev/null || ls -d /usr/lib/postgresql/*/bin | tail -1)
-work=$(mktemp -d)
-as_postgres=""
-if [ "$(id -u)" = 0 ]; then chown postgres "$work"; as_postgres="runuser -u postgres --"; fi
-port=$((20000 + $$ % 10000))
-api_port=$((port + 1))
-cleanup() {
-    [ -n "${serve_pid:-}" ] && kill "$serve_pid" 2>/dev/null && wait "$serve_pid" 2>/dev/null
-    $as_postgres "$bindir/pg_ctl" -D "$work/data" -m fast stop >/dev/null 2>&1 || true
-    rm -rf "$work"
-}
-trap cleanup EXIT INT TERM
-$as_postgres "$bindir/initdb" -D "$work/data" -U postgres -A trust >/dev/null
-$as_postgres "$bindir/pg_ctl" -D "$work/data" -l "$work/log" -w \
-    -o "-p $port -k $work -c listen_addresses=127.0.0.1" start >/dev/null
-export BATON_DATABASE_URL="postgres://postgres@127.0.0.1:$port/postgres" BATON_API_TOKEN=bench-token-0123456789
+# shellcheck source=bench/cluster.sh
+. "$here/cluster.sh"
+before_cluster_stops() { [ -n "${serve_pid:-}" ] && kill "$serve_pid" 2>/dev/null && wait "$serve_pid" 2>/dev/null; }
+start_cluster
+api_port=$((20001 + $$ % 10000))
+export BATON_DATABASE_URL="$url" BATON_API_TOKEN=bench-token-0123456789
 export BATON_LOG_LEVEL="${BATON_LOG_LEVEL:-warning}"
 "$baton" migrate >/dev/null
 "$baton" serve --port "$api_port" >"$work/serve.log" 2>&1 &

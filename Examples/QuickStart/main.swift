@@ -33,7 +33,7 @@ struct QuickStart {
         let worker = Worker(
             pool: pool, tasks: tasks,
             configuration: WorkerConfiguration(queues: ["default": 10]), logger: logger)
-        let baton = BatonClient(pool: pool, logger: logger)
+        let baton = BatonClient(pool: pool, logger: logger, checkingArgs: tasks.argsCheck)
         let services = ServiceGroup(services: [pool, baton, worker], logger: logger)
 
         try await withThrowingDiscardingTaskGroup { group in

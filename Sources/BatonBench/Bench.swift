@@ -193,6 +193,20 @@ struct Bench: AsyncParsableCommand {
         if report.lost > 0 { throw ExitCode(1) }
     }
 
+    /// The worker's one task, `bench`, which tells `recorder` when each stage starts and ends; and
+    /// the lane width and rate limit the options ask for, set through `baton`.
+    func prepare(_ baton: BatonClient, recording recorder: some StageRecorder) async throws -> TaskRegistry {
+        var tasks = TaskRegistry(builtins: false)
+        tasks.register("bench") { _, input, context in
+            recorder.started(job: context.jobID, stage: context.stageIndex)
+            defer { recorder.ended(job: context.jobID, stage: context.stageIndex) }
+            return input
+        }
+        if laneWidth > 1 { try await baton.setLaneWidth(laneWidth, lane: "lane-*") }
+        if rateLimit > 0 { try await baton.setRateLimit(RateLimit(key: "bench", rate: rateLimit, per: .seconds(1))) }
+        return tasks
+    }
+
     func makeJobs(_ range: Range<Int>) -> [NewJob] {
         range.map { index in
             let lane = lanes > 0 ? "lane-\(index % lanes)" : nil
@@ -217,14 +231,7 @@ struct Bench: AsyncParsableCommand {
         // Enqueue as a Swift service would: through the client, whose waker NOTIFYs the worker.
         let baton = BatonClient(pool: pool, logger: logger)
         let timings = Timings(stages: jobs * chain, timed: chain > 1 || mode == .steady)
-        var tasks = TaskRegistry(builtins: false)
-        tasks.register("bench") { _, input, context in
-            timings.started(job: context.jobID, stage: context.stageIndex)
-            defer { timings.ended(job: context.jobID, stage: context.stageIndex) }
-            return input
-        }
-        if laneWidth > 1 { try await baton.setLaneWidth(laneWidth, lane: "lane-*") }
-        if rateLimit > 0 { try await baton.setRateLimit(RateLimit(key: "bench", rate: rateLimit, per: .seconds(1))) }
+        let tasks = try await prepare(baton, recording: timings)
         let statsAvailable = await resetStatementStatistics(pool)
         let worker = Worker(
             pool: pool, tasks: tasks,
@@ -431,8 +438,14 @@ extension Duration {
     var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }
 
+/// What the `bench` task tells as each stage starts and ends.
+protocol StageRecorder: Sendable {
+    func started(job: Int64, stage: Int)
+    func ended(job: Int64, stage: Int)
+}
+
 /// When each stage started and ended, and when each job's enqueue committed.
-final class Timings: Sendable {
+final class Timings: StageRecorder {
     /// One stage of one job: a flat key, so that recording a stage allocates nothing of its own
     /// (a dictionary of stages per job cost the bench's process a thirtieth of its CPU, counted
     /// as Baton's).

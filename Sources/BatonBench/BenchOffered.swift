@@ -30,14 +30,7 @@ extension Bench {
     private func offer(pool: DatabasePool, logger: Logger, progress: Progress) async throws -> OfferedReport {
         let baton = BatonClient(pool: pool, logger: logger)
         let ledger = Ledger(lastStage: chain - 1)
-        var tasks = TaskRegistry(builtins: false)
-        tasks.register("bench") { _, input, context in
-            ledger.started(job: context.jobID, stage: context.stageIndex)
-            defer { ledger.ended(job: context.jobID, stage: context.stageIndex) }
-            return input
-        }
-        if laneWidth > 1 { try await baton.setLaneWidth(laneWidth, lane: "lane-*") }
-        if rateLimit > 0 { try await baton.setRateLimit(RateLimit(key: "bench", rate: rateLimit, per: .seconds(1))) }
+        let tasks = try await prepare(baton, recording: ledger)
         let worker = Worker(
             pool: pool, tasks: tasks,
             configuration: WorkerConfiguration(queues: ["bench": concurrency], lease: .seconds(30)), logger: logger)
@@ -119,7 +112,7 @@ extension Bench {
 }
 
 /// When each job was committed and started, and when its last stage ended.
-private final class Ledger: Sendable {
+private final class Ledger: StageRecorder {
     private struct State {
         var commits: [Int64: ContinuousClock.Instant] = [:]
         var starts: [(job: Int64, at: ContinuousClock.Instant)] = []

@@ -29,11 +29,12 @@ struct ScheduleSettings: Sendable {
         guard case .object(let entries) = value else {
             throw ValidationError("config file \(file): schedules must map names to schedules")
         }
+        let argsCheck = TaskRegistry().argsCheck
         return try entries.keys.sorted().map { name in
             do {
                 return try scheduleDefinition(
                     name: name, entries[name] ?? .null, path: "schedules.\(name).",
-                    checkingArgs: TaskRegistry().argsCheck)
+                    checkingArgs: argsCheck)
             } catch let error as ScheduleDefinitionError {
                 throw ValidationError("config file \(file): \(error.path): \(error.reason)")
             }

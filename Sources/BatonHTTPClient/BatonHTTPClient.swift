@@ -79,7 +79,7 @@ public struct BatonHTTPClient: Sendable {
         let output = try await call {
             try await client.enqueueJob(
                 query: .init(unchecked: unchecked ? true : nil, wait: wait.map(DurationFormat.format)),
-                headers: .init(idempotencyKey: idempotencyKey), body: .json(request))
+                headers: .init(idempotencyKey: idempotencyKey), body: .json(ExactJobRequest(request)))
         }
         switch output {
         case .created(let created): return Enqueued(job: try Self.json(created.body.json), inserted: true)

@@ -29,8 +29,9 @@ import OpenAPIRuntime
 // - this file: the middlewares above;
 // - `RequestBody.swift`: decoding a body Baton has read into a generated type (settings files,
 //   schedules), with a refusal that names the field's path;
-// - `ExactBatchRequest.swift`, `ExactBatchResponse.swift`: a batch of up to 10,000 jobs read and
-//   answered by Baton's reader and writer, past Foundation altogether (the common path's cost);
+// - `ExactJobRequest.swift`, `ExactBatchRequest.swift`, `ExactBatchResponse.swift`: a job, or a
+//   batch of up to 10,000, read (and a batch answered) by Baton's reader and writer, past
+//   Foundation altogether (the common path's cost): the body is parsed once;
 // - `RawHeaderValues.swift`: declared headers as they were on the wire (the runtime
 //   percent-decodes them).
 // What the bridge costs an enqueue is measured in docs/benchmarks.md#batons-json-against-foundations
@@ -59,7 +60,8 @@ package struct ExactJSONServerMiddleware: ServerMiddleware {
                     throw RequestBodyError.notJSON(error)
                 }
             }
-            received = HTTPBody(bytes)
+            // Foundation would parse the body again for a type that does not look at its reading.
+            received = document != nil && Self.readByBaton.contains(operationID) ? HTTPBody("null") : HTTPBody(bytes)
         }
         let bridge = ForeignJSON(document: document)
         var (response, responseBody) = try await ForeignJSON.$current.withValue(bridge) {
@@ -68,6 +70,10 @@ package struct ExactJSONServerMiddleware: ServerMiddleware {
         responseBody = try await ExactJSON.restoringNumbers(in: responseBody, &response.headerFields, bridge)
         return (response, responseBody)
     }
+
+    /// The operations whose body type takes its value from Baton's reading alone
+    /// (``ExactJobRequest``, ``ExactBatchRequest``): Foundation is handed `null` instead of the body.
+    static let readByBaton: Set<String> = ["enqueueJob", "enqueueJobs"]
 
     static func collect(_ body: HTTPBody, limit: Int) async throws -> [UInt8] {
         if case .known(let length) = body.length, length > limit { throw RequestBodyError.tooLarge(limit: limit) }

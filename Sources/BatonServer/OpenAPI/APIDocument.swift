@@ -72,6 +72,10 @@ struct APIDocument: Sendable {
 
     private func misplacedNull(_ value: JSONValue, schema given: JSONValue, path: String) -> String? {
         let schema = Self.resolve(given, in: document)
+        // All of several schemas (`JobRequestBody`: a `JobRequest` under a name of its own).
+        if let parts = schema["allOf"]?.arrayValue {
+            return parts.lazy.compactMap { self.misplacedNull(value, schema: $0, path: path) }.first
+        }
         // No type, no structure: any JSON value, null included (a payload).
         let type = schema["type"]
         guard type != nil || schema["oneOf"] != nil else { return nil }

@@ -15,7 +15,7 @@ extension API {
         let wait = try wait(input.query.wait)
         guard case .json(let body) = input.body else { throw Problem.invalid("", "the body must be JSON") }
         let reader = JobReader()
-        var request = try reader.job(body)
+        var request = try reader.job(body.job)
         if let header = input.headers.idempotencyKey {
             let key = try JobReader.idempotencyKey(header, path: "Idempotency-Key")
             if let field = request.idempotencyKey, field != key {

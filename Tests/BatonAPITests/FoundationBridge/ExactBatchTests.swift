@@ -50,6 +50,20 @@ struct ExactBatchTests {
         #expect(quick >= 60, "the common shapes are read quickly (\(quick))")
     }
 
+    /// `POST /v1/jobs`: the server hands Foundation `null` for the body
+    /// (`ExactJSONServerMiddleware.readByBaton`); the job is what Baton's decoder makes of the body,
+    /// or the same refusal.
+    @Test func aSingleJobIsMadeFromBatonsReadingAlone() throws {
+        for text in Self.jobs() {
+            let document = try JSONValue(parsing: text)
+            let expected = try? document.decode(as: Components.Schemas.JobRequest.self)
+            let read = try? ForeignJSON.$current.withValue(ForeignJSON(document: document)) {
+                try JSONDecoder().decode(ExactJobRequest.self, from: Data("null".utf8))
+            }
+            #expect(read?.job == expected, "\(text)")
+        }
+    }
+
     @Test func theCommonShapesAreReadQuickly() throws {
         for text in Self.jobs().prefix(3) {
             #expect(ExactBatchRequest(quickly: try JSONValue(parsing: #"{"jobs": [\#(text), \#(text)]}"#)) != nil)

@@ -70,6 +70,11 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "With --offered-rate: the length of each reported window.") var window = "60s"
     @Option(help: "With --offered-rate: hold the xmin horizon from this long after the start to the end of the load.")
     var holdAfter: String?
+    @Option(
+        help:
+            "With --offered-rate: fail (exit 1) unless every window completed at least this fraction of what it offered."
+    )
+    var keepPace: Double?
     @Flag(help: "Print one JSON object instead of a summary.") var json = false
 
     var printsJSON: Bool { json }

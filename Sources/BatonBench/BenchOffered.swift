@@ -25,6 +25,14 @@ extension Bench {
         }
         print(printsJSON ? report.json.jsonText : report.summary)
         if report.lost > 0 { throw ExitCode(1) }
+        if let keepPace,
+            let slow = report.windows.first(where: { Double($0.completed) < keepPace * Double($0.offered) })
+        {
+            print(
+                "baton bench: the window ending at \(Int(slow.endsAt)) s completed \(slow.completed) of \(slow.offered) offered"
+            )
+            throw ExitCode(1)
+        }
     }
 
     private func offer(pool: DatabasePool, logger: Logger, progress: Progress) async throws -> OfferedReport {
@@ -102,12 +110,17 @@ extension Bench {
     static func jobsTable(_ pool: DatabasePool) async throws -> OfferedReport.Table {
         let rows = try await pool.read(
             """
-            SELECT coalesce(n_dead_tup, 0)::bigint, pg_table_size(relid)::bigint, pg_indexes_size(relid)::bigint
+            SELECT coalesce(n_dead_tup, 0)::bigint, pg_table_size(relid)::bigint, pg_indexes_size(relid)::bigint,
+                   (SELECT coalesce(sum(pg_total_relation_size(i.inhrelid)), 0)::bigint FROM pg_inherits i
+                    WHERE i.inhparent = to_regclass(\(pool.configuration.schema + ".ready")))
             FROM pg_stat_user_tables WHERE schemaname = \(pool.configuration.schema) AND relname = 'jobs'
             """, logger: pool.logger)
-        guard let row = rows.first else { return OfferedReport.Table(deadRows: 0, tableBytes: 0, indexBytes: 0) }
-        let (dead, table, indexes) = try row.decode((Int64, Int64, Int64).self)
-        return OfferedReport.Table(deadRows: Int(dead), tableBytes: Int(table), indexBytes: Int(indexes))
+        guard let row = rows.first else {
+            return OfferedReport.Table(deadRows: 0, tableBytes: 0, indexBytes: 0, readyBytes: 0)
+        }
+        let (dead, table, indexes, ready) = try row.decode((Int64, Int64, Int64, Int64).self)
+        return OfferedReport.Table(
+            deadRows: Int(dead), tableBytes: Int(table), indexBytes: Int(indexes), readyBytes: Int(ready))
     }
 }
 
@@ -218,6 +231,8 @@ struct OfferedReport: Sendable {
         var deadRows: Int
         var tableBytes: Int
         var indexBytes: Int
+        /// `ready`, the claim's table, with its index (issue 46).
+        var readyBytes: Int
         /// Whether the horizon was held during the window (from the start of the hold on).
         var held = false
     }
@@ -263,6 +278,7 @@ struct OfferedReport: Sendable {
                         "dead_rows": .number(JSONNumber(window.table.deadRows)),
                         "table_bytes": .number(JSONNumber(window.table.tableBytes)),
                         "index_bytes": .number(JSONNumber(window.table.indexBytes)),
+                        "ready_bytes": .number(JSONNumber(window.table.readyBytes)),
                     ]
                 }),
         ]
@@ -280,7 +296,8 @@ struct OfferedReport: Sendable {
                 String(format: "  %5.0f s", window.endsAt)
                     + "  offered \(window.offered), completed \(window.completed), pickup p50 \(ms(window.pickupP50))"
                     + " p99 \(ms(window.pickupP99)), backlog \(window.backlog), dead rows \(window.table.deadRows),"
-                    + " jobs \(window.table.tableBytes >> 20) MB + indexes \(window.table.indexBytes >> 20) MB"
+                    + " jobs \(window.table.tableBytes >> 20) MB + indexes \(window.table.indexBytes >> 20) MB,"
+                    + " ready \(window.table.readyBytes >> 10) kB"
                     + (window.table.held ? " (held)" : ""))
         }
         lines.append(

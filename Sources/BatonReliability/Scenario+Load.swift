@@ -45,8 +45,12 @@ extension Scenario {
                 "SELECT n_live_tup::int FROM pg_stat_user_tables WHERE schemaname = '\(Rig.schema)' AND relname = 'jobs'"
         )
         let table = try await rig.count(sql: "SELECT (pg_table_size('\(Rig.schema).jobs') / 1024)::int")
-        let index = try await rig.count(sql: "SELECT (pg_relation_size('\(Rig.schema).jobs_available') / 1024)::int")
-        return "\(dead) dead, \(live) live tuples; table \(table / 1024) MiB, jobs_available \(index) KiB"
+        let ready = try await rig.count(
+            sql: """
+                SELECT (coalesce(sum(pg_total_relation_size(i.inhrelid)), 0) / 1024)::int FROM pg_inherits i
+                WHERE i.inhparent = '\(Rig.schema).ready'::regclass
+                """)
+        return "\(dead) dead, \(live) live tuples; table \(table / 1024) MiB, ready \(ready) KiB"
     }
 
     /// 5. Background stages as fast as two workers take them (a backlog kept topped up); after a

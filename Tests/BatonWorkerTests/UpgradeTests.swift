@@ -19,10 +19,13 @@ struct UpgradeTests {
     /// scheduled), is migrated again, as the next release's binary would (every function replaced,
     /// whatever numbered files follow applied, in one transaction); a worker then finishes every
     /// job, each lane's stages in the order they were enqueued.
+    ///
+    /// The work is loaded through today's store, and the schema is then taken back to version 19's
+    /// shape (``backToVersion19(_:)``): the jobs' rows are the same in both, only what later files
+    /// add differs, and the test checks that shape against a schema made by 0019_schema.sql alone.
     @Test func aDatabaseHoldingWorkIsMigratedAndEveryJobFinishes() async throws {
         try await TestDatabase.with { db async throws in
             let schema = db.configuration.schema
-            #expect(try await Migrator(schema: schema, logger: db.logger).currentVersion(db.pool) == 19)
             let run = "upgrade-\(UUID().uuidString)"
             func job(_ input: Int, lane: String? = nil, runAt: Date? = nil) -> NewJob {
                 NewJob(
@@ -61,6 +64,8 @@ struct UpgradeTests {
                 "SELECT DISTINCT state::text FROM \(unescaped: schema).jobs ORDER BY 1", as: String.self)
             #expect(states == ["available", "retryable", "running", "scheduled", "waiting"])
 
+            try await Self.backToVersion19(db)
+            #expect(try await Migrator(schema: schema, logger: db.logger).currentVersion(db.pool) == 19)
             let applied = try await Migrator(schema: schema, logger: db.logger).migrate(db.pool)
             #expect(applied == Migrator.migrations.filter { $0.version > 19 }.map(\.file))
 
@@ -91,6 +96,47 @@ struct UpgradeTests {
                 #expect(deduplicated == (0..<5).map { lane * 100 + $0 }, "lane-\(lane): \(seen)")
             }
         }
+    }
+
+    /// Undoes what the files after 0019_schema.sql did to `db`'s schema (its functions stay: the
+    /// migration replaces them all), and checks its tables, indexes and triggers against a schema
+    /// made by 0019_schema.sql alone.
+    static func backToVersion19(_ db: TestDatabase) async throws {
+        let schema = db.configuration.schema
+        // 0020_ready.sql
+        try await db.pool.execute("DROP TRIGGER jobs_ready_inserted ON \(unescaped: schema).jobs")
+        try await db.pool.execute("DROP TRIGGER jobs_ready_updated ON \(unescaped: schema).jobs")
+        try await db.pool.execute("DROP TABLE \(unescaped: schema).ready")
+        try await db.pool.execute(
+            "DROP FUNCTION \(unescaped: schema).ready_inserted, \(unescaped: schema).ready_updated")
+        try await db.pool.execute(
+            """
+            CREATE INDEX jobs_available ON \(unescaped: schema).jobs (queue, rate_key, priority, run_at, id)
+            WHERE state = 'available'
+            """)
+        try await db.pool.execute("DELETE FROM \(unescaped: schema).migrations WHERE version > 19")
+        let reference = "version19_\(UInt32.random(in: 0...UInt32.max))"
+        try await db.pool.execute("CREATE SCHEMA \(unescaped: reference)")
+        let baseline = try #require(Migrator.migrations.first { $0.version == 19 })
+        try await db.pool.withConnection { connection in
+            try await connection.withTransaction(logger: db.logger) { connection in
+                try await Migrator(schema: reference, logger: db.logger).execute(baseline.sql, on: connection)
+            }
+        }
+        func shape(_ name: String) async throws -> [String] {
+            try await db.values(
+                """
+                SELECT c.relkind::text || ' ' || c.relname FROM pg_class c
+                WHERE c.relnamespace = \(name)::regnamespace AND c.relname <> 'migrations'
+                  AND c.relname NOT LIKE 'migrations_%'
+                UNION ALL
+                SELECT 'trigger ' || t.tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+                WHERE c.relnamespace = \(name)::regnamespace AND NOT t.tgisinternal
+                ORDER BY 1
+                """, as: String.self)
+        }
+        #expect(try await shape(schema) == shape(reference))
+        try await db.pool.execute("DROP SCHEMA \(unescaped: reference) CASCADE")
     }
 
     /// A schema a development build left below the first release's version is refused, saying what

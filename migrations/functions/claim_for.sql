@@ -1,10 +1,15 @@
 -- Claim up to `p_limit` available jobs of a queue for a worker, in priority, due time and id order,
--- skipping rows other workers hold; nothing from a paused queue (one primary-key probe). A plain
--- scan of the `jobs_available` partial index: lanes cost nothing here (a job waiting for its lane
--- is not available). A function so that its plan is cached per connection: planning this
--- statement costs more than running it on an idle queue. `waited`: seconds since the stage became
--- claimable (`run_at`, or the job's creation when a caller backdated `run_at`), the worker's pickup
--- latency.
+-- skipping rows other workers hold; nothing from a paused queue (one primary-key probe). The rows
+-- come from `ready` (migration 20), which the claim deletes as it takes them, and the jobs they name
+-- become `running`. A row counts only while its job is still `available` in this queue with this
+-- rate limit key (one primary-key probe each): one that no longer says so (a cancelled job, a
+-- lane's older holder handed to a worker by `apply_outcomes_for`) is passed over, not taken in
+-- place of a claimable one, and goes with its slot (`rotate_ready`); whatever changed the job wrote
+-- it a new row if it is available elsewhere. Lanes cost nothing here (a job waiting for its lane
+-- has no row). A function so that its plan is cached per
+-- connection: planning this statement costs more than running it on an idle queue. `waited`:
+-- seconds since the stage became claimable (`run_at`, or the job's creation when a caller backdated
+-- `run_at`), the worker's pickup latency.
 -- `p_tasks`: the tasks the worker runs; a task stage of another task is left for a worker that
 -- runs it (group and await stages are every worker's). NULL: any.
 --
@@ -44,8 +49,7 @@ BEGIN
         WITH RECURSIVE k(key) AS (
             SELECT ''::text
             UNION ALL
-            SELECT (SELECT min(n.rate_key) FROM jobs n
-                    WHERE n.state = 'available' AND n.queue = p_queue AND n.rate_key > k.key)
+            SELECT (SELECT min(n.rate_key) FROM ready n WHERE n.queue = p_queue AND n.rate_key > k.key)
             FROM k WHERE k.key IS NOT NULL
         )
         SELECT k.key FROM k WHERE k.key IS NOT NULL
@@ -70,16 +74,24 @@ BEGIN
         IF v_bucket.key IS NULL OR v_bucket.tokens >= 1 THEN
             RETURN QUERY
             WITH next AS (
-                SELECT n.id FROM jobs n
-                WHERE n.state = 'available' AND n.queue = p_queue AND n.rate_key = v_key AND n.run_at <= now()
-                  AND (p_tasks IS NULL OR NOT (n.chain -> n.stage ? 'task') OR n.chain -> n.stage ->> 'task' = ANY (p_tasks))
-                ORDER BY n.priority, n.run_at, n.id
+                SELECT n.tableoid AS part, n.ctid AS place FROM ready n
+                WHERE n.queue = p_queue AND n.rate_key = v_key AND n.run_at <= now()
+                  AND (p_tasks IS NULL OR n.task IS NULL OR n.task = ANY (p_tasks))
+                  -- a subquery, not a join: one probe of the job by its key for each row read
+                  AND (SELECT s.state = 'available' AND s.queue = p_queue AND s.rate_key = v_key
+                       FROM jobs s WHERE s.id = n.job_id)
+                ORDER BY n.priority, n.run_at, n.job_id
                 LIMIT CASE WHEN v_bucket.key IS NULL THEN v_left ELSE least(v_left, floor(v_bucket.tokens)::int) END
-                FOR UPDATE SKIP LOCKED
+                FOR UPDATE OF n SKIP LOCKED
+            ), taken AS (
+                -- each row where the scan found it
+                DELETE FROM ready r USING next WHERE r.tableoid = next.part AND r.ctid = next.place
+                RETURNING r.job_id
             ), moved AS (
                 UPDATE jobs j
                 SET state = 'running', attempt = j.attempt + 1, worker_id = p_worker, attempted_at = now()
-                WHERE j.id = ANY (ARRAY(SELECT next.id FROM next))
+                WHERE j.id = ANY (ARRAY(SELECT taken.job_id FROM taken))
+                  AND j.state = 'available' AND j.queue = p_queue AND j.rate_key = v_key
                 RETURNING j.id, j.stage, j.attempt, j.chain::text AS chain,
                     (CASE WHEN jsonb_array_length(j.results) = 0 THEN j.input ELSE j.results -> -1 -> 'output' END)::text
                         AS input,

@@ -16,6 +16,20 @@ extension Store {
         return queues
     }
 
+    /// Empties the slots of `ready` that rows are no longer written to (`rotate_ready`, migration 20):
+    /// their rows not yet claimed, `mostMoved` at most, move to the current slot, and the rest, the
+    /// rows claims deleted, goes with a truncation, which a held xmin horizon does not stop. Returns
+    /// the slots emptied.
+    package func rotateReady(mostMoved: Int = 5000) async throws -> [Int] {
+        var slots: [Int] = []
+        for row in try await pool.execute(
+            "SELECT s::int FROM \(unescaped: schema).rotate_ready(\(mostMoved)::int) AS s", logger: logger)
+        {
+            slots.append(try row.decode(Int.self))
+        }
+        return slots
+    }
+
     /// Deletes up to `limit` lanes' floors, where their admissions start looking for waiting jobs
     /// (`lane_floors` in the schema), and lets those lanes admit what they have room for: the floors of lanes no
     /// longer used go, and a job that entered below one (the database's clock stepped back) waits

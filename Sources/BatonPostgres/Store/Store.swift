@@ -196,7 +196,7 @@ extension Store {
 
     /// Claims up to `limit` available jobs of `queue` for `worker`, in priority, due time and id
     /// order, skipping rows other workers hold and task stages of tasks not in `tasks` (nil: any)
-    /// (`claim_for` in the schema; `jobs_available` index), each with how long it waited to be
+    /// (`claim_for` in the schema, from `ready`), each with how long it waited to be
     /// picked up.
     package func claim(queue: String, limit: Int, worker: String, tasks: [String]? = nil) async throws
         -> [ClaimedJob]

@@ -2,9 +2,9 @@ import BatonPostgres
 import ServiceLifecycle
 import Synchronization
 
-/// Makes scheduled and retryable jobs available once their time has come, and ends the waits for
-/// signals that ran out, while this worker holds the maintenance lead; wakes the workers of their
-/// queues.
+/// Makes scheduled and retryable jobs available once their time has come, ends the waits for
+/// signals that ran out, and empties the slots of `ready` claims no longer need, while this worker
+/// holds the maintenance lead; wakes the workers of their queues.
 struct Scheduler: Service {
     let store: Store
     let leadership: Leadership
@@ -18,12 +18,19 @@ struct Scheduler: Service {
 
     /// Waits for signals end to the second: looked for once a second, not at every promotion.
     static let expiryPeriod = Duration.seconds(1)
+    /// `ready`'s slots are a second each (`ready_slot` in the schema): one is freed each second.
+    static let rotationPeriod = Duration.seconds(1)
 
     func run() async {
         let lastExpiry = Mutex(ContinuousClock.now - Self.expiryPeriod)
+        let lastRotation = Mutex(ContinuousClock.now - Self.rotationPeriod)
         await leadership.repeatWhileLeading(every: interval, "scheduling due jobs") {
             try await promoteDue()
             let now = ContinuousClock.now
+            if lastRotation.withLock({ now - $0 >= Self.rotationPeriod }) {
+                try await store.rotateReady()
+                lastRotation.withLock { $0 = now }
+            }
             guard lastExpiry.withLock({ now - $0 >= Self.expiryPeriod }) else { return }
             try await expireAwaits()
             lastExpiry.withLock { $0 = now }

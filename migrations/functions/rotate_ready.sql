@@ -1,0 +1,39 @@
+-- Empties the slots of `ready` (migration 20) that rows are no longer written to: every slot but
+-- the current second's and the one before (see `ready_slot`). A slot's rows that are still there
+-- (stages not claimed yet) move to the current slot, keeping their place in the claim's order, and
+-- the slot is truncated: its dead rows go whatever holds the xmin horizon, which vacuum could not
+-- do. The maintenance leader calls it every second (Store.rotateReady).
+--
+-- Each slot is locked without waiting (`NOWAIT`; a claim in progress holds every slot for a few
+-- milliseconds): a slot busy now is emptied at the next call. A slot with more than `p_most` rows
+-- left is not moved (a backlog: copying it every few seconds would cost more than the dead rows do);
+-- it is emptied once its backlog has been claimed. Returns the slots truncated.
+CREATE OR REPLACE FUNCTION rotate_ready(p_most int) RETURNS SETOF smallint
+LANGUAGE plpgsql SET search_path FROM CURRENT SET jit = off AS $$
+DECLARE
+    v_current smallint := ready_slot();
+    v_slot smallint;
+    v_left int;
+BEGIN
+    FOR v_slot IN
+        SELECT s::smallint FROM generate_series(0, 3) s
+        WHERE s NOT IN (v_current, (v_current + 3) % 4)
+          AND pg_relation_size(format('%I.ready_%s', current_schema(), s)) > 0
+    LOOP
+        BEGIN
+            EXECUTE format('LOCK TABLE ready_%s IN ACCESS EXCLUSIVE MODE NOWAIT', v_slot);
+        EXCEPTION WHEN lock_not_available THEN
+            CONTINUE;
+        END;
+        EXECUTE format('SELECT count(*) FROM (SELECT 1 FROM ready_%s LIMIT %s) r', v_slot, p_most + 1) INTO v_left;
+        CONTINUE WHEN v_left > p_most;
+        -- Rows whose job is no longer available there are left to the truncation.
+        EXECUTE format(
+            'INSERT INTO ready (slot, queue, rate_key, priority, run_at, job_id, task)
+             SELECT %s, r.queue, r.rate_key, r.priority, r.run_at, r.job_id, r.task FROM ready_%s r
+             JOIN jobs j ON j.id = r.job_id
+             WHERE j.state = ''available'' AND j.queue = r.queue AND j.rate_key = r.rate_key', v_current, v_slot);
+        EXECUTE format('TRUNCATE ready_%s', v_slot);
+        RETURN NEXT v_slot;
+    END LOOP;
+END $$;

@@ -68,6 +68,36 @@ struct CachedPlanTests {
         }
     }
 
+    /// The claim updates the jobs it took by primary key, however rare the statistics say available
+    /// jobs are (a table of finished jobs, analysed): through `jobs_state_id`'s `available` range
+    /// instead, it walked the old entry of every job ever claimed, which a held xmin horizon keeps
+    /// (docs/benchmarks.md#issue-46-the-claims-own-table-2026-12-06).
+    @Test func theClaimUpdatesByPrimaryKeyWhateverTheStatistics() async throws {
+        try await TestDatabase.with { db async throws in
+            let enqueue = { (count: Int) in
+                """
+                SELECT count(*) FROM enqueue((SELECT jsonb_agg(('{"queue": "default", "chain": [{"task": "noop"}]}')::jsonb)
+                                              FROM generate_series(1, \(count))))
+                """
+            }
+            let plans = try await AutoExplain.plans(
+                in: db,
+                [
+                    enqueue(5_000), "SELECT count(*) FROM claim_for('default', 5000, 'w', NULL)",
+                    "UPDATE jobs SET state = 'completed', finished_at = now() WHERE state = 'running'", "ANALYZE jobs",
+                    enqueue(10), "SELECT count(*) FROM claim_for('default', 10, 'w', NULL)",
+                ])
+            let claims = plans.filter { AutoExplain.query(of: $0).hasPrefix("WITH next AS (") }
+            try #require(claims.count == 2, "the claim was not shown twice: \(plans)")
+            for plan in claims {
+                let update = try #require(plan.range(of: "Update on jobs j").map { plan[$0.lowerBound...] })
+                #expect(
+                    update.contains("Bitmap Index Scan on jobs_pkey") || update.contains("using jobs_pkey on jobs j "))
+                #expect(!update.contains("jobs_state_id"), "\(plan)")
+            }
+        }
+    }
+
     /// The plan's lines that scan an index of `table` with no index condition: the whole index.
     static func wholeIndexScans(of table: String, in plan: String) -> [String] {
         let lines = plan.split(separator: "\n").map(String.init)

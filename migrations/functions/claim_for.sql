@@ -90,8 +90,13 @@ BEGIN
             ), moved AS (
                 UPDATE jobs j
                 SET state = 'running', attempt = j.attempt + 1, worker_id = p_worker, attempted_at = now()
+                -- By primary key only: the check on the row, `IS TRUE`, is no index condition.
+                -- Written as one, it let the plan find the rows through `jobs_state_id`'s
+                -- `available` range, every job's old entry included (40 ms a claim during a held
+                -- horizon: docs/benchmarks.md#issue-46-the-claims-own-table-2026-12-06). The check
+                -- is made again on the row as it is once locked: a job cancelled meanwhile is left.
                 WHERE j.id = ANY (ARRAY(SELECT taken.job_id FROM taken))
-                  AND j.state = 'available' AND j.queue = p_queue AND j.rate_key = v_key
+                  AND (j.state = 'available' AND j.queue = p_queue AND j.rate_key = v_key) IS TRUE
                 RETURNING j.id, j.stage, j.attempt, j.chain::text AS chain,
                     (CASE WHEN jsonb_array_length(j.results) = 0 THEN j.input ELSE j.results -> -1 -> 'output' END)::text
                         AS input,

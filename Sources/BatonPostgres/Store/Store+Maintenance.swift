@@ -20,7 +20,7 @@ extension Store {
     /// their rows not yet claimed, `mostMoved` at most, move to the current slot, and the rest, the
     /// rows claims deleted, goes with a truncation, which a held xmin horizon does not stop. Returns
     /// the slots emptied.
-    package func rotateReady(mostMoved: Int = 50_000) async throws -> [Int] {
+    package func rotateReady(mostMoved: Int = 2_000) async throws -> [Int] {
         var slots: [Int] = []
         for row in try await pool.execute(
             "SELECT s::int FROM \(unescaped: schema).rotate_ready(\(mostMoved)::int) AS s", logger: logger)

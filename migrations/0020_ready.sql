@@ -11,13 +11,13 @@
 -- takes. The table is split into four partitions by `slot`: rows go to the slot of the second they
 -- are written in (`ready_slot()`, seconds modulo 4), and the maintenance leader empties each slot
 -- that is neither the current one nor the one before (`rotate_ready`): under its exclusive lock it
--- moves the slot's few remaining rows into the current one and truncates it, which removes the
+-- moves the slot's remaining rows (if they are few) into the current one and truncates it, which removes the
 -- slot's dead rows whatever the horizon. So a claim steps over at most the rows claimed in the last
 -- two seconds or so.
 --
 -- A row is a hint, `jobs` the truth: a claim takes a job only if it is still `available` in that
--- queue with that rate limit key, and drops rows that no longer say so (a cancelled job, a lane
--- holder claimed by its worker at once). A job is given a row whenever it becomes available, by the
+-- queue with that rate limit key, and passes over rows that no longer say so (a cancelled job, a
+-- lane holder claimed by its worker at once), which go with their slot. A job is given a row whenever it becomes available, by the
 -- triggers below: no path into `available` can forget it.
 CREATE TABLE ready (
     slot     smallint    NOT NULL,

@@ -16,24 +16,19 @@ struct Scheduler: Service {
     /// Hears each wait for a signal that ran out (the failure reporter).
     var expired: @Sendable ([ExpiredWait]) -> Void = { _ in }
 
-    /// Waits for signals end to the second: looked for once a second, not at every promotion.
-    static let expiryPeriod = Duration.seconds(1)
-    /// `ready`'s slots are a second each (`ready_slot` in the schema): one is freed each second.
-    static let rotationPeriod = Duration.seconds(1)
+    /// The chores of each second rather than of each promotion: waits for signals end to the
+    /// second, and `ready`'s slots are a second each (`ready_slot` in the schema), one freed a second.
+    static let secondPeriod = Duration.seconds(1)
 
     func run() async {
-        let lastExpiry = Mutex(ContinuousClock.now - Self.expiryPeriod)
-        let lastRotation = Mutex(ContinuousClock.now - Self.rotationPeriod)
+        let lastSecond = Mutex(ContinuousClock.now - Self.secondPeriod)
         await leadership.repeatWhileLeading(every: interval, "scheduling due jobs") {
             try await promoteDue()
             let now = ContinuousClock.now
-            if lastRotation.withLock({ now - $0 >= Self.rotationPeriod }) {
-                try await store.rotateReady()
-                lastRotation.withLock { $0 = now }
-            }
-            guard lastExpiry.withLock({ now - $0 >= Self.expiryPeriod }) else { return }
+            guard lastSecond.withLock({ now - $0 >= Self.secondPeriod }) else { return }
+            try await store.rotateReady()
             try await expireAwaits()
-            lastExpiry.withLock { $0 = now }
+            lastSecond.withLock { $0 = now }
         }
     }
 

@@ -80,17 +80,6 @@ struct LaneTests {
         }
     }
 
-    @Test func theSchemaItselfRefusesASecondHolder() async throws {
-        try await TestDatabase.with { db async throws in
-            let ids = try await db.store.enqueue((0..<2).map { laned("a", $0) }).map(\.id)
-            // A buggy writer that skips the lane functions still cannot make two holders.
-            await #expect(throws: StoreError.self) {
-                try await db.pool.execute(
-                    "UPDATE \(unescaped: db.configuration.schema).jobs SET state = 'available' WHERE id = \(ids[1])")
-            }
-        }
-    }
-
     @Test func concurrentTransitionsOnManyLanesKeepOneHolderEach() async throws {
         try await TestDatabase.with { db async throws in
             let jobs = (0..<200).map { laned("lane-\($0 % 10)", $0) }
@@ -254,22 +243,6 @@ struct LaneTests {
                 try await db.store.laneSettings().map { "\($0.lane):\($0.width)" } == [
                     "customer-*:2", "customer-b:1", "customer-vip-*:3",
                 ])
-        }
-    }
-
-    /// Slots are the database's guarantee, whatever the width: a writer that skips the lane
-    /// functions cannot put two holders in one slot.
-    @Test func theSchemaRefusesTwoHoldersOfOneSlot() async throws {
-        try await TestDatabase.with { db async throws in
-            try await db.store.setLaneWidth(2, lane: "w")
-            let ids = try await db.store.enqueue((0..<3).map { laned("w", $0) }).map(\.id)
-            await #expect(throws: StoreError.self) {
-                try await db.pool.execute(
-                    """
-                    UPDATE \(unescaped: db.configuration.schema).jobs SET state = 'available', lane_slot = 1
-                    WHERE id = \(ids[2])
-                    """)
-            }
         }
     }
 

@@ -103,6 +103,13 @@ struct UpgradeTests {
     /// made by 0019_schema.sql alone.
     static func backToVersion19(_ db: TestDatabase) async throws {
         let schema = db.configuration.schema
+        // 0021_lane_holds.sql
+        try await db.pool.execute("DROP TABLE \(unescaped: schema).lane_holds")
+        try await db.pool.execute(
+            """
+            CREATE UNIQUE INDEX jobs_lane_head ON \(unescaped: schema).jobs (lane, lane_slot)
+            WHERE lane IS NOT NULL AND state IN ('available', 'running', 'retryable')
+            """)
         // 0020_ready.sql
         try await db.pool.execute("DROP TRIGGER jobs_ready_inserted ON \(unescaped: schema).jobs")
         try await db.pool.execute("DROP TRIGGER jobs_ready_updated ON \(unescaped: schema).jobs")

@@ -270,9 +270,12 @@ BEGIN
         ), candidates AS (
             SELECT a.id, a.slot, true AS admitted FROM admitted a
             UNION ALL
-            SELECT o.id, o.lane_slot, false FROM jobs o
-            WHERE o.state = 'available'
-              AND o.lane IN (SELECT j.lane FROM admitted a JOIN jobs j ON j.id = a.id WHERE NOT a.first)
+            -- (`lane_holds`: a row whose job holds that lane and slot, each job looked up by its
+            -- key in a subquery; see lane_admissions.sql)
+            SELECT DISTINCT h.job_id, h.lane_slot, false FROM lane_holds h
+            WHERE h.lane IN (SELECT j.lane FROM admitted a JOIN jobs j ON j.id = a.id WHERE NOT a.first)
+              AND (SELECT o.lane = h.lane AND o.lane_slot = h.lane_slot AND o.state = 'available'
+                   FROM jobs o WHERE o.id = h.job_id)
         ), heads AS (
             SELECT c.id, c.slot, c.admitted, j.queue, j.lane_ready_at,
                    (p_tasks IS NULL OR NOT (j.chain -> j.stage ? 'task') OR j.chain -> j.stage ->> 'task' = ANY (p_tasks))
@@ -302,7 +305,11 @@ BEGIN
             RETURNING d.taken, d.admitted, j.id, j.queue, j.stage, j.attempt, j.chain::text AS chain,
                 (CASE WHEN jsonb_array_length(j.results) = 0 THEN j.input ELSE j.results -> -1 -> 'output' END)::text AS input,
                 CASE WHEN jsonb_array_length(j.results) = 0 THEN NULL ELSE j.results::text END AS results,
-                j.metadata::text AS metadata, j.group_output::text AS group_output
+                j.metadata::text AS metadata, j.group_output::text AS group_output, j.lane, j.lane_slot
+        ), held AS (
+            -- Each new holder's row (`lane_holds`; see lane_admissions.sql).
+            INSERT INTO lane_holds (part, lane, lane_slot, job_id)
+            SELECT ready_slot(), m.lane, m.lane_slot, m.id FROM moved m WHERE m.admitted
         )
         SELECT 'claimed', m.id, m.queue, m.stage, m.attempt, m.chain, m.input, m.results, m.metadata, m.group_output
         FROM moved m WHERE m.taken

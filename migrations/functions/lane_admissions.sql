@@ -1,6 +1,8 @@
 -- For each lane, the waiting jobs it admits now: while fewer than its width hold it (available,
--- running or retryable), its oldest waiting jobs, each with the lowest slot free. Call with the
--- lanes locked. `first`: no other holder of its lane waits for a worker, and no job admitted
+-- running or retryable: found through `lane_holds`), its oldest waiting jobs, each with the lowest
+-- slot free. Call with the lanes locked: that, and this function alone handing slots out, keeps a
+-- lane to its width and a slot to one holder. `first`: no other holder of its lane waits for a
+-- worker, and no job admitted
 -- before it in this call either (else `apply_outcomes_for` looks for the older holders, to start
 -- them first). Each lane costs a few index probes, whatever its backlog and its history: the
 -- probe starts at the lane's floor (`lane_floors`, migration 18), past the entries the jobs
@@ -13,13 +15,41 @@
 -- (a cost that grew with the table, instead of ~100 index probes;
 -- docs/benchmarks.md#the-hand-overs-plan). It returns one row per lane admitting, at most a batch's
 -- worth.
+-- `enable_seqscan = off`: `lane_holds`' partitions are never analysed (rotation empties them), and
+-- a lane's holders are a few index entries among every other lane's.
 CREATE OR REPLACE FUNCTION lane_admissions(p_lanes text[]) RETURNS TABLE (id bigint, slot smallint, first boolean)
-LANGUAGE plpgsql ROWS 10 SET search_path FROM CURRENT AS $$
+LANGUAGE plpgsql ROWS 10 SET search_path FROM CURRENT SET enable_seqscan = off SET enable_bitmapscan = off AS $$
 BEGIN
+    -- The holders are read as they are once the lanes' locks are granted, which a snapshot taken
+    -- before (a caller's REPEATABLE READ transaction) cannot see: it could admit past the width.
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'a job enters its lane only in a READ COMMITTED transaction (this one is %)',
+            upper(current_setting('transaction_isolation')) USING ERRCODE = 'feature_not_supported';
+    END IF;
     RETURN QUERY
-    WITH admitted AS MATERIALIZED (
+    WITH lanes AS MATERIALIZED (
+        SELECT DISTINCT l FROM unnest(p_lanes) AS l WHERE l IS NOT NULL
+    ), held AS MATERIALIZED (
+        -- The lanes' rows in `lane_holds` (migration 21), each with its job if it still holds that
+        -- lane and slot: the rows of holders that stopped holding are hints gone stale, deleted
+        -- below, so that a lane has at most those of the holders it had since its last admission.
+        -- `state`: the job's, if it holds that lane and slot, else NULL. Each job is looked up by
+        -- its key in a subquery, which no plan turns into a join: joined, the plan hashed a scan of
+        -- `jobs_state_id`'s holding states, every job's old entries included, or scanned the
+        -- primary key whole (see claim_for.sql).
+        SELECT lanes.l AS lane, o.part, o.tableoid AS partition, o.ctid AS place, o.job_id, o.lane_slot,
+               (SELECT x.state FROM jobs x
+                WHERE x.id = o.job_id
+                  AND (x.lane = lanes.l AND x.lane_slot = o.lane_slot
+                       AND x.state IN ('available', 'running', 'retryable')) IS TRUE) AS state
+        FROM lanes JOIN lane_holds o ON o.lane = lanes.l
+    ), stale AS (
+        -- each row where the scan found it (`part` lets the plan look in that partition alone)
+        DELETE FROM lane_holds r USING held s
+        WHERE s.state IS NULL AND r.part = s.part AND r.tableoid = s.partition AND r.ctid = s.place
+    ), admitted AS MATERIALIZED (
         SELECT lanes.l AS lane, w.id, w.lane_ready_at, w.k, f.slot, h.available = 0 AND w.k = 1 AS first
-        FROM (SELECT DISTINCT l FROM unnest(p_lanes) AS l WHERE l IS NOT NULL) lanes
+        FROM lanes
         -- `lane_width`, written out: a call of a function with its own search_path cannot be
         -- inlined and cost more than the rest of the admission
         -- (docs/benchmarks.md#issue-20-wider-lanes-2026-11-26).
@@ -31,9 +61,10 @@ BEGIN
                  ORDER BY length(s.lane) DESC LIMIT 1),
                 1) AS width) d
         CROSS JOIN LATERAL (
-            SELECT count(*)::int AS n, count(*) FILTER (WHERE x.state = 'available')::int AS available,
-                   coalesce(array_agg(x.lane_slot), '{}') AS taken
-            FROM jobs x WHERE x.lane = lanes.l AND x.state IN ('available', 'running', 'retryable')) h
+            SELECT count(DISTINCT x.job_id) FILTER (WHERE x.state IS NOT NULL)::int AS n,
+                   count(DISTINCT x.job_id) FILTER (WHERE x.state = 'available')::int AS available,
+                   coalesce(array_agg(x.lane_slot) FILTER (WHERE x.state IS NOT NULL), '{}') AS taken
+            FROM held x WHERE x.lane = lanes.l) h
         CROSS JOIN LATERAL (
             SELECT x.id, x.lane_ready_at, row_number() OVER (ORDER BY x.lane_ready_at, x.id) AS k FROM jobs x
             WHERE x.lane = lanes.l AND x.state = 'waiting'

@@ -10,7 +10,7 @@ extension Store {
     ///
     /// State (`jobs_state_id` for unfinished, discarded and cancelled jobs; the primary key
     /// otherwise) and the cursor are found through indexes, and so is the lane when only states
-    /// that hold or wait for a lane are asked for (`jobs_lane_head`, `jobs_lane_waiting`). The
+    /// that hold or wait for a lane are asked for (`lane_holds`, `jobs_lane_waiting`). The
     /// other filters (queue, task, last error, creation and finishing times, who enqueued, a lane
     /// among finished jobs) are checked on at most ``JobFilter/scanLimit`` jobs of those, newest first, so that a
     /// page costs the same however many jobs the table holds and however rare the match: when the
@@ -59,7 +59,10 @@ extension Store {
                   AND (\(filter.before)::bigint IS NULL OR id < \(filter.before))
                   AND (\(filter.ids)::bigint[] IS NULL OR id = ANY(\(filter.ids)))
                   AND \(unescaped: states)
-                  AND (\(indexedLane)::text IS NULL OR lane = \(indexedLane))
+                  AND (\(indexedLane)::text IS NULL
+                       OR lane = \(indexedLane) AND (state = 'waiting' OR (id, lane_slot) IN (
+                           SELECT h.job_id, h.lane_slot FROM \(unescaped: schema).lane_holds h
+                           WHERE h.lane = \(indexedLane))))
                 ORDER BY id DESC LIMIT \(scanned ? filter.scanLimit : filter.limit)
             ), scan AS (
                 SELECT CASE WHEN \(scanned) AND count(*) = \(filter.scanLimit) THEN min(id) END AS scanned_to FROM indexed
@@ -230,6 +233,6 @@ extension Store {
 
 extension JobState {
     /// The states in which a job holds its lane or waits for it: where the lane indexes
-    /// (`jobs_lane_head`, `jobs_lane_waiting`) find a lane's jobs.
+    /// (`lane_holds`, `jobs_lane_waiting`) find a lane's jobs.
     package static let laneStates: Set<JobState> = [.available, .running, .retryable, .waiting]
 }

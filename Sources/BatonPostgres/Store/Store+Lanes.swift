@@ -5,7 +5,7 @@ import PostgresNIO
 /// Lanes: what holds and waits in each, and the widths operators set.
 extension Store {
     /// Lanes with a holder or jobs waiting (only those with a holder that waits to retry, if
-    /// `blocked`), by name after `after`. The page's names first (from `jobs_lane_head` and
+    /// `blocked`), by name after `after`. The page's names first (from `lane_holds` and
     /// `jobs_lane_waiting`, in order, stopping at `limit`), then each one's holders, waiting count
     /// and width: the cost follows the page, not the number of lanes.
     package func lanes(after: String? = nil, limit: Int = 100, blocked: Bool = false) async throws -> [LaneStatus] {
@@ -13,10 +13,12 @@ extension Store {
             """
             WITH names AS (
                 SELECT lane FROM (
-                    (SELECT DISTINCT lane FROM \(unescaped: schema).jobs
-                     WHERE lane IS NOT NULL AND state IN ('available', 'running', 'retryable')
-                       AND (\(after)::text IS NULL OR lane > \(after)) AND (NOT \(blocked) OR state = 'retryable')
-                     ORDER BY lane LIMIT \(limit))
+                    (SELECT DISTINCT h.lane FROM \(unescaped: schema).lane_holds h
+                     JOIN \(unescaped: schema).jobs j ON j.id = h.job_id
+                         AND (j.lane = h.lane AND j.lane_slot = h.lane_slot
+                              AND j.state IN ('available', 'running', 'retryable')) IS TRUE
+                     WHERE (\(after)::text IS NULL OR h.lane > \(after)) AND (NOT \(blocked) OR j.state = 'retryable')
+                     ORDER BY h.lane LIMIT \(limit))
                     UNION
                     (SELECT DISTINCT lane FROM \(unescaped: schema).jobs
                      WHERE NOT \(blocked) AND lane IS NOT NULL AND state = 'waiting'
@@ -30,12 +32,18 @@ extension Store {
             FROM names n
             -- the head: a holder waiting to retry (it blocks its slot), else the oldest holder
             LEFT JOIN LATERAL (
-                SELECT * FROM \(unescaped: schema).jobs j
-                WHERE j.lane = n.lane AND j.state IN ('available', 'running', 'retryable')
+                SELECT j.* FROM \(unescaped: schema).lane_holds o
+                JOIN \(unescaped: schema).jobs j ON j.id = o.job_id
+                    AND (j.lane = o.lane AND j.lane_slot = o.lane_slot
+                         AND j.state IN ('available', 'running', 'retryable')) IS TRUE
+                WHERE o.lane = n.lane
                 ORDER BY j.state = 'retryable' DESC, j.lane_ready_at, j.id LIMIT 1) h ON true
             CROSS JOIN LATERAL (
-                SELECT count(*)::int AS n FROM \(unescaped: schema).jobs j
-                WHERE j.lane = n.lane AND j.state IN ('available', 'running', 'retryable')) held
+                SELECT count(DISTINCT j.id)::int AS n FROM \(unescaped: schema).lane_holds o
+                JOIN \(unescaped: schema).jobs j ON j.id = o.job_id
+                    AND (j.lane = o.lane AND j.lane_slot = o.lane_slot
+                         AND j.state IN ('available', 'running', 'retryable')) IS TRUE
+                WHERE o.lane = n.lane) held
             CROSS JOIN LATERAL (
                 SELECT count(*)::int AS n FROM \(unescaped: schema).jobs j
                 WHERE j.lane = n.lane AND j.state = 'waiting') w
@@ -58,13 +66,16 @@ extension Store {
     }
 
     /// How many lanes have a holder or jobs waiting, and how many of them are blocked (a holder
-    /// failed and waits to retry): two index scans (`jobs_lane_head`, `jobs_lane_waiting`).
+    /// failed and waits to retry): two index scans (`lane_holds`, `jobs_lane_waiting`) and the
+    /// retrying jobs.
     package func laneCounts() async throws -> (lanes: Int, blocked: Int) {
         let rows = try await pool.read(
             """
             SELECT (SELECT count(*) FROM (
-                        SELECT lane FROM \(unescaped: schema).jobs
-                        WHERE lane IS NOT NULL AND state IN ('available', 'running', 'retryable')
+                        SELECT h.lane FROM \(unescaped: schema).lane_holds h
+                        JOIN \(unescaped: schema).jobs j ON j.id = h.job_id
+                            AND (j.lane = h.lane AND j.lane_slot = h.lane_slot
+                                 AND j.state IN ('available', 'running', 'retryable')) IS TRUE
                         UNION
                         SELECT lane FROM \(unescaped: schema).jobs WHERE lane IS NOT NULL AND state = 'waiting') l)::int,
                    (SELECT count(DISTINCT lane) FROM \(unescaped: schema).jobs

@@ -30,6 +30,19 @@ extension Store {
         return slots
     }
 
+    /// Empties the slots of `lane_holds` that rows are no longer written to (`rotate_lane_holds`,
+    /// migration 21): the holders in them move to `lane_holds_long`, and the rows of holders that
+    /// stopped holding go with a truncation. Returns the slots emptied.
+    package func rotateLaneHolds() async throws -> [Int] {
+        var slots: [Int] = []
+        for row in try await pool.execute(
+            "SELECT s::int FROM \(unescaped: schema).rotate_lane_holds() AS s", logger: logger)
+        {
+            slots.append(try row.decode(Int.self))
+        }
+        return slots
+    }
+
     /// Deletes up to `limit` lanes' floors, where their admissions start looking for waiting jobs
     /// (`lane_floors` in the schema), and lets those lanes admit what they have room for: the floors of lanes no
     /// longer used go, and a job that entered below one (the database's clock stepped back) waits

@@ -17,7 +17,8 @@ struct Scheduler: Service {
     var expired: @Sendable ([ExpiredWait]) -> Void = { _ in }
 
     /// The chores of each second rather than of each promotion: waits for signals end to the
-    /// second, and `ready`'s slots are a second each (`ready_slot` in the schema), one freed a second.
+    /// second, and the slots of `ready` and `lane_holds` are a second each (`ready_slot` in the
+    /// schema), one of each freed a second.
     static let secondPeriod = Duration.seconds(1)
 
     func run() async {
@@ -27,6 +28,7 @@ struct Scheduler: Service {
             let now = ContinuousClock.now
             guard lastSecond.withLock({ now - $0 >= Self.secondPeriod }) else { return }
             try await store.rotateReady()
+            try await store.rotateLaneHolds()
             try await expireAwaits()
             lastSecond.withLock { $0 = now }
         }

@@ -107,6 +107,14 @@ struct SlotStateMachine: Sendable, Equatable {
             precondition(slots.reservations > 0 && count <= reserved, "a hand-over beyond its reservation")
             slots.reservations -= 1
             slots.busy -= reserved - count
+            // Slots reserved and not used are free again: a fetch loop that found none while
+            // they were reserved waits for them, as for a stage that ended.
+            if count < reserved, !slots.draining, !stopping, slots.backlog, slots.claiming == nil,
+                slots.free >= slots.refill
+            {
+                queues[queue] = slots
+                return .wakeFetcher(queue)
+            }
         }
         queues[queue] = slots
         return finishIfDone()

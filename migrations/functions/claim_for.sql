@@ -74,7 +74,7 @@ BEGIN
         IF v_bucket.key IS NULL OR v_bucket.tokens >= 1 THEN
             RETURN QUERY
             WITH next AS (
-                SELECT n.slot, n.tableoid AS part, n.ctid AS place FROM ready n
+                SELECT n.tableoid AS part, n.ctid AS place FROM ready n
                 WHERE n.queue = p_queue AND n.rate_key = v_key AND n.run_at <= now()
                   AND (p_tasks IS NULL OR n.task IS NULL OR n.task = ANY (p_tasks))
                   -- a subquery, not a join: one probe of the job by its key for each row read
@@ -84,9 +84,8 @@ BEGIN
                 LIMIT CASE WHEN v_bucket.key IS NULL THEN v_left ELSE least(v_left, floor(v_bucket.tokens)::int) END
                 FOR UPDATE OF n SKIP LOCKED
             ), taken AS (
-                -- each row where the scan found it (`slot` lets the plan look in that partition alone)
-                DELETE FROM ready r USING next
-                WHERE r.slot = next.slot AND r.tableoid = next.part AND r.ctid = next.place
+                -- each row where the scan found it
+                DELETE FROM ready r USING next WHERE r.tableoid = next.part AND r.ctid = next.place
                 RETURNING r.job_id
             ), moved AS (
                 UPDATE jobs j

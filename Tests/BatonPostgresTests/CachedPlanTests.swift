@@ -68,6 +68,35 @@ struct CachedPlanTests {
         }
     }
 
+    /// A lane's admission reads its waiting jobs through `jobs_lane_waiting`, in their order, however
+    /// rare the statistics say waiting jobs are (a table of finished laned jobs, analysed): through
+    /// `jobs_state_id`'s `waiting` range, sorted, it stepped over the old entry of every job that
+    /// ever waited in any lane, which a held xmin horizon keeps: 100 lanes at 800 jobs/s stalled
+    /// for a minute (docs/benchmarks.md#issue-46-lanes-through-a-held-horizon-2026-12-06).
+    @Test func anAdmissionReadsItsLaneInOrderWhateverTheStatistics() async throws {
+        try await TestDatabase.with { db async throws in
+            let enqueue = { (count: Int) in
+                """
+                SELECT count(*) FROM enqueue((SELECT jsonb_agg(('{"queue": "default", "chain": [{"task": "noop", "lane": "l' || (g % 10) || '"}]}')::jsonb)
+                                              FROM generate_series(1, \(count)) g))
+                """
+            }
+            let plans = try await AutoExplain.plans(
+                in: db,
+                [
+                    enqueue(5_000),
+                    "UPDATE jobs SET state = 'completed', finished_at = now() WHERE state <> 'completed'",
+                    "ANALYZE jobs", enqueue(100),
+                ])
+            let admissions = plans.filter { AutoExplain.query(of: $0).hasPrefix("WITH lanes AS MATERIALIZED (") }
+            try #require(admissions.count == 2, "the admission was not shown twice: \(plans)")
+            for plan in admissions {
+                #expect(plan.contains("using jobs_lane_waiting"), "\(plan)")
+                #expect(!plan.contains("using jobs_state_id"), "\(plan)")
+            }
+        }
+    }
+
     /// The claim updates the jobs it took by primary key, however rare the statistics say available
     /// jobs are (a table of finished jobs, analysed): through `jobs_state_id`'s `available` range
     /// instead, it walked the old entry of every job ever claimed, which a held xmin horizon keeps

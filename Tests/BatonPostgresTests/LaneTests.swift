@@ -343,9 +343,14 @@ struct LaneTests {
             }
             #expect(order == ids)
             #expect(floors.count > 1, "the floor moved: \(floors.sorted())")
-            // An emptied lane keeps its last floor until the maintenance leader's reset.
+            // An emptied lane keeps its last floor: the maintenance leader's review deletes it once
+            // the lane admitted nothing for an hour.
             #expect(try await floor(db, "a") != nil)
-            #expect(try await db.store.resetLaneFloors(limit: 100) == 1)
+            #expect(try await db.store.reviewLaneFloors() == 0)
+            #expect(try await floor(db, "a") != nil)
+            try await db.pool.execute(
+                "UPDATE \(unescaped: schema).lane_floors SET ready_at = ready_at - interval '61 minutes'")
+            #expect(try await db.store.reviewLaneFloors() == 1)
             #expect(try await floor(db, "a") == nil)
         }
     }
@@ -391,7 +396,7 @@ struct LaneTests {
     }
 
     /// Were a job to wait below its lane's floor (the database's clock stepped back as it entered),
-    /// it would be late, not lost: the maintenance leader's reset of the floors admits it.
+    /// it would be late, not lost: the maintenance leader's review of the floors admits it.
     @Test func aJobBelowItsLanesFloorIsLateNotLost() async throws {
         try await TestDatabase.with { db async throws in
             let ids = try await db.store.enqueue((0..<4).map { laned("a", $0) }).map(\.id)
@@ -405,7 +410,7 @@ struct LaneTests {
             }
             #expect(order == [ids[0], ids[2], ids[3]])
             #expect(try await states(db, [ids[1]]) == [.waiting])
-            #expect(try await db.store.resetLaneFloors(limit: 100) == 1)
+            #expect(try await db.store.reviewLaneFloors(batch: 1) == 1)
             #expect(try await states(db, [ids[1]]) == [.available])
             #expect(try await floor(db, "a") == nil)
         }

@@ -16,9 +16,16 @@
 -- docs/benchmarks.md#the-hand-overs-plan). It returns one row per lane admitting, at most a batch's
 -- worth.
 -- `enable_seqscan = off`: `lane_holds`' partitions are never analysed (rotation empties them), and
--- a lane's holders are a few index entries among every other lane's.
+-- a lane's holders are a few index entries among every other lane's. `enable_bitmapscan = off`: a
+-- bitmap scan cannot mark the dead entries it meets, so every admission visited all of them.
+-- `enable_sort = off`: a lane's waiting jobs come from `jobs_lane_waiting` in their order; when
+-- the statistics said few jobs wait, the plan took them from `jobs_state_id`'s `waiting` range and
+-- sorted them, which steps over the entry of every job that ever waited in any lane since vacuum
+-- last ran (`CachedPlanTests`; docs/benchmarks.md#issue-46-lanes-through-a-held-horizon-2026-12-06).
+-- The sorts left are those no plan avoids.
 CREATE OR REPLACE FUNCTION lane_admissions(p_lanes text[]) RETURNS TABLE (id bigint, slot smallint, first boolean)
-LANGUAGE plpgsql ROWS 10 SET search_path FROM CURRENT SET enable_seqscan = off SET enable_bitmapscan = off AS $$
+LANGUAGE plpgsql ROWS 10 SET search_path FROM CURRENT SET enable_seqscan = off SET enable_bitmapscan = off
+    SET enable_sort = off AS $$
 BEGIN
     -- The holders are read as they are once the lanes' locks are granted, which a snapshot taken
     -- before (a caller's REPEATABLE READ transaction) cannot see: it could admit past the width.
@@ -37,16 +44,15 @@ BEGIN
         -- its key in a subquery, which no plan turns into a join: joined, the plan hashed a scan of
         -- `jobs_state_id`'s holding states, every job's old entries included, or scanned the
         -- primary key whole (see claim_for.sql).
-        SELECT lanes.l AS lane, o.part, o.tableoid AS partition, o.ctid AS place, o.job_id, o.lane_slot,
+        SELECT lanes.l AS lane, o.tableoid AS part, o.ctid AS place, o.job_id, o.lane_slot,
                (SELECT x.state FROM jobs x
                 WHERE x.id = o.job_id
                   AND (x.lane = lanes.l AND x.lane_slot = o.lane_slot
                        AND x.state IN ('available', 'running', 'retryable')) IS TRUE) AS state
         FROM lanes JOIN lane_holds o ON o.lane = lanes.l
     ), stale AS (
-        -- each row where the scan found it (`part` lets the plan look in that partition alone)
-        DELETE FROM lane_holds r USING held s
-        WHERE s.state IS NULL AND r.part = s.part AND r.tableoid = s.partition AND r.ctid = s.place
+        -- each row where the scan found it (see claim_for.sql)
+        DELETE FROM lane_holds r USING held s WHERE s.state IS NULL AND r.tableoid = s.part AND r.ctid = s.place
     ), admitted AS MATERIALIZED (
         SELECT lanes.l AS lane, w.id, w.lane_ready_at, w.k, f.slot, h.available = 0 AND w.k = 1 AS first
         FROM lanes

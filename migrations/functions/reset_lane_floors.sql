@@ -1,3 +1,5 @@
+-- Superseded by `review_lane_floors` (issue 46): kept, unchanged, for the workers of version 20
+-- that still call it during an upgrade; a numbered file drops it once no release does.
 -- Deletes up to `p_limit` lanes' floors (`lane_floors`, migration 18) and lets those lanes admit
 -- what they have room for, as the maintenance leader does each minute: a job that entered a lane
 -- below its floor (the database's clock stepped back) is admitted now, and the floors of lanes no

@@ -43,14 +43,23 @@ extension Store {
         return slots
     }
 
-    /// Deletes up to `limit` lanes' floors, where their admissions start looking for waiting jobs
-    /// (`lane_floors` in the schema), and lets those lanes admit what they have room for: the floors of lanes no
-    /// longer used go, and a job that entered below one (the database's clock stepped back) waits
-    /// no longer. Returns how many it deleted; call again while that is `limit`.
-    package func resetLaneFloors(limit: Int) async throws -> Int {
-        try await pool.execute(
-            "SELECT \(unescaped: schema).reset_lane_floors(\(limit)::int)", logger: logger
-        ).first?.decode(Int.self) ?? 0
+    /// Looks at every lane's floor, where its admissions start looking for waiting jobs
+    /// (`review_lane_floors` in the schema), `batch` lanes a transaction: a lane with a job waiting
+    /// below its floor (the database's clock stepped back) loses it and admits what it has room
+    /// for; the floors of lanes that admitted nothing for an hour go. Returns how many went.
+    package func reviewLaneFloors(batch: Int = 100) async throws -> Int {
+        var after: String?
+        var deleted = 0
+        while true {
+            let rows = try await pool.execute(
+                "SELECT last, deleted FROM \(unescaped: schema).review_lane_floors(\(after)::text, \(batch)::int)",
+                logger: logger)
+            guard let row = rows.first else { return deleted }
+            let (last, count) = try row.decode((String?, Int).self)
+            deleted += count
+            guard let last else { return deleted }
+            after = last
+        }
     }
 
     /// Running stages whose worker has sent no heartbeat within `lease` (or has no row at all).

@@ -4,7 +4,7 @@ import ServiceLifecycle
 
 /// Deletes finished jobs past their retention (with their group members), the per-minute queue
 /// history as old (at least a day of it stays, for the dashboard's charts), audit events past
-/// theirs, and the lanes' floors (``Store/resetLaneFloors(limit:)``), every minute, while this
+/// theirs, and the lanes' floors (``Store/reviewLaneFloors(batch:)``), every minute, while this
 /// worker holds the maintenance lead.
 package struct Pruner: Service {
     let store: Store
@@ -26,7 +26,7 @@ package struct Pruner: Service {
         }
         try await store.pruneHistory(keep: max(retention.completed, .seconds(25 * 3600)))
         while try await store.pruneAudit(retention: retention.audit, limit: 5000) == 5000 {}
-        while try await store.resetLaneFloors(limit: 100) == 100 {}
+        _ = try await store.reviewLaneFloors()
     }
 
     /// Deletes the jobs finished in `state` longer than `retention` ago, 5,000 per transaction,

@@ -4,12 +4,10 @@
 -- the slot is truncated: its dead rows go whatever holds the xmin horizon, which vacuum could not
 -- do. The maintenance leader calls it every second (Store.rotateReady).
 --
--- Each slot is locked waiting 50 ms at most (`lock_timeout`): a claim in progress holds every slot
--- for a few milliseconds, and claims queue behind the request meanwhile, so it is granted once the
--- claims before it end; a slot still busy then is emptied at the next call. (Without waiting, as
--- `NOWAIT`, the lock was rarely free under load: a slot left holding its dead rows made the claims
--- slower and so busier, until none could be emptied:
--- docs/benchmarks.md#issue-46-the-claims-own-table-2026-12-06.) A slot with more than `p_most` rows
+-- Each slot is locked waiting 50 ms at most (`lock_timeout`, `locked_old_slots`): a claim in
+-- progress holds every slot for a few milliseconds, and claims queue behind the request meanwhile,
+-- so it is granted once the claims before it end; a slot still busy then is emptied at the next
+-- call. A slot with more than `p_most` rows
 -- left is not moved (a backlog: copying it every few seconds would cost more than the dead rows do);
 -- it is emptied once its backlog has been claimed. Returns the slots truncated.
 CREATE OR REPLACE FUNCTION rotate_ready(p_most int) RETURNS SETOF smallint
@@ -19,16 +17,7 @@ DECLARE
     v_slot smallint;
     v_left int;
 BEGIN
-    FOR v_slot IN
-        SELECT s::smallint FROM generate_series(0, 3) s
-        WHERE s NOT IN (v_current, (v_current + 3) % 4)
-          AND pg_relation_size(format('%I.ready_%s', current_schema(), s)) > 0
-    LOOP
-        BEGIN
-            EXECUTE format('LOCK TABLE ready_%s IN ACCESS EXCLUSIVE MODE', v_slot);
-        EXCEPTION WHEN lock_not_available THEN
-            CONTINUE;
-        END;
+    FOR v_slot IN SELECT locked_old_slots('ready') LOOP
         EXECUTE format('SELECT count(*) FROM (SELECT 1 FROM ready_%s LIMIT %s) r', v_slot, p_most + 1) INTO v_left;
         CONTINUE WHEN v_left > p_most;
         -- Rows whose job is no longer available there are left to the truncation. Each job is

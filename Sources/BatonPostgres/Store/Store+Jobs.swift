@@ -91,11 +91,7 @@ extension Store {
                          WHERE j.state = 'available' AND j.rate_key <> '' AND r.key = j.rate_key),
                 -- a holder waiting to retry (it keeps its place), else the oldest; and how many hold it
                 'head', (SELECT json_build_array(h.id, h.state, h.run_at, count(*) OVER ())
-                         FROM \(schema).lane_holds o
-                         JOIN \(schema).jobs h ON h.id = o.job_id
-                             AND (h.lane = o.lane AND h.lane_slot = o.lane_slot
-                                  AND h.state IN ('available', 'running', 'retryable')) IS TRUE
-                         WHERE j.state = 'waiting' AND o.lane = j.lane
+                         FROM \(laneHolders(job: "h")) WHERE j.state = 'waiting' AND o.lane = j.lane
                          ORDER BY h.state = 'retryable' DESC, h.lane_ready_at, h.id LIMIT 1),
                 'ahead', (SELECT count(*) FROM \(schema).jobs a
                           WHERE j.state = 'waiting' AND a.lane = j.lane AND a.state = 'waiting'

@@ -13,12 +13,9 @@ extension Store {
             """
             WITH names AS (
                 SELECT lane FROM (
-                    (SELECT DISTINCT h.lane FROM \(unescaped: schema).lane_holds h
-                     JOIN \(unescaped: schema).jobs j ON j.id = h.job_id
-                         AND (j.lane = h.lane AND j.lane_slot = h.lane_slot
-                              AND j.state IN ('available', 'running', 'retryable')) IS TRUE
-                     WHERE (\(after)::text IS NULL OR h.lane > \(after)) AND (NOT \(blocked) OR j.state = 'retryable')
-                     ORDER BY h.lane LIMIT \(limit))
+                    (SELECT DISTINCT o.lane FROM \(unescaped: laneHolders(job: "j"))
+                     WHERE (\(after)::text IS NULL OR o.lane > \(after)) AND (NOT \(blocked) OR j.state = 'retryable')
+                     ORDER BY o.lane LIMIT \(limit))
                     UNION
                     (SELECT DISTINCT lane FROM \(unescaped: schema).jobs
                      WHERE NOT \(blocked) AND lane IS NOT NULL AND state = 'waiting'
@@ -32,17 +29,10 @@ extension Store {
             FROM names n
             -- the head: a holder waiting to retry (it blocks its slot), else the oldest holder
             LEFT JOIN LATERAL (
-                SELECT j.* FROM \(unescaped: schema).lane_holds o
-                JOIN \(unescaped: schema).jobs j ON j.id = o.job_id
-                    AND (j.lane = o.lane AND j.lane_slot = o.lane_slot
-                         AND j.state IN ('available', 'running', 'retryable')) IS TRUE
-                WHERE o.lane = n.lane
+                SELECT j.* FROM \(unescaped: laneHolders(job: "j")) WHERE o.lane = n.lane
                 ORDER BY j.state = 'retryable' DESC, j.lane_ready_at, j.id LIMIT 1) h ON true
             CROSS JOIN LATERAL (
-                SELECT count(DISTINCT j.id)::int AS n FROM \(unescaped: schema).lane_holds o
-                JOIN \(unescaped: schema).jobs j ON j.id = o.job_id
-                    AND (j.lane = o.lane AND j.lane_slot = o.lane_slot
-                         AND j.state IN ('available', 'running', 'retryable')) IS TRUE
+                SELECT count(DISTINCT j.id)::int AS n FROM \(unescaped: laneHolders(job: "j"))
                 WHERE o.lane = n.lane) held
             CROSS JOIN LATERAL (
                 SELECT count(*)::int AS n FROM \(unescaped: schema).jobs j
@@ -72,10 +62,7 @@ extension Store {
         let rows = try await pool.read(
             """
             SELECT (SELECT count(*) FROM (
-                        SELECT h.lane FROM \(unescaped: schema).lane_holds h
-                        JOIN \(unescaped: schema).jobs j ON j.id = h.job_id
-                            AND (j.lane = h.lane AND j.lane_slot = h.lane_slot
-                                 AND j.state IN ('available', 'running', 'retryable')) IS TRUE
+                        SELECT o.lane FROM \(unescaped: laneHolders(job: "j"))
                         UNION
                         SELECT lane FROM \(unescaped: schema).jobs WHERE lane IS NOT NULL AND state = 'waiting') l)::int,
                    (SELECT count(DISTINCT lane) FROM \(unescaped: schema).jobs
@@ -170,5 +157,19 @@ extension Store {
                 path: "width",
                 reason: "a lane's width is \(LaneSetting.widths.lowerBound) to \(LaneSetting.widths.upperBound)")
         }
+    }
+}
+
+extension Store {
+    /// A lane's holders, for a `FROM`: the rows of `lane_holds` (alias `o`) whose jobs (alias
+    /// `job`) still hold that lane and slot. Each job is found by its key alone: the check, `IS
+    /// TRUE`, is no index condition, so that no plan reads `jobs_state_id`'s holding states, which
+    /// keep an entry of every job that held since vacuum last ran.
+    func laneHolders(job: String) -> String {
+        """
+        \(schema).lane_holds o JOIN \(schema).jobs \(job) ON \(job).id = o.job_id
+            AND (\(job).lane = o.lane AND \(job).lane_slot = o.lane_slot
+                 AND \(job).state IN ('available', 'running', 'retryable')) IS TRUE
+        """
     }
 }

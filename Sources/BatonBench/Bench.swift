@@ -125,20 +125,26 @@ struct Bench: AsyncParsableCommand {
                     ?? .warning, .warning)
         let logger = bootLogger
         let progress = Progress(enabled: !printsJSON && isatty(STDERR_FILENO) == 1)
-        var server: LocalPostgres?
-        let baseURL: String
         if let databaseURL {
-            baseURL = databaseURL
-        } else {
-            progress.show("starting a private PostgreSQL…")
-            server = try await LocalPostgres.start(
-                LocalPostgres.Options(settings: [
-                    "shared_preload_libraries": "pg_stat_statements", "pg_stat_statements.track": "all",
-                ]), logger: logger)
-            baseURL = server!.url
+            return try await run(on: databaseURL, postmaster: nil, logger: logger, progress: progress)
         }
-        defer { server?.stop() }  // at exit; nothing else runs by then
-        let postmaster = server?.postmaster
+        progress.show("starting a private PostgreSQL…")
+        let server = try await LocalPostgres.start(
+            LocalPostgres.Options(settings: [
+                "shared_preload_libraries": "pg_stat_statements", "pg_stat_statements.track": "all",
+            ]), logger: logger)
+        do {
+            try await run(on: server.url, postmaster: server.postmaster, logger: logger, progress: progress)
+        } catch {
+            await server.shutdown()
+            throw error
+        }
+        await server.shutdown()
+    }
+
+    /// The benchmark against the server at `baseURL` (whose first process is `postmaster` if it
+    /// runs on this machine: its CPU time is measured), in a schema of its own, dropped afterwards.
+    private func run(on baseURL: String, postmaster: pid_t?, logger: Logger, progress: Progress) async throws {
         let schema = "bench_" + String(UInt32.random(in: 0...UInt32.max), radix: 36)
         var database = try DatabaseConfiguration(url: baseURL).inSchema(schema)
         var proxy: DelayProxy?

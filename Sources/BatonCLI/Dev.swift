@@ -92,10 +92,10 @@ struct Dev: AsyncParsableCommand {
             }
         } catch {
             session.withLock { $0?.remove() }
-            cluster.stop()
+            await cluster.shutdown()
             throw error
         }
         session.withLock { $0?.remove() }
-        cluster.stop()
+        await cluster.shutdown()
     }
 }

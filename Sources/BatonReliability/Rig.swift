@@ -62,8 +62,14 @@ final class Rig: Sendable {
                 settings: ["max_connections": "200"].merging(settings) { _, new in new }
                     .merging(Self.settings) { _, new in new }),
             logger: logger)
-        defer { postgres.stop() }
-        return try await with(server: postgres, baseURL: postgres.url, logger: logger, body)
+        do {
+            let result = try await with(server: postgres, baseURL: postgres.url, logger: logger, body)
+            await postgres.shutdown()
+            return result
+        } catch {
+            await postgres.shutdown()
+            throw error
+        }
     }
 
     /// The same over a pg_auto_failover formation: the processes are given its URI (every node,
@@ -96,10 +102,10 @@ final class Rig: Sendable {
                         started_at timestamptz NOT NULL, ended_at timestamptz NOT NULL, failed boolean NOT NULL)
                     """)
                 let result = try await body(rig)
-                rig.stopProcesses()
+                await rig.stopProcesses()
                 return result
             } catch {
-                rig.stopProcesses()
+                await rig.stopProcesses()
                 throw error
             }
         }
@@ -234,23 +240,14 @@ final class Rig: Sendable {
         }
     }
 
-    /// Stops the workers with SIGTERM (they drain), then the API.
-    func stopProcesses() {
+    /// Stops the workers with SIGTERM (they drain), then the API; a process still running 30 s
+    /// later is killed.
+    func stopProcesses() async {
         let (api, workers) = processes.withLock { ($0.api, Array($0.workers.values)) }
         for worker in workers { worker.signal(SIGTERM) }
-        for worker in workers { _ = try? waitBlocking(worker) }
+        for worker in workers { _ = try? await worker.waitForExit(timeout: .seconds(30)) }
         api?.signal(SIGTERM)
-        if let api { _ = try? waitBlocking(api) }
-    }
-
-    private func waitBlocking(_ process: ChildProcess) throws -> Int32? {
-        let deadline = Date().addingTimeInterval(30)
-        while Date() < deadline {
-            if let status = process.poll() { return status }
-            usleep(20_000)
-        }
-        process.signal(SIGKILL)
-        return nil
+        _ = try? await api?.waitForExit(timeout: .seconds(30))
     }
 
     // MARK: the database

@@ -263,6 +263,15 @@ public func withLocalPostgres<T>(
     return try await run({ try await body(cluster) }, thenAlways: { await cluster.shutdown() })
 }
 
+/// Runs `body` with a streaming standby of `primary` (``LocalPostgres/startStandby(name:options:)``),
+/// then shuts it down, awaited.
+public func withStandby<T>(
+    of primary: LocalPostgres, name: String = "standby", _ body: (LocalPostgres) async throws -> T
+) async throws -> T {
+    let standby = try await primary.startStandby(name: name)
+    return try await run({ try await body(standby) }, thenAlways: { await standby.shutdown() })
+}
+
 /// Runs `body` with a PgBouncer in front of `server`, then shuts it down, awaited.
 public func withLocalPgBouncer<T>(
     in server: LocalPostgres, mode: LocalPgBouncer.PoolMode, poolSize: Int = 20,

@@ -197,9 +197,12 @@ public final class LocalPostgres: Sendable {
     }
 
     /// Stops the server (fast shutdown) and, for a temporary cluster, deletes its files. Blocks
-    /// the calling thread until the server has gone: for a `defer` or an exit handler, where nothing
-    /// can be awaited; a task calls ``shutdown()`` instead. It signals the server as `pg_ctl stop`
-    /// would, rather than running a program.
+    /// the calling thread until the server has gone: for an exit handler, where nothing can be
+    /// awaited; a task calls ``shutdown()`` instead (on a machine of two cores, Swift's cooperative
+    /// pool has two threads, and a test blocking one of them for a standby's shutdown slowed every
+    /// other test's requests by seconds). It signals the server as `pg_ctl stop` would, rather
+    /// than running a program.
+    @available(*, noasync, message: "blocks a thread that runs tasks: await shutdown()")
     public func stop() {
         if let server = signalPostmaster() {
             let deadline = ContinuousClock.now + .seconds(30)

@@ -75,20 +75,21 @@ struct CLITests {
     /// words, for every host it tried, and fails; pointed at both, it finds the primary.
     @Test func migrateSaysAStandbyOnlyReadsAndFindsThePrimaryInAList() async throws {
         try await withLocalPostgres(LocalPostgres.Options(fast: true)) { primary in
-            let standby = try await primary.startStandby()
-            defer { standby.stop() }
-            let (status, _, errors) = try await baton([
-                "migrate", "--database-url", "postgres://postgres@127.0.0.1:\(standby.port)/postgres?sslmode=disable",
-            ])
-            #expect(status == 1)
-            #expect(errors.contains("session is read-only"), "\(errors)")
-            #expect(!errors.contains("PSQLError"), "\(errors)")
-            let (found, output, _) = try await baton([
-                "migrate", "--database-url",
-                "postgres://postgres@127.0.0.1:\(standby.port),127.0.0.1:\(primary.port)/postgres?sslmode=disable",
-            ])
-            #expect(found == 0)
-            #expect(output.contains("applied 0019_schema.sql"))
+            try await withStandby(of: primary) { standby in
+                let (status, _, errors) = try await baton([
+                    "migrate", "--database-url",
+                    "postgres://postgres@127.0.0.1:\(standby.port)/postgres?sslmode=disable",
+                ])
+                #expect(status == 1)
+                #expect(errors.contains("session is read-only"), "\(errors)")
+                #expect(!errors.contains("PSQLError"), "\(errors)")
+                let (found, output, _) = try await baton([
+                    "migrate", "--database-url",
+                    "postgres://postgres@127.0.0.1:\(standby.port),127.0.0.1:\(primary.port)/postgres?sslmode=disable",
+                ])
+                #expect(found == 0)
+                #expect(output.contains("applied 0019_schema.sql"))
+            }
         }
     }
 

@@ -22,34 +22,34 @@ import Testing
     @Test func aPromotedStandbyIsFoundWithoutARestartAndLosesNothing() async throws {
         try await withLocalPostgres(LocalPostgres.Options(settings: ["synchronous_standby_names": "standby"])) {
             primary in
-            let standby = try await primary.startStandby(name: "standby")
-            defer { standby.stop() }
-            try await withServer(baseURL: Self.url(primary, standby)) { server async throws in
-                let job: JSONValue = ["stages": [["task": "noop"]]]
-                var acknowledged: [Int64] = []
-                for _ in 0..<20 { acknowledged.append(try await server.enqueue(job)) }
-                _ = try await server.job(acknowledged.last!) { $0["state"] == "completed" }
+            try await withStandby(of: primary, name: "standby") { standby in
+                try await withServer(baseURL: Self.url(primary, standby)) { server async throws in
+                    let job: JSONValue = ["stages": [["task": "noop"]]]
+                    var acknowledged: [Int64] = []
+                    for _ in 0..<20 { acknowledged.append(try await server.enqueue(job)) }
+                    _ = try await server.job(acknowledged.last!) { $0["state"] == "completed" }
 
-                try await primary.stopServer(mode: "immediate")
-                let during = try await server.call(.POST, "/v1/jobs", body: job)
-                #expect(during.status == 503, "\(during.text)")
-                #expect(try await server.call(.GET, "/readyz").status == 503)
+                    try await primary.stopServer(mode: "immediate")
+                    let during = try await server.call(.POST, "/v1/jobs", body: job)
+                    #expect(during.status == 503, "\(during.text)")
+                    #expect(try await server.call(.GET, "/readyz").status == 503)
 
-                try await standby.promote()
-                let promoted = ContinuousClock.now
-                var id: Int64?
-                try await eventually(timeout: .seconds(10), "an enqueue to succeed on the new primary") {
-                    let reply = try await server.call(.POST, "/v1/jobs", body: job)
-                    #expect([201, 503].contains(reply.status), "\(reply.text)")
-                    id = reply["id"]?.int64
-                    return reply.status == 201
-                }
-                _ = try await server.job(try #require(id)) { $0["state"] == "completed" }
-                let took = promoted.duration(to: .now)
-                #expect(took < .seconds(5), "serving and running again \(took) after the promotion")
-                #expect(try await server.call(.GET, "/readyz").status == 200)
-                for acknowledged in acknowledged {
-                    #expect(try await server.call(.GET, "/v1/jobs/\(acknowledged)").status == 200)
+                    try await standby.promote()
+                    let promoted = ContinuousClock.now
+                    var id: Int64?
+                    try await eventually(timeout: .seconds(10), "an enqueue to succeed on the new primary") {
+                        let reply = try await server.call(.POST, "/v1/jobs", body: job)
+                        #expect([201, 503].contains(reply.status), "\(reply.text)")
+                        id = reply["id"]?.int64
+                        return reply.status == 201
+                    }
+                    _ = try await server.job(try #require(id)) { $0["state"] == "completed" }
+                    let took = promoted.duration(to: .now)
+                    #expect(took < .seconds(5), "serving and running again \(took) after the promotion")
+                    #expect(try await server.call(.GET, "/readyz").status == 200)
+                    for acknowledged in acknowledged {
+                        #expect(try await server.call(.GET, "/v1/jobs/\(acknowledged)").status == 200)
+                    }
                 }
             }
         }
@@ -61,35 +61,35 @@ import Testing
     @Test func everyRequestInFlightThroughAFailoverIsAnswered() async throws {
         try await withLocalPostgres(LocalPostgres.Options(settings: ["synchronous_standby_names": "standby"])) {
             primary in
-            let standby = try await primary.startStandby(name: "standby")
-            defer { standby.stop() }
-            try await withServer(worker: nil, baseURL: Self.url(primary, standby)) { server async throws in
-                let job: JSONValue = ["stages": [["task": "noop"]]]
-                let stop = ContinuousClock.now + .seconds(12)
-                let statuses = try await withThrowingTaskGroup(of: [Int].self) { group in
-                    for client in 0..<32 {
-                        group.addTask {
-                            var statuses: [Int] = []
-                            var number = 0
-                            while ContinuousClock.now < stop {
-                                number += 1
-                                let reply = try await server.call(
-                                    .POST, "/v1/jobs?unchecked=true", body: job,
-                                    headers: [("Idempotency-Key", "c\(client)-\(number)")])
-                                statuses.append(reply.status)
+            try await withStandby(of: primary, name: "standby") { standby in
+                try await withServer(worker: nil, baseURL: Self.url(primary, standby)) { server async throws in
+                    let job: JSONValue = ["stages": [["task": "noop"]]]
+                    let stop = ContinuousClock.now + .seconds(12)
+                    let statuses = try await withThrowingTaskGroup(of: [Int].self) { group in
+                        for client in 0..<32 {
+                            group.addTask {
+                                var statuses: [Int] = []
+                                var number = 0
+                                while ContinuousClock.now < stop {
+                                    number += 1
+                                    let reply = try await server.call(
+                                        .POST, "/v1/jobs?unchecked=true", body: job,
+                                        headers: [("Idempotency-Key", "c\(client)-\(number)")])
+                                    statuses.append(reply.status)
+                                }
+                                return statuses
                             }
-                            return statuses
                         }
+                        try await Task.sleep(for: .seconds(3))
+                        try await primary.stopServer(mode: "immediate")
+                        try await Task.sleep(for: .seconds(1))
+                        try await standby.promote()
+                        return try await group.reduce(into: [[Int]]()) { $0.append($1) }
                     }
-                    try await Task.sleep(for: .seconds(3))
-                    try await primary.stopServer(mode: "immediate")
-                    try await Task.sleep(for: .seconds(1))
-                    try await standby.promote()
-                    return try await group.reduce(into: [[Int]]()) { $0.append($1) }
+                    #expect(Set(statuses.joined()).isSubset(of: [201, 503]), "\(Set(statuses.joined()))")
+                    // Each client's last request, seconds after the promotion, was written.
+                    #expect(statuses.map(\.last) == Array(repeating: 201, count: 32), "\(statuses.map(\.last))")
                 }
-                #expect(Set(statuses.joined()).isSubset(of: [201, 503]), "\(Set(statuses.joined()))")
-                // Each client's last request, seconds after the promotion, was written.
-                #expect(statuses.map(\.last) == Array(repeating: 201, count: 32), "\(statuses.map(\.last))")
             }
         }
     }
@@ -99,36 +99,37 @@ import Testing
     /// lost, as asynchronous replication allows, but none of their ids is given to a new job.
     @Test func idsLostInAFailoverAreNotGivenOutAgain() async throws {
         try await withLocalPostgres { primary in
-            let standby = try await primary.startStandby(name: "standby")
-            defer { standby.stop() }
-            try await withServer(worker: nil, baseURL: Self.url(primary, standby)) { server async throws in
-                let job: JSONValue = ["stages": [["task": "noop"]]]
-                let kept = try await server.enqueue(job, query: "?unchecked=true")
-                let database = try #require(server.db.configuration.database)
-                _ = try await eventually("the standby to have the first job") {
-                    // (Until the standby has replayed the database's creation, psql fails.)
-                    try? await standby.psql("SELECT count(*) FROM baton.jobs WHERE id = \(kept)", database: database)
-                        == "1"
-                }
-                // The standby stops receiving: what the primary writes now, it will never have.
-                try await standby.configure(["primary_conninfo": ""])
-                try await eventually("the WAL receiver to stop") {
-                    try await standby.psql("SELECT count(*) FROM pg_stat_wal_receiver") == "0"
-                }
-                var lost: [Int64] = []
-                for _ in 0..<30 { lost.append(try await server.enqueue(job, query: "?unchecked=true")) }
+            try await withStandby(of: primary, name: "standby") { standby in
+                try await withServer(worker: nil, baseURL: Self.url(primary, standby)) { server async throws in
+                    let job: JSONValue = ["stages": [["task": "noop"]]]
+                    let kept = try await server.enqueue(job, query: "?unchecked=true")
+                    let database = try #require(server.db.configuration.database)
+                    _ = try await eventually("the standby to have the first job") {
+                        // (Until the standby has replayed the database's creation, psql fails.)
+                        try? await standby.psql(
+                            "SELECT count(*) FROM baton.jobs WHERE id = \(kept)", database: database)
+                            == "1"
+                    }
+                    // The standby stops receiving: what the primary writes now, it will never have.
+                    try await standby.configure(["primary_conninfo": ""])
+                    try await eventually("the WAL receiver to stop") {
+                        try await standby.psql("SELECT count(*) FROM pg_stat_wal_receiver") == "0"
+                    }
+                    var lost: [Int64] = []
+                    for _ in 0..<30 { lost.append(try await server.enqueue(job, query: "?unchecked=true")) }
 
-                try await primary.stopServer(mode: "immediate")
-                try await standby.promote()
-                var after: [Int64] = []
-                try await eventually(timeout: .seconds(20), "enqueues to succeed on the new primary") {
-                    let reply = try await server.call(.POST, "/v1/jobs?unchecked=true", body: job)
-                    if let id = reply["id"]?.int64, reply.status == 201 { after.append(id) }
-                    return after.count == 30
+                    try await primary.stopServer(mode: "immediate")
+                    try await standby.promote()
+                    var after: [Int64] = []
+                    try await eventually(timeout: .seconds(20), "enqueues to succeed on the new primary") {
+                        let reply = try await server.call(.POST, "/v1/jobs?unchecked=true", body: job)
+                        if let id = reply["id"]?.int64, reply.status == 201 { after.append(id) }
+                        return after.count == 30
+                    }
+                    #expect(try await server.call(.GET, "/v1/jobs/\(kept)").status == 200)
+                    #expect(try await server.call(.GET, "/v1/jobs/\(lost[0])").status == 404, "lost, as documented")
+                    #expect(Set(after).isDisjoint(with: lost))
                 }
-                #expect(try await server.call(.GET, "/v1/jobs/\(kept)").status == 200)
-                #expect(try await server.call(.GET, "/v1/jobs/\(lost[0])").status == 404, "lost, as documented")
-                #expect(Set(after).isDisjoint(with: lost))
             }
         }
     }

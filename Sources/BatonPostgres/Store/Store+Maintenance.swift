@@ -20,7 +20,7 @@ extension Store {
     /// their rows not yet claimed, `mostMoved` at most, move to the current slot, and the rest, the
     /// rows claims deleted, goes with a truncation, which a held xmin horizon does not stop. Returns
     /// the slots emptied.
-    package func rotateReady(mostMoved: Int = 2_000) async throws -> [Int] {
+    @discardableResult package func rotateReady(mostMoved: Int = 2_000) async throws -> [Int] {
         var slots: [Int] = []
         for row in try await pool.execute(
             "SELECT s::int FROM \(unescaped: schema).rotate_ready(\(mostMoved)::int) AS s", logger: logger)
@@ -33,7 +33,7 @@ extension Store {
     /// Empties the slots of `lane_holds` that rows are no longer written to (`rotate_lane_holds`,
     /// migration 21): the holders in them move to `lane_holds_long`, and the rows of holders that
     /// stopped holding go with a truncation. Returns the slots emptied.
-    package func rotateLaneHolds() async throws -> [Int] {
+    @discardableResult package func rotateLaneHolds() async throws -> [Int] {
         var slots: [Int] = []
         for row in try await pool.execute(
             "SELECT s::int FROM \(unescaped: schema).rotate_lane_holds() AS s", logger: logger)

@@ -75,6 +75,12 @@ struct Bench: AsyncParsableCommand {
             "With --offered-rate: fail (exit 1) unless every window completed at least this fraction of what it offered."
     )
     var keepPace: Double?
+    @Flag(
+        help: ArgumentHelp(
+            "With --offered-rate: priorities, delayed jobs and retries in the load.",
+            discussion: "Priorities 0, 1 and 2 in turn; one job in ten due 2 s after it is offered (its pickup "
+                + "counted from then); one in ten failing its first attempt, retried 1 s later."))
+    var mixed = false
     @Flag(help: "Print one JSON object instead of a summary.") var json = false
 
     var printsJSON: Bool { json }
@@ -208,9 +214,16 @@ struct Bench: AsyncParsableCommand {
     /// the lane width and rate limit the options ask for, set through `baton`.
     func prepare(_ baton: BatonClient, recording recorder: some StageRecorder) async throws -> TaskRegistry {
         var tasks = TaskRegistry(builtins: false)
+        let mixed = self.mixed
         tasks.register("bench") { _, input, context in
             recorder.started(job: context.jobID, stage: context.stageIndex)
-            defer { recorder.ended(job: context.jobID, stage: context.stageIndex) }
+            // The input is the job's index as JSON text.
+            if mixed, context.attempt == 1, context.stageIndex == 0, let index = Int(input),
+                Self.failsFirstAttempt(index)
+            {
+                throw StageError("the first attempt of one job in ten fails (--mixed)")
+            }
+            recorder.ended(job: context.jobID, stage: context.stageIndex)
             return input
         }
         if laneWidth > 1 { try await baton.setLaneWidth(laneWidth, lane: "lane-*") }
@@ -218,7 +231,7 @@ struct Bench: AsyncParsableCommand {
         return tasks
     }
 
-    func makeJobs(_ range: Range<Int>) -> [NewJob] {
+    func makeJobs(_ range: Range<Int>, now: Date = Date()) -> [NewJob] {
         range.map { index in
             let lane = lanes > 0 ? "lane-\(index % lanes)" : nil
             return NewJob(
@@ -226,11 +239,20 @@ struct Bench: AsyncParsableCommand {
                     input: .number(index),
                     stages: Array(
                         repeating: .task(
-                            "bench", lane: lane, retry: .constant(.zero, attempts: 3),
+                            "bench", lane: lane, retry: .constant(mixed ? .seconds(1) : .zero, attempts: 3),
                             rate: rateLimit > 0 ? "bench" : nil), count: chain)),
-                queue: "bench")
+                queue: "bench", priority: mixed ? index % 3 : 0,
+                runAt: dueAfter(index).map { now + $0.seconds })
         }
     }
+
+    /// How long after it is offered job `index` is due (`--mixed`: one in ten, 2 s), nil: at once.
+    func dueAfter(_ index: Int) -> Duration? {
+        mixed && index % 10 == 3 ? .seconds(2) : nil
+    }
+
+    /// Whether job `index`'s first attempt fails (`--mixed`: one in ten).
+    static func failsFirstAttempt(_ index: Int) -> Bool { index % 10 == 7 }
 
     /// Runs the jobs (their ids above `after`: retained ones are below) and measures.
     func measure(

@@ -61,7 +61,9 @@ extension Bench {
                 var offset = 0
                 while next - start < duration {
                     let enqueued = try await baton.enqueue(makeJobs(offset..<(offset + perTick)))
-                    ledger.committed(enqueued.map(\.id), at: clock.now)
+                    let now = clock.now
+                    ledger.committed(
+                        zip(enqueued, offset...).map { job, index in (job.id, now + (dueAfter(index) ?? .zero)) })
                     offset += perTick
                     next += tick
                     try await Task.sleep(until: next)
@@ -129,6 +131,7 @@ private final class Ledger: StageRecorder {
     private struct State {
         var commits: [Int64: ContinuousClock.Instant] = [:]
         var starts: [(job: Int64, at: ContinuousClock.Instant)] = []
+        var picked: Set<Int64> = []
         var ends: [ContinuousClock.Instant] = []
     }
     private let state = Mutex(State())
@@ -141,15 +144,20 @@ private final class Ledger: StageRecorder {
     var offered: Int { offeredCount.load(ordering: .relaxed) }
     var completed: Int { completedCount.load(ordering: .relaxed) }
 
-    func committed(_ jobs: [Int64], at instant: ContinuousClock.Instant) {
-        state.withLock { state in for job in jobs { state.commits[job] = instant } }
+    /// Jobs committed, each due at its instant (when committed, or later for a delayed one): a
+    /// job's pickup is counted from then.
+    func committed(_ jobs: [(id: Int64, due: ContinuousClock.Instant)]) {
+        state.withLock { state in for job in jobs { state.commits[job.id] = job.due } }
         offeredCount.add(jobs.count, ordering: .relaxed)
     }
 
+    /// A job's first attempt of its first stage is its pickup; a retry is not.
     func started(job: Int64, stage: Int) {
         guard stage == 0 else { return }
         let now = ContinuousClock.now
-        state.withLock { $0.starts.append((job, now)) }
+        state.withLock { state in
+            if state.picked.insert(job).inserted { state.starts.append((job, now)) }
+        }
     }
 
     func ended(job: Int64, stage: Int) {

@@ -26,7 +26,7 @@ struct CompiledPlanTests {
                 'stage', 0, 'attempt', 1, 'kind', 'complete')) FROM jobs WHERE state = 'running'), '{default}', \
                 '{10}', NULL)
                 """,
-                "SELECT count(*) FROM promote_due(10)",
+                "SELECT count(*) FROM promote_due_from(10, NULL)",
             ]
             let plans = try await AutoExplain.plans(in: db, settings: ["SET jit = on", "SET jit_above_cost = 0"], sent)
             let compiled = plans.filter { $0.contains("JIT:") }.map(AutoExplain.query(of:))

@@ -41,7 +41,7 @@ struct LaneTests {
                 [Outcome(jobID: ids[0], stage: 0, attempt: 1, transition: .retry(error: "e", delay: .zero))],
                 worker: "w")
             #expect(try await states(db, ids) == [.retryable, .waiting, .waiting])
-            _ = try await db.store.promoteDue(limit: 10)
+            _ = try await db.store.promoteDue(limit: 10, within: nil)
             #expect(try await states(db, ids) == [.available, .waiting, .waiting])
             _ = try await db.store.claim(queue: "default", limit: 10, worker: "w")
             _ = try await db.store.apply(
@@ -373,7 +373,7 @@ struct LaneTests {
                     FROM \(unescaped: schema).jobs WHERE id = \(ids[0]))
                 WHERE id = \(scheduled)
                 """)
-            _ = try await db.store.promoteDue(limit: 10)
+            _ = try await db.store.promoteDue(limit: 10, within: nil)
             #expect(try await states(db, [scheduled] + ids) == [.waiting, .available, .waiting, .waiting])
             _ = try await db.store.claim(queue: "default", limit: 10, worker: "w")
             _ = try await complete(db, ids[0])

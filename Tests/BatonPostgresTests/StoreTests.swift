@@ -156,9 +156,9 @@ struct StoreTests {
             let enqueued = try await db.store.enqueue([job([.task("noop")], runAt: Date().addingTimeInterval(3600))])
             #expect(enqueued[0].state == .scheduled)
             #expect(try await db.store.claim(queue: "default", limit: 10, worker: "w").isEmpty)
-            #expect(try await db.store.promoteDue(limit: 10).isEmpty)
+            #expect(try await db.store.promoteDue(limit: 10, within: nil).queues.isEmpty)
             try await db.pool.execute("UPDATE \(unescaped: db.configuration.schema).jobs SET run_at = now()")
-            #expect(try await db.store.promoteDue(limit: 10) == ["default"])
+            #expect(try await db.store.promoteDue(limit: 10, within: nil).queues == ["default"])
             #expect(try await db.store.claim(queue: "default", limit: 10, worker: "w").map(\.id) == [enqueued[0].id])
         }
     }
@@ -172,7 +172,7 @@ struct StoreTests {
                 [Outcome(jobID: id, stage: 0, attempt: 1, transition: .retry(error: "worker lost", delay: .zero))],
                 worker: "lost")
             #expect(rescued.applied == [id])
-            _ = try await db.store.promoteDue(limit: 10)
+            _ = try await db.store.promoteDue(limit: 10, within: nil)
             let again = try await db.store.claim(queue: "default", limit: 1, worker: "other")
             #expect(again.map(\.attempt) == [2])
             // The lost worker comes back and reports: nothing changes.

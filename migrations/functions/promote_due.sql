@@ -1,3 +1,5 @@
+-- Superseded by `promote_due_from` (issue 46): kept, unchanged, for the workers of version 21
+-- that still call it during an upgrade; a numbered file drops it once no release does.
 -- Scheduled and retryable jobs that are due become available; a due scheduled job whose stage
 -- names a lane joins that lane's queue (in order of its due time). Returns the queues woken.
 CREATE OR REPLACE FUNCTION promote_due(p_limit int) RETURNS SETOF text

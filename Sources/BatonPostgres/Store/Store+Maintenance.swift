@@ -3,17 +3,28 @@ import Foundation
 import PostgresNIO
 
 extension Store {
-    /// Due scheduled and retryable jobs become available (or join their lane). Uses `jobs_due`.
-    /// Returns the queues that got available jobs.
-    package func promoteDue(limit: Int) async throws -> [String] {
+    /// What one promotion of due jobs did (``promoteDue(limit:within:)``).
+    package struct Promotion: Sendable {
+        /// The queues with jobs available now.
+        package var queues: [String]
+        /// How many jobs it promoted: the limit means there may be more.
+        package var promoted: Int
+        /// How long until the next job is due, by the database's clock; nil: none is.
+        package var nextDue: Duration?
+    }
+
+    /// Makes scheduled and retryable jobs available, `limit` at most, of those due since `within`
+    /// ago (nil: whenever; `promote_due_from` says why both), or joins them to their lanes.
+    package func promoteDue(limit: Int, within: Duration?) async throws -> Promotion {
+        let milliseconds = within.map { Int64($0 / .milliseconds(1)) }
         let rows = try await pool.execute(
-            "SELECT q FROM \(unescaped: schema).promote_due(\(limit)::int) AS q", logger: logger)
-        var queues: [String] = []
-        for row in rows {
-            let queue = try row.decode(String.self)
-            queues.append(queue)
-        }
-        return queues
+            """
+            SELECT queues, promoted, next_due_in FROM \(unescaped: schema).promote_due_from(
+                \(limit)::int, now() - \(milliseconds)::bigint * interval '1 millisecond')
+            """, logger: logger)
+        guard let row = rows.first else { return Promotion(queues: [], promoted: 0, nextDue: nil) }
+        let (queues, promoted, nextDue) = try row.decode(([String]?, Int, Double?).self)
+        return Promotion(queues: queues ?? [], promoted: promoted, nextDue: nextDue.map { .seconds($0) })
     }
 
     /// Empties the slots of `ready` that rows are no longer written to (`rotate_ready`, migration 20):

@@ -47,10 +47,10 @@ final class Leadership: Service, Sendable {
         }
     }
 
-    /// Does `chore` every `period` while this worker leads, until graceful shutdown; a failed
-    /// chore is logged and tried again next period.
+    /// Does `chore` every `period` while this worker leads, until graceful shutdown, or sooner
+    /// when it returns how soon; a failed chore is logged and tried again next period.
     func repeatWhileLeading(
-        every period: Duration, _ role: String, _ chore: @escaping @Sendable () async throws -> Void
+        every period: Duration, _ role: String, _ chore: @escaping @Sendable () async throws -> Duration?
     ) async {
         await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
@@ -58,13 +58,14 @@ final class Leadership: Service, Sendable {
                     try? await Task.sleep(for: self.interval)
                     continue
                 }
+                var next = period
                 do {
-                    try await chore()
+                    if let sooner = try await chore() { next = min(sooner, period) }
                 } catch {
                     if Task.isCancelled { return }
                     self.logger.warning("\(role) failed", metadata: ["error": "\(error.logDescription)"])
                 }
-                try? await Task.sleep(for: period)
+                try? await Task.sleep(for: next)
             }
         }
     }

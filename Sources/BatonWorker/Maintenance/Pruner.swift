@@ -13,7 +13,10 @@ package struct Pruner: Service {
     var period: Duration = .seconds(60)
 
     package func run() async {
-        await leadership.repeatWhileLeading(every: period, "pruning") { try await prune() }
+        await leadership.repeatWhileLeading(every: period, "pruning") {
+            try await prune()
+            return nil
+        }
     }
 
     /// Finished jobs past retention, in batches.

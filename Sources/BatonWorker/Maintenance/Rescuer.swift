@@ -19,6 +19,7 @@ struct Rescuer: Service {
             try await rescueLost()
             try await releaseOrphans()
             try await store.forgetWorkers(silentFor: .seconds(3600))
+            return nil
         }
     }
 

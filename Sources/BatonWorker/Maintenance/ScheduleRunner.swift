@@ -15,7 +15,10 @@ struct ScheduleRunner: Service {
     var period: Duration = .seconds(1)
 
     func run() async {
-        await leadership.repeatWhileLeading(every: period, "running schedules") { _ = try await tick(now: Date()) }
+        await leadership.repeatWhileLeading(every: period, "running schedules") {
+            _ = try await tick(now: Date())
+            return nil
+        }
     }
 
     /// Runs every schedule due at `now` by its misfire policy; returns the jobs enqueued.

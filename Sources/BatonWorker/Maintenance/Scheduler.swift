@@ -21,16 +21,35 @@ struct Scheduler: Service {
     /// schema), one of each freed a second.
     static let secondPeriod = Duration.seconds(1)
 
+    /// How far back a promotion looks for due jobs, and how often it looks at them all
+    /// (`promote_due_from` in the schema says why not always): under a held xmin horizon each
+    /// promotion steps over the entries of the jobs promoted in the last `dueWindow`, and a sweep
+    /// over all promoted since the hold began.
+    static let dueWindow = Duration.seconds(2)
+    static let sweepPeriod = Duration.seconds(10)
+    /// The least time between promotions, however soon the next job is due: each costs a
+    /// statement, and the jobs due meanwhile go together.
+    static let leastGap = Duration.milliseconds(20)
+
     func run() async {
         let lastSecond = Mutex(ContinuousClock.now - Self.secondPeriod)
+        let lastSweep = Mutex(ContinuousClock.now - Self.sweepPeriod)
         await leadership.repeatWhileLeading(every: interval, "scheduling due jobs") {
-            try await promoteDue()
             let now = ContinuousClock.now
-            guard lastSecond.withLock({ now - $0 >= Self.secondPeriod }) else { return }
-            try await store.rotateReady()
-            try await store.rotateLaneHolds()
-            try await expireAwaits()
-            lastSecond.withLock { $0 = now }
+            let sweep = lastSweep.withLock { last in
+                guard now - last >= Self.sweepPeriod else { return false }
+                last = now
+                return true
+            }
+            let nextDue = try await promoteDue(within: sweep ? nil : Self.dueWindow)
+            if lastSecond.withLock({ now - $0 >= Self.secondPeriod }) {
+                try await store.rotateReady()
+                try await store.rotateLaneHolds()
+                try await expireAwaits()
+                lastSecond.withLock { $0 = now }
+            }
+            // Woken when the next job is due, rather than as much as an interval later.
+            return nextDue.map { max($0, Self.leastGap) }
         }
     }
 
@@ -44,13 +63,13 @@ struct Scheduler: Service {
         }
     }
 
-    /// Scheduled and retryable jobs whose time has come, a thousand at a time.
-    func promoteDue() async throws {
+    /// Scheduled and retryable jobs whose time has come, a thousand at a time, of those due within
+    /// `within` (nil: all). Returns how long until the next is due.
+    func promoteDue(within: Duration?) async throws -> Duration? {
         while true {
-            let queues = try await store.promoteDue(limit: 1000)
-            if queues.isEmpty { return }
-            wake(queues)
-            if queues.count < 1000 { return }
+            let promotion = try await store.promoteDue(limit: 1000, within: within)
+            if !promotion.queues.isEmpty { wake(promotion.queues) }
+            if promotion.promoted < 1000 { return promotion.nextDue }
         }
     }
 }

@@ -37,7 +37,12 @@ struct LeadershipTests {
             try await eventually("a to lead") { a.isLeading }
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { await b.run() }
-                group.addTask { await b.repeatWhileLeading(every: .milliseconds(20), "counting") { choresByB.add() } }
+                group.addTask {
+                    await b.repeatWhileLeading(every: .milliseconds(20), "counting") {
+                        choresByB.add()
+                        return nil
+                    }
+                }
                 #expect(!b.isLeading)
                 #expect(choresByB.value == 0, "no chores without the lead")
                 leading.cancel()

@@ -248,11 +248,18 @@ struct Bench: AsyncParsableCommand {
 
     /// How long after it is offered job `index` is due (`--mixed`: one in ten, 2 s), nil: at once.
     func dueAfter(_ index: Int) -> Duration? {
-        mixed && index % 10 == 3 ? .seconds(2) : nil
+        mixed && Self.tenth(index, 3) ? .seconds(2) : nil
     }
 
     /// Whether job `index`'s first attempt fails (`--mixed`: one in ten).
-    static func failsFirstAttempt(_ index: Int) -> Bool { index % 10 == 7 }
+    static func failsFirstAttempt(_ index: Int) -> Bool { tenth(index, 7) }
+
+    /// Whether job `index` is in tenth `which` of the jobs, by a hash of the index rather than the
+    /// index itself: lanes are chosen by the index (`index % lanes`), and every job of a lane
+    /// delayed or failing is not the load meant.
+    private static func tenth(_ index: Int, _ which: UInt64) -> Bool {
+        ((UInt64(index) &* 0x9E37_79B9_7F4A_7C15) >> 40) % 10 == which
+    }
 
     /// Runs the jobs (their ids above `after`: retained ones are below) and measures.
     func measure(

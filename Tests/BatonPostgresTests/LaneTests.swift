@@ -356,7 +356,8 @@ struct LaneTests {
     }
 
     /// A scheduled job entering its lane at its due time goes before the jobs that entered after
-    /// that time, above the lane's floor.
+    /// that time, above the lane's floor: the floor comes down to it (deleted, the next admission
+    /// would probe the lane whole, past every dead entry a held horizon keeps).
     @Test func aScheduledJobEntersItsLaneAtItsDueTimeBelowTheFloor() async throws {
         try await TestDatabase.with { db async throws in
             let schema = db.configuration.schema
@@ -375,6 +376,7 @@ struct LaneTests {
                 """)
             _ = try await db.store.promoteDue(limit: 10, within: nil)
             #expect(try await states(db, [scheduled] + ids) == [.waiting, .available, .waiting, .waiting])
+            #expect(try await floor(db, "a") == scheduled)
             _ = try await db.store.claim(queue: "default", limit: 10, worker: "w")
             _ = try await complete(db, ids[0])
             #expect(try await states(db, [scheduled] + ids) == [.available, .completed, .waiting, .waiting])

@@ -16,6 +16,9 @@ CREATE OR REPLACE FUNCTION promote_due_from(
 LANGUAGE plpgsql SET search_path FROM CURRENT SET jit = off AS $$
 DECLARE
     v_lanes text[];
+    v_lanes_all text[];
+    v_ready_at timestamptz[];
+    v_ids bigint[];
 BEGIN
     WITH due AS (
         SELECT d.id FROM jobs d
@@ -29,16 +32,25 @@ BEGIN
             lane_ready_at = CASE WHEN j.state = 'scheduled' THEN j.run_at ELSE j.lane_ready_at END
         -- By primary key from the ids locked, whatever their estimated number (see claim_for.sql).
         WHERE j.id = ANY (ARRAY(SELECT due.id FROM due))
-        RETURNING j.queue, j.state, j.lane
+        RETURNING j.id, j.queue, j.state, j.lane, j.lane_ready_at
     )
     SELECT array_agg(DISTINCT upd.queue) FILTER (WHERE upd.state = 'available'),
-           array_agg(DISTINCT upd.lane) FILTER (WHERE upd.state = 'waiting'), count(*)
-    INTO queues, v_lanes, promoted FROM upd;
-    IF v_lanes IS NOT NULL THEN
+           array_agg(upd.lane) FILTER (WHERE upd.state = 'waiting'),
+           array_agg(upd.lane_ready_at) FILTER (WHERE upd.state = 'waiting'),
+           array_agg(upd.id) FILTER (WHERE upd.state = 'waiting'), count(*)
+    INTO queues, v_lanes_all, v_ready_at, v_ids, promoted FROM upd;
+    IF v_lanes_all IS NOT NULL THEN
+        v_lanes := ARRAY(SELECT DISTINCT l FROM unnest(v_lanes_all) AS l);
         PERFORM lock_lanes(v_lanes);
-        -- Entered at their due time, perhaps below where their lanes' floors stand: the next
-        -- admission probes each of those lanes whole.
-        DELETE FROM lane_floors f WHERE f.lane = ANY (v_lanes);
+        -- Entered at their due time, perhaps below where their lanes' floors stand: each floor
+        -- comes down to the lowest of them. (Deleted instead, as `promote_due` does, the next
+        -- admission probed the lane whole, past the entry of every job that waited in it since a
+        -- held horizon began: a lane taking delayed jobs lost its floor every second.)
+        UPDATE lane_floors f SET ready_at = w.ready_at, id = w.id
+        FROM (SELECT DISTINCT ON (x.lane) x.lane, x.ready_at, x.id
+              FROM unnest(v_lanes_all, v_ready_at, v_ids) AS x(lane, ready_at, id)
+              ORDER BY x.lane, x.ready_at, x.id) w
+        WHERE f.lane = w.lane AND (w.ready_at, w.id) < (f.ready_at, f.id);
         queues := queues || ARRAY(SELECT p.queue FROM promote_lanes(v_lanes) p);
     END IF;
     queues := ARRAY(SELECT DISTINCT q FROM unnest(queues) AS q);

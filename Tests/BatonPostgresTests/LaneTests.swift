@@ -384,7 +384,7 @@ struct LaneTests {
     }
 
     /// A stage repeated in its lane keeps its place ahead of the jobs waiting behind it, above the
-    /// lane's floor.
+    /// lane's floor, which comes down to it.
     @Test func aRepeatedStageGoesBeforeTheJobsAboveItsLanesFloor() async throws {
         try await TestDatabase.with { db async throws in
             let ids = try await db.store.enqueue((0..<3).map { laned("a", $0) }).map(\.id)
@@ -394,6 +394,8 @@ struct LaneTests {
                 [Outcome(jobID: ids[0], stage: 0, attempt: 1, transition: .advance(output: "1", lane: "a", to: 0))],
                 worker: "w")
             #expect(try await states(db, ids) == [.available, .waiting, .waiting])
+            // The floor came down to it rather than going (as for a delayed job entering its lane).
+            #expect(try await floor(db, "a") == ids[0])
         }
     }
 

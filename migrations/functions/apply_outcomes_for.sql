@@ -191,11 +191,18 @@ BEGIN
         DELETE FROM job_progress p
         USING jsonb_to_recordset(p_batch) AS b(id bigint, stage int, target int), unnest(v_applied) a
         WHERE b.target = b.stage AND a.id = b.id AND p.job_id = b.id AND p.stage = b.stage;
-        -- A repeated stage waits again at its old place, below its lane's floor (`lane_floors`):
-        -- the admission below probes that lane whole.
-        DELETE FROM lane_floors f
-        USING jsonb_to_recordset(p_batch) AS b(stage int, target int, lane text)
-        WHERE b.target = b.stage AND f.lane = b.lane;
+        -- A repeated stage waits again at its old place, perhaps below its lane's floor
+        -- (`lane_floors`): the floor comes down to it. (Deleted, the admission below would probe
+        -- the lane whole, past the entry of every job that waited in it since a held horizon
+        -- began; `promote_due_from` does the same for a delayed job.)
+        UPDATE lane_floors f SET ready_at = w.ready_at, id = w.id
+        FROM (SELECT DISTINCT ON (r.lane) r.lane, r.ready_at, r.id
+              FROM (SELECT b.lane, b.id, (SELECT j.lane_ready_at FROM jobs j WHERE j.id = b.id) AS ready_at
+                    FROM jsonb_to_recordset(p_batch) AS b(id bigint, stage int, target int, lane text)
+                    JOIN unnest(v_applied) a ON a.id = b.id
+                    WHERE b.target = b.stage AND b.lane IS NOT NULL) r
+              ORDER BY r.lane, r.ready_at, r.id) w
+        WHERE f.lane = w.lane AND (w.ready_at, w.id) < (f.ready_at, f.id);
     END IF;
 
     -- A signal delivered while its stage ran was kept (deliver_signal found the job running): the

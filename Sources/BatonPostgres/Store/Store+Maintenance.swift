@@ -73,55 +73,63 @@ extension Store {
         }
     }
 
-    /// Running stages whose worker has sent no heartbeat within `lease` (or has no row at all).
-    /// Uses `jobs_running`.
-    package func lostStages(lease: Duration, limit: Int) async throws -> [LostStage] {
+    /// Running stages of the workers that went silent recently: their last heartbeat is older than
+    /// `lease` and younger than `lease + within`. Each such worker's own range of `jobs_running`
+    /// is read, not the index whole: during a held xmin horizon the index keeps an entry for every
+    /// job run since the hold began, and a look at all of them every few seconds grew with the
+    /// hold (docs/storage.md#the-rescuer). Workers silent for longer, and jobs whose worker has
+    /// no row, are the sweep's (``strayStages(lease:limit:)``).
+    package func lostStages(lease: Duration, within: Duration, limit: Int) async throws -> [LostStage] {
         let rows = try await pool.read(
             """
-            SELECT j.id, j.worker_id, j.stage, j.attempt, j.chain::text, j.queue, j.metadata::text
-            FROM \(unescaped: schema).jobs j
-            WHERE j.state = 'running' AND NOT EXISTS (
-                SELECT 1 FROM \(unescaped: schema).workers w
-                WHERE w.id = j.worker_id AND w.heartbeat_at > now() - \(lease.milliseconds) * interval '1 millisecond')
+            SELECT j.id, w.id, j.stage, j.attempt, j.chain::text, j.queue, j.metadata::text
+            FROM \(unescaped: schema).workers w
+            CROSS JOIN LATERAL (
+                SELECT id, stage, attempt, chain, queue, metadata FROM \(unescaped: schema).jobs
+                WHERE worker_id = w.id AND state = 'running' LIMIT \(limit)) j
+            WHERE w.heartbeat_at <= now() - \(lease.milliseconds) * interval '1 millisecond'
+              AND w.heartbeat_at > now() - \((lease + within).milliseconds) * interval '1 millisecond'
             LIMIT \(limit)
             """, logger: logger)
-        var lost: [LostStage] = []
-        for row in rows {
+        return try rows.map { row in
             let (id, worker, stage, attempt, chain, queue, metadata) = try row.decode(
-                (Int64, String?, Int, Int, String, String, String).self)
-            lost.append(
+                (Int64, String, Int, Int, String, String, String).self)
+            return LostStage(
+                jobID: id, workerID: worker, queue: queue, metadata: (try? JSONValue(parsing: metadata)) ?? [:],
+                stage: stage, attempt: attempt, chain: StoredChain.decode(chain, stage: stage).chain)
+        }
+    }
+
+    /// Every running stage that no live worker answers for, in one scan of `jobs_running`:
+    /// `lost`, its worker silent for longer than `lease` or without a row (forgotten, or never
+    /// registered); or not lost but orphaned, running under a live worker that was claimed for
+    /// it more than `lease` before the worker's last heartbeat, which did not list it among the
+    /// jobs it holds (the claim's answer was lost with its connection: the worker never ran it).
+    /// The scan grows with a held xmin horizon; the rescuer sweeps seldom
+    /// (docs/storage.md#the-rescuer).
+    package func strayStages(lease: Duration, limit: Int) async throws -> [(stage: LostStage, lost: Bool)] {
+        let rows = try await pool.read(
+            """
+            SELECT j.id, j.worker_id, j.stage, j.attempt, j.chain::text, j.queue, j.metadata::text, w.id IS NULL
+            FROM \(unescaped: schema).jobs j
+            LEFT JOIN \(unescaped: schema).workers w
+                ON w.id = j.worker_id AND w.heartbeat_at > now() - \(lease.milliseconds) * interval '1 millisecond'
+            WHERE j.state = 'running' AND (w.id IS NULL OR (
+                j.attempted_at < w.heartbeat_at - \(lease.milliseconds) * interval '1 millisecond'
+                AND NOT (j.id = ANY (w.holds))))
+            LIMIT \(limit)
+            """, logger: logger)
+        return try rows.map { row in
+            let (id, worker, stage, attempt, chain, queue, metadata, lost) = try row.decode(
+                (Int64, String?, Int, Int, String, String, String, Bool).self)
+            return (
                 LostStage(
                     jobID: id, workerID: worker ?? "", queue: queue,
                     metadata: (try? JSONValue(parsing: metadata)) ?? [:], stage: stage, attempt: attempt,
-                    chain: StoredChain.decode(chain, stage: stage).chain))
+                    chain: StoredChain.decode(chain, stage: stage).chain),
+                lost
+            )
         }
-        return lost
-    }
-
-    /// Running stages whose worker is alive but does not hold them: claimed more than `lease`
-    /// before its last heartbeat, which did not list them (the claim's answer was lost). Uses
-    /// `jobs_running`, worker by worker.
-    package func orphanedStages(lease: Duration, limit: Int) async throws -> [LostStage] {
-        let rows = try await pool.read(
-            """
-            SELECT j.id, j.worker_id, j.stage, j.attempt, j.chain::text, j.queue, j.metadata::text
-            FROM \(unescaped: schema).workers w JOIN \(unescaped: schema).jobs j ON j.worker_id = w.id
-            WHERE j.state = 'running' AND w.heartbeat_at > now() - \(lease.milliseconds) * interval '1 millisecond'
-              AND j.attempted_at < w.heartbeat_at - \(lease.milliseconds) * interval '1 millisecond'
-              AND NOT (j.id = ANY (w.holds))
-            LIMIT \(limit)
-            """, logger: logger)
-        var orphans: [LostStage] = []
-        for row in rows {
-            let (id, worker, stage, attempt, chain, queue, metadata) = try row.decode(
-                (Int64, String, Int, Int, String, String, String).self)
-            orphans.append(
-                LostStage(
-                    jobID: id, workerID: worker, queue: queue, metadata: (try? JSONValue(parsing: metadata)) ?? [:],
-                    stage: stage, attempt: attempt,
-                    chain: StoredChain.decode(chain, stage: stage).chain))
-        }
-        return orphans
     }
 
     /// Deletes up to `limit` jobs that finished in `state` longer than `retention` ago (with their

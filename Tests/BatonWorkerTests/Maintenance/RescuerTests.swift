@@ -20,17 +20,39 @@ struct RescuerTests {
                 #expect(try await db.store.claim(queue: worker, limit: 1, worker: worker).count == 1)
             }
             try await db.pool.execute(
-                "UPDATE \(unescaped: schema).workers SET heartbeat_at = now() - interval '1 minute' WHERE id = 'lost'")
-            let leadership = Leadership(store: db.store, workerID: "r", interval: .milliseconds(20), logger: db.logger)
-            let rescuer = Rescuer(
-                store: db.store, leadership: leadership, lease: .seconds(10),
-                waker: Waker(store: db.store, logger: db.logger),
-                failures: FailureReporter(reporting: FailureReporting(), logger: db.logger), logger: db.logger)
-            try await rescuer.rescueLost()
+                "UPDATE \(unescaped: schema).workers SET heartbeat_at = now() - interval '20 seconds' WHERE id = 'lost'"
+            )
+            try await rescuer(db).rescueLost()
             let lost = try #require(try await db.store.job(jobs[0].id))
             #expect([.retryable, .available].contains(lost.state))
             #expect(lost.errors.map(\.error) == ["worker lost: lost stopped sending heartbeats"])
             #expect(try await db.store.job(jobs[1].id)?.state == .running)
+        }
+    }
+
+    /// The sweep finds what the frequent look leaves: a stage of a worker silent for longer than
+    /// the sweep period, and one whose worker has no row (forgotten, or never registered); both
+    /// count as failed attempts.
+    @Test func theSweepRetriesStagesOfWorkersLongSilentOrGone() async throws {
+        try await TestDatabase.with { db async throws in
+            let schema = db.configuration.schema
+            let jobs = try await db.store.enqueue(
+                ["silent", "gone"].map { NewJob(chain: ChainDefinition(input: 1, stages: [.task("noop")]), queue: $0) })
+            try await db.store.registerWorker(id: "silent", host: "h", pid: 1, queues: ["silent"], tasks: ["noop"])
+            for worker in ["silent", "gone"] {
+                #expect(try await db.store.claim(queue: worker, limit: 1, worker: worker).count == 1)
+            }
+            try await db.pool.execute(
+                "UPDATE \(unescaped: schema).workers SET heartbeat_at = now() - interval '1 hour' WHERE id = 'silent'")
+            let rescuer = rescuer(db)
+            try await rescuer.rescueLost()
+            #expect(try await db.store.job(jobs[0].id)?.state == .running, "silent for longer than a sweep period")
+            try await rescuer.sweep()
+            for (job, worker) in zip(jobs, ["silent", "gone"]) {
+                let rescued = try #require(try await db.store.job(job.id))
+                #expect([.retryable, .available].contains(rescued.state))
+                #expect(rescued.errors.map(\.error) == ["worker lost: \(worker) stopped sending heartbeats"])
+            }
         }
     }
 
@@ -56,5 +78,13 @@ struct RescuerTests {
                 #expect(job.errors.isEmpty)
             }
         }
+    }
+
+    private func rescuer(_ db: TestDatabase) -> Rescuer {
+        Rescuer(
+            store: db.store,
+            leadership: Leadership(store: db.store, workerID: "r", interval: .milliseconds(20), logger: db.logger),
+            lease: .seconds(10), waker: Waker(store: db.store, logger: db.logger),
+            failures: FailureReporter(reporting: FailureReporting(), logger: db.logger), logger: db.logger)
     }
 }

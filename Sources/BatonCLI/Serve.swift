@@ -140,13 +140,7 @@ struct Serve: AsyncParsableCommand {
 enum Metrics {
     static let registry: PrometheusCollectorRegistry = {
         let registry = PrometheusCollectorRegistry()
-        var factory = PrometheusMetricsFactory(registry: registry)
-        let fast: [Duration] = [1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000].map { .milliseconds($0) }
-        factory.durationHistogramBuckets = [
-            "baton_pickup_latency_seconds": fast + [.seconds(30), .seconds(60), .seconds(300)],
-            "baton_db_connection_wait_seconds": fast,
-            "baton_stage_duration_seconds": fast + [.seconds(30), .seconds(60), .seconds(300), .seconds(900)],
-        ]
+        let factory = MetricsExposition.factory(registry: registry)
         MetricsSystem.bootstrap(factory)
         return registry
     }()

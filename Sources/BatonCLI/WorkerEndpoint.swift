@@ -1,4 +1,5 @@
 import Baton
+import BatonServer
 import Hummingbird
 import Logging
 import NIOCore
@@ -20,8 +21,7 @@ struct WorkerEndpoint: Service {
     ) {
         let router = Router()
         router.get("/metrics") { _, _ -> Response in
-            var bytes: [UInt8] = []
-            registry.emit(into: &bytes)
+            let bytes = MetricsExposition.page(of: registry)
             return Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                 body: .init(byteBuffer: ByteBuffer(bytes: bytes)))

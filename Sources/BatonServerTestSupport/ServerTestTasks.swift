@@ -116,16 +116,22 @@ package struct Sum: BatonTask {
     package func run(_ input: [Int], context: StageContext) async throws -> Int { input.reduce(0, +) }
 }
 
-/// Fails for good the first time it runs for a given `key`, then returns its input: a job
-/// discarded once that succeeds when retried.
+/// Fails the first time it runs for a given `key`, then returns its input: for good (a job
+/// discarded once that succeeds when retried), or, with `retryable`, as an attempt its stage's
+/// policy retries.
 package struct FailFirst: BatonTask {
     package static let name = "fail-first"
     package var key: String
+    package var retryable: Bool?
     package static let seen = Mutex(Set<String>())
-    package init(key: String) { self.key = key }
+    package init(key: String, retryable: Bool? = nil) {
+        self.key = key
+        self.retryable = retryable
+    }
 
     package func run(_ input: Int, context: StageContext) async throws -> Int {
-        if Self.seen.withLock({ $0.insert(key).inserted }) { throw TaskFailure.permanent("first run of \(key) fails") }
-        return input
+        guard Self.seen.withLock({ $0.insert(key).inserted }) else { return input }
+        if retryable == true { throw TaskFailure("first run of \(key) fails") }
+        throw TaskFailure.permanent("first run of \(key) fails")
     }
 }

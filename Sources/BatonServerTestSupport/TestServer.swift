@@ -144,7 +144,7 @@ extension JSONValue {
 /// Metrics go to one registry per test process (swift-metrics is bootstrapped once).
 package let testRegistry: PrometheusCollectorRegistry = {
     let registry = PrometheusCollectorRegistry()
-    MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+    MetricsSystem.bootstrap(MetricsExposition.factory(registry: registry))
     return registry
 }()
 

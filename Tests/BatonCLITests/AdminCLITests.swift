@@ -383,13 +383,19 @@ struct AdminCLITests {
             #expect(pause.status == 0 && pause.out == "paused queue idle\n")
             let queues = try await Self.baton(["queues"], server)
             Self.expectFits(queues.out)
-            #expect(queues.lines.first?.hasPrefix("QUEUE  STATUS  AVAIL") == true)
+            #expect(queues.lines.first?.hasPrefix("QUEUE  STATUS  WORKERS  AVAIL") == true, "\(queues.out)")
             let row = try #require(queues.lines.first { $0.hasPrefix("idle ") })
-            #expect(row.split(separator: " ").prefix(3) == ["idle", "paused", "1"])
+            #expect(row.split(separator: " ").prefix(4) == ["idle", "paused", "0", "1"])
             let json = try await Self.baton(["queues", "list", "--json"], server)
             #expect(try json.json(QueueList.self).queues.first { $0.name == "idle" }?.paused == true)
             let resume = try await Self.baton(["queues", "resume", "idle", "--json"], server)
             #expect(try resume.json(QueuePauseState.self) == QueuePauseState(name: "idle", paused: false))
+            // Resumed, its job still waits: no live worker serves the queue.
+            let unserved = try await Self.baton(["queues"], server)
+            let flagged = try #require(unserved.lines.first { $0.hasPrefix("idle ") })
+            #expect(flagged.split(separator: " ").prefix(4) == ["idle", "unserved", "0", "1"])
+            #expect(
+                try unserved.lines.first { $0.hasPrefix("default ") }.map { $0.split(separator: " ")[1] } != "unserved")
             #expect(try await Self.baton(["queues", "pause", "bad\tname"], server).status == 1)
         }
     }

@@ -86,6 +86,52 @@ struct DashboardBrowserTests {
         }
     }
 
+    /// The overview says first what will not move by itself: a queue with jobs no live worker
+    /// serves, a paused queue holding work, a blocked lane (its card red), each with a link.
+    @Test func theOverviewFlagsWorkThatWillNotMove() async throws {
+        try await withServer { server async throws in
+            _ = try await server.enqueue(["queue": "nobody-serves", "stages": [["task": "noop"]]])
+            _ = try await server.enqueue(["queue": "held", "stages": [["task": "noop"]]])
+            #expect(try await server.call(.POST, "/v1/queues/held/pause?unchecked=true").status == 200)
+            let blocker = try await server.enqueue([
+                "input": 1,
+                "stages": [
+                    [
+                        "task": "fail-first", "lane": "flagged",
+                        "args": ["key": .string("flag-\(UUID())"), "retryable": true],
+                        "max_attempts": 3, "backoff": ["kind": "constant", "initial": "1h"],
+                    ]
+                ],
+            ])
+            _ = try await server.job(blocker) { $0["state"] == "retryable" }
+            try await Browser.with { browser in
+                try await Self.signIn(browser, server, token: Token.admin)
+                try await browser.waitForText("h1") { $0 == "Overview" }
+                let trouble = try await browser.run(
+                    "return [...document.querySelectorAll('.trouble li')].map(li => li.textContent.trim())")
+                #expect(
+                    trouble == [
+                        "Queue nobody-serves: 1 job available and no live worker serves it; start one with --queue nobody-serves. Workers",
+                        "Queue held is paused with 1 job available. See them",
+                        "1 lane is blocked: its holder failed and waits to retry; nothing behind it moves. Lanes",
+                    ], "\(trouble)")
+                #expect(
+                    try await browser.run(
+                        "return [...document.querySelectorAll('table.queues tbody tr')].map(r => r.querySelector('th').textContent + ' ' + r.querySelector('.badge').textContent)"
+                    ) == ["default active", "held paused", "nobody-serves no worker"])
+                // The blocked lanes' card in the alert colour, not the text's.
+                let colors = try await browser.run(
+                    """
+                    const card = getComputedStyle(document.querySelector('.stats li.alert a')).color;
+                    const text = getComputedStyle(document.querySelector('.stats li:not(.alert) a')).color;
+                    return card !== text
+                    """)
+                #expect(colors == true)
+                #expect(try await browser.consoleErrors() == [])
+            }
+        }
+    }
+
     /// The path a `repeat` and a `goto` took, as a person sees it: the path under the chain, the
     /// stage passed over struck through, the repeated one's runs.
     @Test func theJobPageShowsThePathTaken() async throws {

@@ -15,8 +15,10 @@ struct MetricsTests {
     /// Samples of a Prometheus text page: `name{labels}` → value.
     struct Scrape {
         var samples: [(name: String, labels: [String: String], value: Double)] = []
+        var text: String
 
         init(_ text: String) {
+            self.text = text
             for line in text.split(separator: "\n") where !line.hasPrefix("#") {
                 guard let match = line.wholeMatch(of: /([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)/),
                     let value = Double(match.4)
@@ -152,7 +154,55 @@ struct MetricsTests {
             #expect((control.value("baton_queue_oldest_available_seconds", ["queue": "idle"]) ?? 0) > 0)
             #expect(control.value("baton_lanes_blocked") == 1)
             #expect(control.value("baton_workers_alive") == 1)
+            // Every state of a queue present, 0 included; the queue nobody serves flagged.
+            #expect(control.value("baton_queue_jobs", ["queue": "idle", "state": "running"]) == 0)
+            #expect(control.value("baton_queue_unserved", ["queue": "idle"]) == 1)
+            #expect(control.value("baton_queue_unserved", ["queue": "default"]) == 0)
+            #expect(control.value("baton_queue_paused", ["queue": "idle"]) == 0)
+            _ = try await Self.post(base + "/v1/queues/idle/pause")
+            try await eventually("the pause to show") {
+                let scrape = Scrape(try await Self.get(base + "/metrics", token: Self.token).body)
+                return scrape.value("baton_queue_paused", ["queue": "idle"]) == 1
+            }
+
+            // What Prometheus's own linter says of both pages.
+            for (name, page) in [("worker", try await Self.get(metrics + "/metrics").body), ("API", control.text)] {
+                #expect(Self.conventionProblems(page).isEmpty, "\(name): \(Self.conventionProblems(page))")
+                if let problems = try await Self.promtoolProblems(page) {
+                    Issue.record("promtool check metrics, \(name)'s page: \(problems)")
+                }
+            }
         }
+    }
+
+    /// What Prometheus's conventions ask of a page that can be checked without promtool: a
+    /// `# HELP` line before each family's `# TYPE`, and counters, and only they, ending in `_total`.
+    static func conventionProblems(_ page: String) -> [String] {
+        var problems: [String] = []
+        var help: Set<Substring> = []
+        for line in page.split(separator: "\n") {
+            if let match = line.wholeMatch(of: /# HELP (\S+) .+/) { help.insert(match.1) }
+            guard let match = line.wholeMatch(of: /# TYPE (\S+) (\S+)/) else { continue }
+            if !help.contains(match.1) { problems.append("\(match.1): no help") }
+            if (match.2 == "counter") != match.1.hasSuffix("_total") { problems.append("\(match.1): a \(match.2)") }
+        }
+        return problems
+    }
+
+    /// What `promtool check metrics` (Debian's `prometheus`) finds wrong with `page`; nil when
+    /// nothing, or when promtool is not installed, unless `BATON_REQUIRE_PROMTOOL=1` (set by
+    /// `.ci/run`, which installs it) makes that a failure.
+    static func promtoolProblems(_ page: String) async throws -> String? {
+        guard
+            let promtool = ["/usr/bin/promtool", "/usr/local/bin/promtool"].first(where: {
+                FileManager.default.isExecutableFile(atPath: $0)
+            })
+        else {
+            return ProcessInfo.processInfo.environment["BATON_REQUIRE_PROMTOOL"] == "1" ? "not installed" : nil
+        }
+        let check = try await ChildProcess(URL(filePath: promtool), ["check", "metrics"], input: page)
+        let status = try await check.waitForExit()
+        return status == 0 ? nil : check.standardOutput + check.standardError
     }
 
     /// Waits until job `id` is in `state` (the API's long poll answers at once when nothing changes).

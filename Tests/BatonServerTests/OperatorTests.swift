@@ -288,7 +288,8 @@ struct OperatorTests {
             #expect(try await server.call(.GET, "/metrics", token: nil).status == 401)
             let metrics = try await server.call(.GET, "/metrics", token: Token.read)
             #expect(metrics.text.contains("baton_jobs_enqueued_total{queue=\"metered\",task=\"noop\"} 1"))
-            #expect(metrics.text.contains("hb_requests"))
+            #expect(metrics.text.contains("http_server_requests_total{"))
+            #expect(metrics.text.contains("# HELP baton_jobs_enqueued_total "))
         }
     }
 

@@ -12,7 +12,11 @@ struct Queues: AsyncParsableCommand {
     struct List: AdminCommand {
         static let configuration = CommandConfiguration(
             abstract: "Each queue: jobs per state and how long its oldest available job has waited.",
-            discussion: "DONE, DISC and CANC count the jobs that finished in the last 24 hours.")
+            discussion: """
+                STATUS is paused, unserved (jobs are available and no live worker serves the queue) or \
+                active; WORKERS counts the live workers serving it. DONE, DISC and CANC count the jobs \
+                that finished in the last 24 hours.
+                """)
 
         @OptionGroup var local: AdminOptions
         @ParentCommand var root: BatonCommand
@@ -26,17 +30,26 @@ struct Queues: AsyncParsableCommand {
             var table = Table(
                 [
                     .init(title: "QUEUE", minimumWidth: 8),
-                    .init(title: "STATUS", color: { $0 == "paused" ? .yellow : nil }),
+                    .init(
+                        title: "STATUS",
+                        color: { $0 == "unserved" ? .red : $0.hasPrefix("paused") ? .yellow : nil }),
+                    .init(title: "WORKERS", alignRight: true),
                 ]
                     + Self.columns.map { Table.Column(title: $0.title, alignRight: true) }
                     + [.init(title: "WAITED", alignRight: true)],
                 shrinkOrder: [0])
             for queue in queues {
                 table.append(
-                    [queue.name, queue.paused ? "paused" : "active"] + Self.columns.map { "\(queue.counts[$0.state])" }
+                    [queue.name, Self.status(queue), "\(queue.workers)"]
+                        + Self.columns.map { "\(queue.counts[$0.state])" }
                         + [queue.oldestAvailableAgeSeconds.map(Text.span) ?? "-"])
             }
             console.out(table.render(on: console))
+        }
+
+        /// Paused first (a resume is what it waits for), then unserved.
+        static func status(_ queue: Components.Schemas.Queue) -> String {
+            queue.paused ? "paused" : queue.unserved ? "unserved" : "active"
         }
 
         static let columns: [(title: String, state: JobState)] = [

@@ -6,16 +6,23 @@ import Synchronization
 /// The cluster's state as gauges, read from the database (one statement) when metrics are
 /// scraped, at most once a second:
 ///
-/// - `baton_queue_jobs{queue, state}`: jobs not finished, per queue and state (queue depth).
+/// - `baton_queue_jobs{queue, state}`: jobs not finished, per queue and state (queue depth),
+///   every state of every queue present, 0 included.
 /// - `baton_queue_oldest_available_seconds{queue}`: how long the oldest claimable job has waited.
+/// - `baton_queue_unserved{queue}`: 1 when the queue has available jobs and no live worker (a
+///   heartbeat within its lease) serves it.
+/// - `baton_queue_paused{queue}`: 1 when the queue is paused.
 /// - `baton_lanes_blocked`: lanes whose holder failed and waits to retry (nothing behind it moves).
-/// - `baton_workers_alive`: workers whose heartbeat is younger than a minute.
+/// - `baton_workers_alive`: workers whose last heartbeat is within their lease.
+///
+/// A queue is reported while it has unfinished jobs or is paused, and with zeros once it has
+/// neither, so that a series ends at 0 rather than at its last value.
 ///
 /// The control plane refreshes them on each `GET /metrics`, so they come from the API: one reader
 /// per scrape rather than one per worker, and none when nobody scrapes.
 package final class ClusterMetrics: Sendable {
     let store: Store
-    private let state = Mutex<(reported: Set<[String]>, last: ContinuousClock.Instant?)>(([], nil))
+    private let state = Mutex<(reported: Set<String>, last: ContinuousClock.Instant?)>(([], nil))
 
     package init(store: Store) {
         self.store = store
@@ -39,47 +46,63 @@ package final class ClusterMetrics: Sendable {
         }
     }
 
-    /// Reads the gauges once; series reported before and absent now are set to 0.
-    private func read(previously: Set<[String]>) async throws -> Set<[String]> {
+    /// Reads the gauges once; returns the queues reported, those reported before included.
+    private func read(previously: Set<String>) async throws -> Set<String> {
         let rows = try await store.pool.read(
             """
+            WITH live AS (
+                SELECT queues FROM \(unescaped: store.schema).workers WHERE heartbeat_at > now() - lease
+            )
             SELECT 'queue', queue, state::text, count(*)::float8,
-                   extract(epoch FROM now() - min(run_at) FILTER (WHERE state = 'available'))::float8
+                   extract(epoch FROM now() - min(run_at) FILTER (WHERE state = 'available'))::float8,
+                   state = 'available' AND NOT EXISTS (SELECT 1 FROM live WHERE queue = ANY (live.queues))
             FROM \(unescaped: store.schema).jobs
             WHERE state IN ('available', 'scheduled', 'retryable', 'running', 'waiting')
             GROUP BY queue, state
             UNION ALL
-            SELECT 'lanes', NULL, NULL, count(*)::float8, NULL FROM \(unescaped: store.schema).jobs
+            SELECT 'paused', queue, NULL, 1, NULL, NULL FROM \(unescaped: store.schema).paused_queues
+            UNION ALL
+            SELECT 'lanes', NULL, NULL, count(*)::float8, NULL, NULL FROM \(unescaped: store.schema).jobs
             WHERE lane IS NOT NULL AND state = 'retryable'
             UNION ALL
-            SELECT 'workers', NULL, NULL, count(*)::float8, NULL FROM \(unescaped: store.schema).workers
-            WHERE heartbeat_at > now() - interval '1 minute'
+            SELECT 'workers', NULL, NULL, count(*)::float8, NULL, NULL FROM live
             """, logger: store.logger)
-        var seen: Set<[String]> = []
+        var queues = previously
+        var counts: [String: [String: Double]] = [:]
         var oldest: [String: Double] = [:]
+        var unserved: Set<String> = []
+        var paused: Set<String> = []
         for row in rows {
-            let (kind, queue, state, count, age) = try row.decode((String, String?, String?, Double, Double?).self)
+            let (kind, queue, state, count, age, noWorker) = try row.decode(
+                (String, String?, String?, Double, Double?, Bool?).self)
             switch kind {
             case "queue":
                 guard let queue, let state else { continue }
-                Gauge(label: "baton_queue_jobs", dimensions: [("queue", queue), ("state", state)]).record(count)
-                seen.insert(["jobs", queue, state])
+                queues.insert(queue)
+                counts[queue, default: [:]][state] = count
                 if let age { oldest[queue] = max(oldest[queue] ?? 0, age) }
+                if noWorker == true { unserved.insert(queue) }
+            case "paused":
+                guard let queue else { continue }
+                queues.insert(queue)
+                paused.insert(queue)
             case "lanes": Gauge(label: "baton_lanes_blocked").record(count)
             default: Gauge(label: "baton_workers_alive").record(count)
             }
         }
-        for (queue, age) in oldest {
-            Gauge(label: "baton_queue_oldest_available_seconds", dimensions: [("queue", queue)]).record(age)
-            seen.insert(["oldest", queue])
-        }
-        for series in previously.subtracting(seen) {
-            if series[0] == "jobs" {
-                Gauge(label: "baton_queue_jobs", dimensions: [("queue", series[1]), ("state", series[2])]).record(0)
-            } else {
-                Gauge(label: "baton_queue_oldest_available_seconds", dimensions: [("queue", series[1])]).record(0)
+        for queue in queues {
+            for state in Self.unfinished {
+                Gauge(label: "baton_queue_jobs", dimensions: [("queue", queue), ("state", state)])
+                    .record(counts[queue]?[state] ?? 0)
             }
+            Gauge(label: "baton_queue_oldest_available_seconds", dimensions: [("queue", queue)])
+                .record(oldest[queue] ?? 0)
+            Gauge(label: "baton_queue_unserved", dimensions: [("queue", queue)]).record(
+                unserved.contains(queue) ? 1 : 0)
+            Gauge(label: "baton_queue_paused", dimensions: [("queue", queue)]).record(paused.contains(queue) ? 1 : 0)
         }
-        return seen
+        return queues
     }
+
+    private static let unfinished = ["available", "running", "scheduled", "retryable", "waiting"]
 }

@@ -103,8 +103,9 @@ extension Store {
 
     /// Each queue's jobs per state without counting finished rows: unfinished jobs from
     /// `jobs_state_id` (an index-only scan of them alone), completed, discarded and cancelled ones
-    /// over the history since `finishedSince`; with each queue's oldest available job and whether
-    /// it is paused. Queues are those with such jobs, history or a pause.
+    /// over the history since `finishedSince`; with each queue's oldest available job, whether
+    /// it is paused, and how many live workers serve it. Queues are those with such jobs, history
+    /// or a pause.
     package func queueSummaries(finishedSince: Date) async throws -> [QueueStatus] {
         let rows = try await pool.read(
             """
@@ -124,13 +125,18 @@ extension Store {
                 SELECT queue FROM counts UNION SELECT queue FROM \(unescaped: schema).paused_queues
             )
             SELECT n.queue, c.state, coalesce(c.n, 0), o.at,
-                   EXISTS (SELECT 1 FROM \(unescaped: schema).paused_queues p WHERE p.queue = n.queue)
+                   EXISTS (SELECT 1 FROM \(unescaped: schema).paused_queues p WHERE p.queue = n.queue),
+                   (SELECT count(*)::int FROM \(unescaped: schema).workers w
+                    WHERE n.queue = ANY (w.queues) AND w.heartbeat_at > now() - w.lease)
             FROM names n LEFT JOIN counts c ON c.queue = n.queue LEFT JOIN oldest o ON o.queue = n.queue
             """, logger: logger)
         var queues: [String: QueueStatus] = [:]
         for row in rows {
-            let (name, state, count, oldest, paused) = try row.decode((String, String?, Int, Date?, Bool).self)
-            var queue = queues[name] ?? QueueStatus(name: name, counts: [:], oldestAvailable: oldest, paused: paused)
+            let (name, state, count, oldest, paused, workers) = try row.decode(
+                (String, String?, Int, Date?, Bool, Int).self)
+            var queue =
+                queues[name]
+                ?? QueueStatus(name: name, counts: [:], oldestAvailable: oldest, paused: paused, workers: workers)
             if let state = state.flatMap(JobState.init(rawValue:)), count > 0 { queue.counts[state] = count }
             queues[name] = queue
         }

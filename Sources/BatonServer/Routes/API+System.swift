@@ -34,9 +34,8 @@ extension API {
     /// `GET /metrics`: Prometheus text.
     func metrics(_ input: Operations.Metrics.Input) async throws -> Operations.Metrics.Output {
         await clusterMetrics.refresh()
-        var bytes: [UInt8] = []
-        registry?.emit(into: &bytes)
-        return .ok(.init(body: .plainText(HTTPBody(bytes))))
+        let page = registry.map(MetricsExposition.page(of:)) ?? []
+        return .ok(.init(body: .plainText(HTTPBody(page))))
     }
 
     /// `GET /openapi.json`: the document this server's code was generated from.

@@ -129,7 +129,8 @@ extension Components.Schemas.Queue {
                 retryable: count(.retryable), waiting: count(.waiting), completed: count(.completed),
                 discarded: count(.discarded), cancelled: count(.cancelled)),
             oldestAvailableAt: queue.oldestAvailable,
-            oldestAvailableAgeSeconds: queue.oldestAvailable.map { max(0, now.timeIntervalSince($0)) })
+            oldestAvailableAgeSeconds: queue.oldestAvailable.map { max(0, now.timeIntervalSince($0)) },
+            workers: queue.workers, unserved: queue.unserved)
     }
 }
 

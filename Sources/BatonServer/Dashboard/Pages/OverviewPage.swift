@@ -21,6 +21,9 @@ extension Dashboard {
             var name: String
             var link: String
             var paused: Bool
+            /// Jobs are available and no live worker serves the queue.
+            var unserved: Bool
+            var workers: Int
             var counts: [Count]
             var oldest: String?
             var action: String
@@ -33,6 +36,14 @@ extension Dashboard {
             var current: Bool
         }
 
+        /// What needs an operator, most urgent first, each with the reason and a link to the fix.
+        struct Trouble: Sendable {
+            var text: String
+            var link: String
+            var action: String
+        }
+
+        var trouble: [Trouble]
         var queues: [Queue]
         var states: [String]
         var ranges: [Range]
@@ -75,8 +86,10 @@ extension Dashboard {
         let names = Set(queues.map(\.name).filter(caller.serves)).union(byQueue.keys)
         let statuses = Dictionary(uniqueKeysWithValues: queues.map { ($0.name, $0) })
         let overview = Overview(
+            trouble: Self.trouble(
+                queues.filter { caller.serves($0.name) }, blockedLanes: lanes.blocked, cluster: cluster),
             queues: names.sorted().map { name in
-                let queue = statuses[name] ?? QueueStatus(name: name, counts: [:], oldestAvailable: nil, paused: false)
+                let queue = statuses[name] ?? QueueStatus(name: name)
                 let link = Self.query(name)
                 var bins = [Store.HistoryMinute?](repeating: nil, count: count)
                 for minute in byQueue[name] ?? [] {
@@ -87,7 +100,8 @@ extension Dashboard {
                 let perMinute = binSeconds / 60
                 let (from, to) = (day ? "24h ago" : "1h ago", "now")
                 return Overview.Queue(
-                    name: name, link: "/ui/jobs?queue=\(link)", paused: queue.paused,
+                    name: name, link: "/ui/jobs?queue=\(link)", paused: queue.paused, unserved: queue.unserved,
+                    workers: queue.workers,
                     counts: Self.shownStates.map { state in
                         Overview.Queue.Count(
                             state: state, count: queue.counts[JobState(rawValue: state) ?? .available] ?? 0,
@@ -122,6 +136,39 @@ extension Dashboard {
         return page(
             "overview", title: "Overview", section: .overview, session: session, notice: Self.notice(request),
             overview)
+    }
+
+    /// The flags at the top of the overview: queues with work that nothing will run (no live
+    /// worker serves them, or they are paused), then blocked lanes. The same definitions as
+    /// `GET /v1/queues` (`unserved`, `paused`), `baton queues` and the `baton_queue_*` gauges.
+    /// A caller limited to queues (`cluster` false) gets no link to pages it may not see.
+    static func trouble(_ queues: [QueueStatus], blockedLanes: Int, cluster: Bool) -> [Overview.Trouble] {
+        func jobs(_ count: Int) -> String { count == 1 ? "1 job" : "\(count) jobs" }
+        var trouble: [Overview.Trouble] = []
+        for queue in queues where !queue.paused && queue.unserved {
+            let available = queue.counts[.available] ?? 0
+            trouble.append(
+                Overview.Trouble(
+                    text: "Queue \(queue.name): \(jobs(available)) available and no live worker serves it; "
+                        + "start one with --queue \(queue.name).",
+                    link: cluster ? "/ui/workers" : "/ui/jobs?queue=\(query(queue.name))&state=available",
+                    action: cluster ? "Workers" : "See them"))
+        }
+        for queue in queues where queue.paused && (queue.counts[.available] ?? 0) > 0 {
+            trouble.append(
+                Overview.Trouble(
+                    text: "Queue \(queue.name) is paused with \(jobs(queue.counts[.available] ?? 0)) available.",
+                    link: "/ui/jobs?queue=\(query(queue.name))&state=available", action: "See them"))
+        }
+        if blockedLanes > 0 {
+            trouble.append(
+                Overview.Trouble(
+                    text: blockedLanes == 1
+                        ? "1 lane is blocked: its holder failed and waits to retry; nothing behind it moves."
+                        : "\(blockedLanes) lanes are blocked: their holders failed and wait to retry.",
+                    link: "/ui/lanes", action: "Lanes"))
+        }
+        return trouble
     }
 
     /// `POST /ui/queues/NAME/pause` or `/resume`, then back to the overview.

@@ -9,11 +9,21 @@ public struct QueueStatus: Sendable, Hashable {
     /// The due time of the oldest available job: how long the queue has kept work waiting.
     public var oldestAvailable: Date?
     public var paused: Bool
+    /// Live workers serving the queue: their last heartbeat is within their lease.
+    public var workers: Int
 
-    package init(name: String, counts: [JobState: Int] = [:], oldestAvailable: Date? = nil, paused: Bool = false) {
+    /// Jobs are available and no live worker serves the queue: nothing will run them until one
+    /// starts (`baton_queue_unserved`, the overview's flag).
+    public var unserved: Bool { (counts[.available] ?? 0) > 0 && workers == 0 }
+
+    package init(
+        name: String, counts: [JobState: Int] = [:], oldestAvailable: Date? = nil, paused: Bool = false,
+        workers: Int = 0
+    ) {
         self.name = name
         self.counts = counts
         self.oldestAvailable = oldestAvailable
         self.paused = paused
+        self.workers = workers
     }
 }

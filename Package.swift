@@ -77,7 +77,7 @@ let package = Package(
         .target(
             name: "BatonWorker",
             dependencies: [
-                "Baton", "BatonHTTPTask", "BatonPostgres",
+                "Baton", "BatonHTTPClient", "BatonHTTPTask", "BatonPostgres",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -105,6 +105,9 @@ let package = Package(
             dependencies: [
                 "Baton", "BatonAPI",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client"),
             ]
@@ -236,7 +239,8 @@ let package = Package(
         .testTarget(
             name: "BatonCLITests",
             dependencies: [
-                "Baton", "BatonAPI", "BatonPostgres", "BatonTestSupport", "BatonServerTestSupport", "BatonCLI", "BatonBench",
+                "Baton", "BatonAPI", "BatonPostgres", "BatonTestSupport", "BatonServerTestSupport", "BatonCLI",
+                "BatonBench",
                 "LocalPostgres",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),

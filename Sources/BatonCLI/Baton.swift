@@ -12,9 +12,11 @@ struct BatonCommand: AsyncParsableCommand {
         discussion: """
             Commands that talk to the control plane take --url (BATON_URL, default \
             http://127.0.0.1:8080), --token (BATON_TOKEN), --json and --no-color, before or after \
-            the command. They exit with 0 on success, 1 when the operation failed, 2 on a usage \
-            error, 3 when the server cannot be reached, 4 when it refuses the token, 5 when the job \
-            is not found.
+            the command; --wide stops cutting lines to the terminal's width (or COLUMNS). They exit \
+            with 0 on success, 1 when the operation failed, 2 on a usage error, 3 when the server \
+            cannot be reached, 4 when it refuses the token, 5 when the job is not found, 124 when \
+            `jobs wait --timeout` ran out; with --json a failure is also printed on standard output \
+            as a problem document.
             """,
         version: BatonVersion.current,
         subcommands: [
@@ -35,7 +37,7 @@ struct BatonCommand: AsyncParsableCommand {
     static func main() async {
         var command: any ParsableCommand
         do {
-            command = try parseAsRoot()
+            command = try await asyncParseAsRoot()
         } catch {
             guard exitCode(for: error) == .validationFailure else { exit(withError: error) }
             try? FileHandle.standardError.write(contentsOf: Data((fullMessage(for: error) + "\n").utf8))
@@ -48,6 +50,11 @@ struct BatonCommand: AsyncParsableCommand {
                 try command.run()
             }
         } catch let failure as AdminFailure {
+            // With --json a script reads standard output: the failure is there too, as a problem
+            // document, unless the command printed its answer there already.
+            if let admin = command as? any AdminCommand, admin.admin.json, !failure.answered {
+                try? FileHandle.standardOutput.write(contentsOf: Data((failure.problemDocument.jsonText + "\n").utf8))
+            }
             try? FileHandle.standardError.write(contentsOf: Data("baton: \(failure.message)\n".utf8))
             Foundation.exit(failure.status.rawValue)
         } catch let error where error.isDatabaseFailure {

@@ -25,7 +25,9 @@ public enum BatonHTTPError: Error, Sendable, CustomStringConvertible {
         case is CancellationError: self = .cancelled
         case is DecodingError: self = .unexpectedAnswer(status: 200, "\(error)")
         case let http as HTTPClientError where http == .cancelled: self = .cancelled
-        default: self = .unreachable(url: url.absoluteString, reason: "\(error)")
+        default:
+            let address = url.host.map { "\($0):\(url.port ?? (url.scheme == "https" ? 443 : 80))" }
+            self = .unreachable(url: url.absoluteString, reason: NetworkFailure.sentence(error, at: address))
         }
     }
 
@@ -61,6 +63,8 @@ public struct BatonProblem: Error, Sendable, Hashable, CustomStringConvertible {
     }
 
     public var kind: Kind
+    /// The problem's `type` as the server sent it (`urn:baton:problem:not-found`).
+    public var type: String
     public var status: Int
     public var title: String
     public var detail: String?
@@ -76,6 +80,7 @@ public struct BatonProblem: Error, Sendable, Hashable, CustomStringConvertible {
         kind =
             problem._type.hasPrefix(prefix)
             ? Kind(rawValue: String(problem._type.dropFirst(prefix.count))) ?? .other : .other
+        type = problem._type
         self.status = status
         title = problem.title
         detail = problem.detail

@@ -120,14 +120,15 @@ extension TestServer {
     }
 
     /// Runs the built `baton` with `arguments` against this server, as `token`.
-    package func baton(_ arguments: [String], token: String? = Token.admin, input: String? = nil) async throws
-        -> CLIRun
-    {
+    package func baton(
+        _ arguments: [String], token: String? = Token.admin, input: String? = nil,
+        environment: [String: String?] = [:]
+    ) async throws -> CLIRun {
         let child = try await ChildProcess(
             try ChildProcess.builtBinary("baton"), arguments,
             environment: [
                 "BATON_URL": base, "BATON_TOKEN": token, "BATON_API_TOKEN": nil, "NO_COLOR": nil, "COLUMNS": nil,
-            ], input: input)
+            ].merging(environment) { $1 }, input: input)
         let status = try await child.waitForExit(timeout: .seconds(90))
         return CLIRun(status: status, out: child.standardOutput, err: child.standardError)
     }

@@ -368,7 +368,7 @@ struct AdminCLITests {
 
             let idle = try await server.enqueue(["queue": "idle", "stages": [["task": "noop"]]])
             let timedOut = try await Self.baton(["jobs", "wait", "\(idle)", "--timeout", "300ms"], server)
-            #expect(timedOut.status == 1)
+            #expect(timedOut.status == 124, "not 1: the job did not fail, it goes on")
             #expect(timedOut.err.contains("has not finished after 300ms"))
             #expect(try await Self.baton(["jobs", "wait", "999999"], server).status == 5)
         }
@@ -566,6 +566,7 @@ struct AdminCLITests {
             let unreachable = try await Self.baton(["--url", "http://127.0.0.1:1", "jobs", "list"], server)
             #expect(unreachable.status == 3)
             #expect(unreachable.err.contains("is `baton serve` running at http://127.0.0.1:1? set --url or BATON_URL"))
+            #expect(unreachable.err.contains(": connection refused: nothing listens at"), "\(unreachable.err)")
             let refused = try await Self.baton(["jobs", "list"], server, token: "not-a-token-at-all")
             #expect(refused.status == 4)
             #expect(refused.err.contains("BATON_TOKEN"))
@@ -582,6 +583,49 @@ struct AdminCLITests {
                 #expect(run.status == 2, "\(usage): \(run.err)")
                 #expect(!run.err.isEmpty)
             }
+        }
+    }
+
+    /// What a script or a pager gets: lines as wide as `COLUMNS` (or uncut with `--wide`), a
+    /// failure as a problem document on standard output with `--json`, and completions of states
+    /// and queue names.
+    @Test func pipesAndScriptsGetTheirWidthsProblemsAndCompletions() async throws {
+        try await withServer { server async throws in
+            let queue = "a-queue-nobody-serves-" + String(repeating: "x", count: 100)
+            _ = try await server.enqueue(["queue": .string(queue), "stages": [["task": "noop"]]])
+            let list = ["jobs", "list", "--queue", queue]
+            Self.expectFits(try await Self.baton(list, server).out)
+            let columns = try await server.baton(list, environment: ["COLUMNS": "120"]).out.split(separator: "\n")
+            #expect(columns.allSatisfy { $0.count <= 120 } && columns.contains { $0.count > 80 }, "\(columns)")
+            let wide = try await Self.baton(list + ["--wide"], server)
+            #expect(wide.out.contains(queue), "\(wide.out)")
+
+            let missing = try await Self.baton(["--json", "jobs", "show", "999999"], server)
+            #expect(missing.status == 5)
+            let problem = try JSONValue(parsing: missing.out)
+            #expect(problem["type"] == "urn:baton:problem:not-found")
+            #expect(problem["status"] == 404 && problem["exit_status"] == 5)
+            let unreachable = try await Self.baton(["--json", "--url", "http://127.0.0.1:1", "jobs", "list"], server)
+            #expect(unreachable.status == 3)
+            #expect(try JSONValue(parsing: unreachable.out)["type"] == "urn:baton:problem:unreachable")
+            let steered = try await Self.baton(["jobs", "cancel", "999999", "--json"], server)
+            #expect(steered.status == 5)
+            let line = try JSONValue(parsing: steered.out)
+            #expect(line["id"] == 999_999 && line["type"] == "urn:baton:problem:not-found", "\(line)")
+
+            // What the shells' completion scripts ask (ArgumentParser's `---completion` call).
+            let states = try await Self.baton(
+                [
+                    "---completion", "jobs", "list", "--", "--state", "4", "11", "baton", "jobs", "list", "--state",
+                    "running,ret",
+                ], server)
+            #expect(states.out == "running,retryable\n", "\(states.err)")
+            let queues = try await Self.baton(
+                [
+                    "---completion", "queues", "pause", "--", "positional@0", "3", "8", "baton", "queues", "pause",
+                    "a-queue-",
+                ], server)
+            #expect(queues.out == queue + "\n", "\(queues.err)")
         }
     }
 

@@ -848,6 +848,9 @@ struct HTTPTaskTests {
                 let closed = try await run(["method": "GET", "url": "http://127.0.0.1:1/nothing-listens"])
                 #expect(closed["state"] == "discarded")
                 #expect(closed["stages"]?.items.first?["errors"]?.items.count == 2, "retried")
+                #expect(
+                    Self.lastError(closed).hasSuffix("failed: connection refused: nothing listens at 127.0.0.1:1"),
+                    "a sentence, not SwiftNIO's errno: \(Self.lastError(closed))")
             }
         }
     }

@@ -80,11 +80,17 @@ struct OpenAPITests {
                 ("/v1/jobs?wiat=30s", "wiat"), ("/v1/jobs?state=", "state"), ("/v1/jobs?limit=ten", "limit"),
                 ("/v1/jobs?limit=0", "limit"), ("/v1/jobs/1?wait=soon", "wait"), ("/v1/queues?limit=5", "limit"),
                 ("/v1/jobs?state=done", "state"), ("/v1/jobs?cursor=bm90LW91cnM", "cursor"),
+                ("/v1/jobs?created_after=2026-12-06T09:30:00", "created_after"),
+                ("/v1/jobs?created_before=yesterday", "created_before"),
             ] {
                 let reply = try await server.call(.GET, target)
                 #expect(reply.status == 400, "\(target): \(reply.text)")
                 #expect(reply["path"]?.stringValue == path, "\(target): \(reply.text)")
+                #expect(!reply.text.contains("DecodingError") && !reply.text.contains("<nil>"), "\(reply.text)")
             }
+            let naive = try await server.call(.GET, "/v1/jobs?created_after=2026-12-06T09:30:00")
+            #expect(naive["detail"]?.stringValue?.contains("with its offset (RFC 3339)") == true, "\(naive.text)")
+            #expect(try await server.call(.GET, "/v1/jobs?created_after=2026-12-06T09:30:00Z").status == 200)
             let unchecked = try await server.call(.POST, "/v1/jobs?unchecked=yes", body: ["stages": [["task": "noop"]]])
             #expect(unchecked.status == 400)
             #expect(unchecked["path"] == "unchecked")

@@ -73,30 +73,9 @@ struct AdminClient: Sendable {
     func failure(_ error: BatonHTTPError) -> AdminFailure {
         switch error {
         case .refused(let problem):
-            let detail = Text.printable(problem.detail ?? problem.title)
-            switch problem.kind {
-            case .unauthorized:
-                return AdminFailure(
-                    .unauthorized,
-                    hasToken
-                        ? "\(base) refused the token: set --token or BATON_TOKEN to one it accepts "
-                            + "(`baton dev` prints its token; `baton serve` takes them from BATON_API_TOKENS)"
-                        : "no token: set --token or BATON_TOKEN (`baton dev` prints one)")
-            case .forbidden:
-                return AdminFailure(.unauthorized, "the token's role may not do this: \(detail); use an admin token")
-            case .notFound:
-                return AdminFailure(.notFound, detail)
-            case .unknownQueue:
-                return AdminFailure(
-                    .notFound, "\(detail); `baton queues` lists the queues, --unchecked pauses it for jobs yet to come")
-            default:
-                var message = "\(Text.printable(problem.title)): \(detail)"
-                if let path = problem.path, !path.isEmpty { message += " (at \(Text.printable(path)))" }
-                if problem.kind == .unknownTask {
-                    message += "; `baton workers` lists the tasks each worker serves, --unchecked enqueues anyway"
-                }
-                return AdminFailure(.failed, message)
-            }
+            var failure = refusal(problem)
+            failure.problem = problem
+            return failure
         case .unreachable(_, let reason):
             return AdminFailure(
                 .unreachable,
@@ -112,6 +91,34 @@ struct AdminClient: Sendable {
             return AdminFailure(.usage, "--url must be an http:// or https:// address, not \(url)")
         case .cancelled:
             return AdminFailure(.failed, "cancelled")
+        }
+    }
+
+    /// What to tell the operator of the server's refusal.
+    private func refusal(_ problem: BatonProblem) -> AdminFailure {
+        let detail = Text.printable(problem.detail ?? problem.title)
+        switch problem.kind {
+        case .unauthorized:
+            return AdminFailure(
+                .unauthorized,
+                hasToken
+                    ? "\(base) refused the token: set --token or BATON_TOKEN to one it accepts "
+                        + "(`baton dev` prints its token; `baton serve` takes them from BATON_API_TOKENS)"
+                    : "no token: set --token or BATON_TOKEN (`baton dev` prints one)")
+        case .forbidden:
+            return AdminFailure(.unauthorized, "the token's role may not do this: \(detail); use an admin token")
+        case .notFound:
+            return AdminFailure(.notFound, detail)
+        case .unknownQueue:
+            return AdminFailure(
+                .notFound, "\(detail); `baton queues` lists the queues, --unchecked pauses it for jobs yet to come")
+        default:
+            var message = "\(Text.printable(problem.title)): \(detail)"
+            if let path = problem.path, !path.isEmpty { message += " (at \(Text.printable(path)))" }
+            if problem.kind == .unknownTask {
+                message += "; `baton workers` lists the tasks each worker serves, --unchecked enqueues anyway"
+            }
+            return AdminFailure(.failed, message)
         }
     }
 }

@@ -28,7 +28,10 @@ struct AdminOptions: ParsableArguments {
     @Flag(help: "No colours, even on a terminal (NO_COLOR does the same).")
     var noColor = false
 
-    var console: Console { Console(noColor: noColor) }
+    @Flag(help: "Do not cut lines to the terminal's width (or COLUMNS).")
+    var wide = false
+
+    var console: Console { Console(noColor: noColor, wide: wide) }
 
     /// These options, with what they leave unset taken from `global`.
     func over(_ global: AdminOptions) -> AdminOptions {
@@ -37,6 +40,7 @@ struct AdminOptions: ParsableArguments {
         merged.token = token ?? global.token
         merged.json = json || global.json
         merged.noColor = noColor || global.noColor
+        merged.wide = wide || global.wide
         return merged
     }
 }

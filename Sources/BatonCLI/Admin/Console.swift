@@ -10,17 +10,26 @@ import Foundation
 
 /// Where an admin command writes: its width, whether it may colour, and the two streams.
 struct Console: Sendable {
-    /// Lines are cut to this many columns: the terminal's width on a terminal, else 80.
+    /// Lines are cut to this many columns: `COLUMNS` when set, else the terminal's width (of
+    /// standard output, else of standard error: `baton jobs list | less` fits the terminal
+    /// `less` shows it on), else 80; with `--wide`, never.
     var width: Int
     /// Colours only on a terminal, and never with `--no-color`, `NO_COLOR` or `TERM=dumb`.
     var color: Bool
     /// Standard error is a terminal: live progress may redraw there.
     var interactiveErrors: Bool
 
-    init(noColor: Bool) {
+    /// The width of `--wide`: lines are not cut.
+    static let unlimited = 1_000_000
+
+    init(noColor: Bool, wide: Bool = false) {
         let environment = ProcessInfo.processInfo.environment
         let terminal = isatty(STDOUT_FILENO) == 1
-        width = terminal ? Self.terminalWidth(STDOUT_FILENO) ?? 80 : 80
+        let columns = environment["COLUMNS"].flatMap { Int($0) }.flatMap { $0 >= 20 ? $0 : nil }
+        width =
+            wide
+            ? Self.unlimited
+            : columns ?? Self.terminalWidth(STDOUT_FILENO) ?? Self.terminalWidth(STDERR_FILENO) ?? 80
         color =
             terminal && !noColor && environment["NO_COLOR"].map(\.isEmpty) ?? true && environment["TERM"] != "dumb"
         interactiveErrors = isatty(STDERR_FILENO) == 1
@@ -28,7 +37,9 @@ struct Console: Sendable {
 
     private static func terminalWidth(_ descriptor: Int32) -> Int? {
         var size = winsize()
-        guard ioctl(descriptor, UInt(TIOCGWINSZ), &size) == 0, size.ws_col >= 40 else { return nil }
+        guard isatty(descriptor) == 1, ioctl(descriptor, UInt(TIOCGWINSZ), &size) == 0, size.ws_col >= 40 else {
+            return nil
+        }
         return Int(size.ws_col)
     }
 

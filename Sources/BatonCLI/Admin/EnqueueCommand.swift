@@ -32,7 +32,7 @@ struct Enqueue: AdminCommand {
     @Option(help: "With --task: order the stage in this lane.")
     var lane: String?
 
-    @Option(help: "With --task: the queue (default: default).")
+    @Option(help: "With --task: the queue (default: default).", completion: Completions.queues)
     var queue: String?
 
     // Unconditional: `--priority -3` is a value, not an option named -3.

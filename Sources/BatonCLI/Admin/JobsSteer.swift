@@ -100,6 +100,14 @@ private func steer(
             if admin.json { try console.json(json) } else { console.out(text) }
         } catch let failure as AdminFailure where failure.status != .unreachable && failure.status != .unauthorized {
             console.err("baton: job \(id): \(failure.message)")
+            if admin.json {
+                var document = failure.problemDocument
+                if case .object(var fields) = document {
+                    fields["id"] = .number(JSONNumber(id))
+                    document = .object(fields)
+                }
+                console.out(document.jsonText)
+            }
             first = first ?? failure
         }
     }
@@ -116,10 +124,11 @@ private struct Deleted: Encodable {
 /// What `baton jobs list` and `baton jobs cancel|retry|delete` filter jobs by, as `GET /v1/jobs`
 /// and `POST /v1/jobs/bulk` take it.
 struct JobFilterOptions: ParsableArguments {
-    @Option(help: "Only jobs in these states, comma-separated (e.g. running,retryable).")
+    @Option(
+        help: "Only jobs in these states, comma-separated (e.g. running,retryable).", completion: Completions.states)
     var state: String?
 
-    @Option(help: "Only jobs of this queue.")
+    @Option(help: "Only jobs of this queue.", completion: Completions.queues)
     var queue: String?
 
     @Option(help: "Only jobs whose current stage is in this lane.")

@@ -10,8 +10,8 @@ extension Jobs {
             abstract: "Wait for a job to finish; print its output.",
             discussion: """
                 On a terminal, each stage's progress is shown live on standard error. Exits 0 when the
-                job completed (its output on standard output), 1 when it was discarded or cancelled or
-                --timeout ran out first.
+                job completed (its output on standard output), 1 when it was discarded or cancelled,
+                124 when --timeout ran out first (the job goes on).
                 """)
 
         @Argument(help: "The job's id.")
@@ -41,11 +41,13 @@ extension Jobs {
                 if let deadline, ContinuousClock.now >= deadline {
                     progress.end()
                     if admin.json { try console.json(job) }
-                    throw AdminFailure(
-                        .failed,
+                    var failure = AdminFailure(
+                        .stillRunning,
                         "job \(id.value) has not finished after \(DurationFormat.format(timeout!)): it is \(job.state.rawValue)"
                             + " at stage \(job.currentStage + 1)/\(job.stages.count)"
                             + job.waitingFor.map { "; " + Text.printable($0.message) }.joined())
+                    failure.answered = admin.json
+                    throw failure
                 }
             }
             progress.end()
@@ -56,11 +58,13 @@ extension Jobs {
             default:
                 let stage = job.stages[job.currentStage]
                 let cause = stage.errors.last?.error ?? stage.members?.lazy.compactMap(\.errors.last?.error).first
-                throw AdminFailure(
+                var failure = AdminFailure(
                     .failed,
                     "job \(id.value) was \(job.state.rawValue) at stage \(job.currentStage + 1)/\(job.stages.count)"
                         + (stage.task.map { " (\($0))" } ?? "")
                         + (cause.map { ": " + Text.printable($0) } ?? ""))
+                failure.answered = admin.json
+                throw failure
             }
         }
 

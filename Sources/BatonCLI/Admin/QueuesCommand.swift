@@ -62,7 +62,7 @@ struct Queues: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Stop workers claiming from a queue (running stages finish).")
 
-        @Argument(help: "The queue's name.")
+        @Argument(help: "The queue's name.", completion: Completions.queues)
         var name: String
 
         @Flag(help: "Pause a queue no job is in and no worker serves (for jobs yet to come).")
@@ -77,7 +77,7 @@ struct Queues: AsyncParsableCommand {
     struct Resume: AdminCommand {
         static let configuration = CommandConfiguration(abstract: "Let workers claim from a paused queue again.")
 
-        @Argument(help: "The queue's name.")
+        @Argument(help: "The queue's name.", completion: Completions.queues)
         var name: String
 
         @OptionGroup var local: AdminOptions

@@ -1,3 +1,4 @@
+import Baton
 import BatonAPI
 import Foundation
 import HTTPTypes
@@ -36,6 +37,12 @@ struct QueryParametersMiddleware: ServerMiddleware {
                     throw Problem.invalid(name, "\(name) must be an integer")
                 case "boolean" where value != "true" && value != "false":
                     throw Problem.invalid(name, "\(name) must be true or false")
+                case "date-time" where RFC3339.parse(value) == nil:
+                    // What the generated decoder would refuse with a DecodingError and no name.
+                    throw Problem.invalid(
+                        name,
+                        "\(name) must be a time with its offset (RFC 3339), such as 2026-12-06T09:30:00Z or "
+                            + "2026-12-06T10:30:00+01:00; a `+` in a query is written %2B")
                 default: break
                 }
             }

@@ -17,7 +17,8 @@ struct APIDocument: Sendable {
         /// Concerns the whole cluster rather than queues (`x-baton-cluster`): refused to a token
         /// limited to queues.
         var clusterWide: Bool
-        /// Each query parameter's JSON Schema type (`integer`, `boolean`, `string`).
+        /// Each query parameter's JSON Schema type (`integer`, `boolean`, `string`), or its format
+        /// where the format asks more of a string (`date-time`).
         var queryParameters: [String: String]
         /// The JSON body's schema, if the operation takes one.
         var body: JSONValue?
@@ -120,10 +121,12 @@ struct APIDocument: Sendable {
         (list?.arrayValue ?? []).map { resolve($0, in: document) }
     }
 
-    /// A schema's `type`, through `$ref`s.
+    /// A schema's `type`, through `$ref`s; `date-time` for a string of that format.
     private static func type(of schema: JSONValue?, in document: JSONValue) -> String {
         guard let schema else { return "string" }
-        return resolve(schema, in: document)["type"]?.stringValue ?? "string"
+        let resolved = resolve(schema, in: document)
+        if resolved["format"] == "date-time" { return "date-time" }
+        return resolved["type"]?.stringValue ?? "string"
     }
 
     private static func resolve(_ value: JSONValue, in document: JSONValue) -> JSONValue {

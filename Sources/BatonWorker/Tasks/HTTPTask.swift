@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Baton
+import BatonHTTPClient
 import BatonHTTPTask
 import Foundation
 import Logging
@@ -213,7 +214,8 @@ public struct HTTPTask: Sendable {
                 } catch let denied as OutboundDenied {
                     throw TaskFailure.permanent("\(method) \(url): \(denied)")
                 } catch {
-                    throw HTTPTaskError("\(method) \(url) failed: \(error)")
+                    throw HTTPTaskError(
+                        "\(method) \(url) failed: \(NetworkFailure.sentence(error, at: Self.address(target)))")
                 }
             }
             var response = try await send()
@@ -311,6 +313,11 @@ public struct HTTPTask: Sendable {
     }
 
     /// Scheme, host and port: where credentials may go.
+    /// `host:port`, where a connection to `url` goes.
+    static func address(_ url: URL) -> String {
+        "\(url.host ?? ""):\(url.port ?? (url.scheme?.lowercased() == "https" ? 443 : 80))"
+    }
+
     static func origin(_ url: URL) -> String {
         "\(url.scheme?.lowercased() ?? "")://\(url.host?.lowercased() ?? ""):\(url.port ?? (url.scheme?.lowercased() == "https" ? 443 : 80))"
     }
@@ -355,7 +362,9 @@ public struct HTTPTask: Sendable {
         } catch let denied as OutboundDenied {
             throw TaskFailure.permanent("auth.oauth2.token_url \(grant.tokenURL): \(denied)")
         } catch {
-            throw HTTPTaskError("the OAuth2 token request to \(grant.tokenURL) failed: \(error)")
+            throw HTTPTaskError(
+                "the OAuth2 token request to \(grant.tokenURL) failed: "
+                    + NetworkFailure.sentence(error, at: URL(string: grant.tokenURL).map(Self.address)))
         }
         let status = Int(response.status.code)
         guard (200..<300).contains(status) else {

@@ -167,9 +167,20 @@ public struct BatonHTTPClient: Sendable {
         return try Self.json(ok.body.json)
     }
 
-    /// Starts a discarded or cancelled job again at its failed stage.
+    /// Runs a scheduled or retryable job's stage now (a lane holder keeps its place), or starts a
+    /// discarded or cancelled job again at its failed stage.
     public func retry(_ id: Int64) async throws -> Job {
         let output = try await call { try await client.retryJob(path: .init(id: id)) }
+        guard case .ok(let ok) = output else { throw Self.unexpected(output) }
+        return try Self.json(ok.body.json)
+    }
+
+    /// Discards a job that is not running, `reason` kept as its stage's last error; a lane it
+    /// holds moves on at once.
+    public func skip(_ id: Int64, reason: String) async throws -> Job {
+        let output = try await call {
+            try await client.skipJob(path: .init(id: id), body: .json(.init(reason: reason)))
+        }
         guard case .ok(let ok) = output else { throw Self.unexpected(output) }
         return try Self.json(ok.body.json)
     }

@@ -339,6 +339,17 @@ struct AdminCLITests {
                     "id": .number(idle), "deleted": true,
                 ])
             #expect(try await Self.baton(["jobs", "show", "\(idle)"], server).status == 5)
+
+            // A scheduled job run now, another skipped with a reason.
+            let later = try await server.enqueue(["delay": "1h", "stages": [["task": "noop"]]])
+            let now = try await Self.baton(["jobs", "retry", "\(later)"], server)
+            #expect(now.status == 0, "\(now.err)")
+            _ = try await server.job(later) { $0["state"] == "completed" }
+            let unwanted = try await server.enqueue(["delay": "1h", "stages": [["task": "noop"]]])
+            let skip = try await Self.baton(["jobs", "skip", "\(unwanted)", "--reason", "not wanted"], server)
+            #expect(skip.status == 0 && skip.out == "skipped job \(unwanted) at stage 1/1\n", "\(skip.err)")
+            let skipped = try await server.call(.GET, "/v1/jobs/\(unwanted)")
+            #expect(skipped["stages"]?.items.first?["errors"]?.items.last?["error"] == "skipped: not wanted")
         }
     }
 

@@ -21,6 +21,7 @@ struct AuthTests {
         (.GET, "/v1/jobs/{id}", .roles(["admin", "read", "enqueue"])),
         (.POST, "/v1/jobs/{id}/cancel", .roles(["admin"])),
         (.POST, "/v1/jobs/{id}/retry", .roles(["admin"])),
+        (.POST, "/v1/jobs/{id}/skip", .roles(["admin"])),
         (.POST, "/v1/jobs/{id}/signals/{name}", .roles(["admin"])),
         (.DELETE, "/v1/jobs/{id}", .roles(["admin"])),
         (.GET, "/v1/queues", .roles(["admin", "read"])),
@@ -91,6 +92,7 @@ struct AuthTests {
                         case (.PUT, "/v1/lane-settings/{lane}"): ["width": 2]
                         case (.PUT, "/v1/rate-limits/{key}"): ["rate": 5, "per": "1s"]
                         case (.POST, "/v1/jobs/{id}/signals/{name}"): ["approved": true]
+                        case (.POST, "/v1/jobs/{id}/skip"): ["reason": "auth test"]
                         default: nil
                         }
                     let reply = try await server.call(method, path, token: token, body: body)

@@ -269,6 +269,86 @@ struct OperatorTests {
         }
     }
 
+    /// Unstuck from where it is seen: a lane holder waiting out an hour's backoff runs now when
+    /// retried, keeping its place (it runs before the job behind it), its attempts as they were; a
+    /// job scheduled for an hour from now runs now too. A running job cannot be retried.
+    @Test func retryRunsAScheduledOrRetryableJobNow() async throws {
+        try await withServer { server async throws in
+            let key = "retry-now-\(UUID())"
+            let head = try await server.enqueue([
+                "input": 1,
+                "stages": [
+                    [
+                        "task": "fail-first", "args": ["key": .string(key), "retryable": true], "lane": "unstuck",
+                        "max_attempts": 5,
+                        "backoff": ["kind": "constant", "initial": "1h"],
+                    ]
+                ],
+            ])
+            let behind = try await server.enqueue(["stages": [["task": "noop", "lane": "unstuck"]]])
+            _ = try await server.job(head) { $0["state"] == "retryable" }
+            #expect(try await server.call(.GET, "/v1/jobs/\(behind)")["state"] == "waiting")
+            let retried = try await server.call(.POST, "/v1/jobs/\(head)/retry")
+            #expect(retried.status == 200, "\(retried.text)")
+            let done = try await server.job(head) { $0["state"] == "completed" }
+            #expect(done["stages"]?.items.first?["attempts"] == 2, "the failed attempt still counts")
+            let next = try await server.job(behind) { $0["state"] == "completed" }
+            #expect(
+                (next["stages"]?.items.first?["started_at"]?.stringValue ?? "")
+                    >= (done["stages"]?.items.first?["finished_at"]?.stringValue ?? "~"), "the head ran first")
+
+            let later = try await server.enqueue(["delay": "1h", "stages": [["task": "noop"]]])
+            #expect(try await server.call(.GET, "/v1/jobs/\(later)")["state"] == "scheduled")
+            #expect(try await server.call(.POST, "/v1/jobs/\(later)/retry").status == 200)
+            _ = try await server.job(later) { $0["state"] == "completed" }
+
+            let sleeping = try await server.enqueue(["stages": [["task": "sleep", "args": ["ms": 60000]]]])
+            _ = try await server.job(sleeping) { $0["state"] == "running" }
+            let refused = try await server.call(.POST, "/v1/jobs/\(sleeping)/retry")
+            #expect(refused.status == 409)
+            #expect(
+                refused["detail"]?.stringValue?.contains("only a scheduled, retryable, discarded or cancelled") == true)
+        }
+    }
+
+    /// A lane holder waiting out an hour's backoff is skipped with a reason: it is discarded, the
+    /// reason kept as its stage's last error and in the audit, and the job behind it runs. A
+    /// running job, a finished one and an empty reason are refused, each saying why.
+    @Test func skippingALaneHolderLetsTheLaneMoveOn() async throws {
+        try await withServer { server async throws in
+            let head = try await server.enqueue([
+                "stages": [
+                    [
+                        "task": "http", "args": ["method": "GET", "url": "http://127.0.0.1:1/down"], "lane": "skipped",
+                        "max_attempts": 5, "backoff": ["kind": "constant", "initial": "1h"],
+                    ]
+                ]
+            ])
+            let behind = try await server.enqueue(["stages": [["task": "noop", "lane": "skipped"]]])
+            _ = try await server.job(head) { $0["state"] == "retryable" }
+            let empty = try await server.call(.POST, "/v1/jobs/\(head)/skip", body: ["reason": "  "])
+            #expect(empty.status == 400 && empty["path"] == "reason", "\(empty.text)")
+            let skipped = try await server.call(
+                .POST, "/v1/jobs/\(head)/skip", body: ["reason": "the partner is gone; refunded by hand"])
+            #expect(skipped.status == 200, "\(skipped.text)")
+            #expect(skipped["state"] == "discarded")
+            #expect(
+                skipped["stages"]?.items.first?["errors"]?.items.last?["error"]
+                    == "skipped: the partner is gone; refunded by hand")
+            _ = try await server.job(behind) { $0["state"] == "completed" }
+            let audit = try await server.call(.GET, "/v1/audit?target=job:\(head)")
+            #expect(audit["events"]?.items.first?["action"] == "skipJob", "\(audit.text)")
+
+            let again = try await server.call(.POST, "/v1/jobs/\(head)/skip", body: ["reason": "twice"])
+            #expect(again.status == 409 && again["detail"]?.stringValue?.contains("is discarded") == true)
+            let sleeping = try await server.enqueue(["stages": [["task": "sleep", "args": ["ms": 60000]]]])
+            _ = try await server.job(sleeping) { $0["state"] == "running" }
+            let running = try await server.call(.POST, "/v1/jobs/\(sleeping)/skip", body: ["reason": "no"])
+            #expect(running.status == 409 && running["detail"]?.stringValue?.contains("cancel it instead") == true)
+            #expect(try await server.call(.POST, "/v1/jobs/999999/skip", body: ["reason": "no"]).status == 404)
+        }
+    }
+
     @Test func workersListTheirQueuesTasksAndHeartbeat() async throws {
         try await withServer { server async throws in
             let workers = try await server.call(.GET, "/v1/workers", token: Token.read)["workers"]?.items ?? []

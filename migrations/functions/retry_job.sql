@@ -1,5 +1,6 @@
--- Start a discarded or cancelled job again at the stage it stopped on, with fresh attempts; its
--- history (results, errors) stays. A laned stage rejoins the back of its lane. A group stage fans
+-- Run a scheduled or retryable job's stage now (its delay or backoff cut short, its attempts as
+-- they are; a lane holder waiting to retry keeps its place), or start a discarded or cancelled
+-- job again at the stage it stopped on, with fresh attempts; its history (results, errors) stays. A laned stage rejoins the back of its lane. A group stage fans
 -- out anew: members left from the failed run are deleted, so the job must not have members still
 -- running (cancel or wait for them first). Group members are retried through their parent. A job
 -- whose unique key another job holds now (the rule left it out in its final state) stays as it is.
@@ -14,6 +15,14 @@ BEGIN
     SELECT * INTO v_job FROM jobs j WHERE j.id = p_id FOR UPDATE;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'job % not found', p_id USING ERRCODE = 'no_data_found';
+    END IF;
+    IF v_job.state IN ('scheduled', 'retryable') THEN
+        -- Due now, and promoted as the scheduler would: `promote_due_from` from now() takes the
+        -- jobs whose due time is this transaction's now(), this one.
+        UPDATE jobs j SET run_at = now() WHERE j.id = p_id;
+        PERFORM promote_due_from(1, now());
+        RETURN QUERY SELECT j.id, j.queue, j.state FROM jobs j WHERE j.id = p_id;
+        RETURN;
     END IF;
     IF v_job.state NOT IN ('discarded', 'cancelled') OR v_job.parent_id IS NOT NULL
        OR unfinished_members(p_id) THEN

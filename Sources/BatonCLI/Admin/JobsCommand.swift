@@ -7,7 +7,7 @@ import Foundation
 struct Jobs: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "List, show, cancel, retry, delete, wait for and signal jobs.",
-        subcommands: [List.self, Show.self, Cancel.self, Retry.self, Delete.self, Wait.self, Signal.self],
+        subcommands: [List.self, Show.self, Cancel.self, Retry.self, Skip.self, Delete.self, Wait.self, Signal.self],
         defaultSubcommand: List.self)
 }
 

@@ -33,9 +33,11 @@ extension Jobs {
 
     struct Retry: AdminCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Start discarded or cancelled jobs again at the stage that failed.",
+            abstract: "Run scheduled or retryable jobs now; start discarded or cancelled ones again.",
             discussion: """
-                By id, or every discarded or cancelled job a filter matches, after an outage:
+                By id: a scheduled job, or a retryable one waiting out its backoff, runs its stage now (a
+                lane holder keeps its place); a discarded or cancelled one starts again at the stage that
+                failed. Or every discarded or cancelled job a filter matches, after an outage:
                 baton jobs retry --state discarded --queue billing --since 2h (--dry-run counts them first).
                 """)
 
@@ -53,6 +55,31 @@ extension Jobs {
             try await steer(ids, admin) { client, id in
                 let job = try await client.call { baton in try await baton.retry(id) }
                 return (job, "retrying job \(id) at stage \(job.currentStage + 1)/\(job.stages.count)")
+            }
+        }
+    }
+
+    struct Skip: AdminCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Discard jobs that are not running, with a reason; a lane they hold moves on.",
+            discussion: """
+                The way past a lane holder that waits to retry: baton jobs skip 42 --reason "bad input, \
+                refunded by hand". The reason is kept as the stage's last error.
+                """)
+
+        @Argument(help: "The jobs' ids.")
+        var ids: [JobID]
+
+        @Option(help: "Why they are skipped (kept with each job).")
+        var reason: String
+
+        @OptionGroup var local: AdminOptions
+        @ParentCommand var root: BatonCommand
+
+        func run() async throws {
+            try await steer(ids, admin) { client, id in
+                let job = try await client.call { baton in try await baton.skip(id, reason: reason) }
+                return (job, "skipped job \(id) at stage \(job.currentStage + 1)/\(job.stages.count)")
             }
         }
     }

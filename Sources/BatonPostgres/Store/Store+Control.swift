@@ -123,6 +123,33 @@ extension Store {
         }
     }
 
+    /// Discards job `id`, which is not running, for `reason` (`skip_job` in the schema): recorded
+    /// as its stage's last error, "skipped: <reason>"; a lane it held or waited in moves on at once.
+    /// Returns false when it cannot be skipped (running, finished, a group member, a group stage
+    /// waiting for its members).
+    package func skip(_ id: Int64, reason: String, by actor: AuditActor? = nil) async throws -> Bool {
+        do {
+            let rows = try await audited(actor) { connection in
+                let rows = try await connection.execute(
+                    """
+                    SELECT queue, watched, woken FROM \(unescaped: self.schema).skip_job(\(id), \(reason))
+                    """, logger: self.logger)
+                let changes = try rows.prefix(1).map { row in
+                    let queue = try row.decode((String, Bool, [String]).self).0
+                    return AuditChange(
+                        "skipJob", "job:\(id)", ["queue": .string(queue), "to": "discarded", "reason": .string(reason)])
+                }
+                return (rows, changes)
+            }
+            guard let row = rows.first else { return false }
+            let (_, watched, woken) = try row.decode((String, Bool, [String]).self)
+            try await notify(woken.map { "q:" + $0 } + (watched ? ["f:\(id)"] : []))
+            return true
+        } catch let error as StoreError where error.sqlState == "P0002" {
+            throw BatonError.jobNotFound(id)
+        }
+    }
+
     /// The job that holds the unique key of job `id` now, if another does (`jobs_unique`).
     package func uniqueKeyHolder(of id: Int64) async throws -> Int64? {
         let rows = try await pool.read(

@@ -305,7 +305,8 @@ extension API {
         return .ok(.init(body: .json(.init(job, members: members))))
     }
 
-    /// `POST /v1/jobs/{id}/retry`: a discarded or cancelled job starts again at its failed stage.
+    /// `POST /v1/jobs/{id}/retry`: a scheduled or retryable job runs its stage now; a discarded or
+    /// cancelled job starts again at its failed stage.
     func retryJob(_ input: Operations.RetryJob.Input) async throws -> Operations.RetryJob.Output {
         let id = try Self.jobID(input.path.id)
         try await checkJobInScope(id)
@@ -319,8 +320,34 @@ extension API {
                     ? "job \(holder!) holds job \(id)'s unique key: it cannot run beside it"
                     : job.state.isFinished && job.state != .completed
                         ? "members of job \(id)'s failed group are still running: cancel them or wait"
-                        : "job \(id) is \(job.state.rawValue): only a discarded or cancelled job can be retried"
+                        : "job \(id) is \(job.state.rawValue): only a scheduled, retryable, discarded or cancelled "
+                            + "job can be retried"
             throw Problem.conflict(reason)
+        }
+        guard let (job, members) = try await store.jobWithMembers(id) else {
+            throw Problem.notFound("no job has id \(id)")
+        }
+        return .ok(.init(body: .json(.init(job, members: members))))
+    }
+
+    /// `POST /v1/jobs/{id}/skip`: 200 with the job, discarded for the reason given; 409 for a job
+    /// that is running, finished, a group member or a group stage waiting for its members.
+    func skipJob(_ input: Operations.SkipJob.Input) async throws -> Operations.SkipJob.Output {
+        let id = try Self.jobID(input.path.id)
+        try await checkJobInScope(id)
+        guard case .json(let body) = input.body else { throw Problem.invalid("", "a JSON body is required") }
+        let reason = body.reason.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !reason.isEmpty else { throw Problem.invalid("reason", "reason must say why the job is skipped") }
+        guard try await store.skip(id, reason: reason, by: actor) else {
+            guard let job = try await store.job(id) else { throw Problem.notFound("no job has id \(id)") }
+            throw Problem.conflict(
+                job.parentID != nil
+                    ? "job \(id) is a group member: skip or cancel its parent \(job.parentID!)"
+                    : job.state == .running
+                        ? "job \(id) is running: cancel it instead (its worker stops it)"
+                        : job.state == .waiting
+                            ? "job \(id)'s group stage waits for its members: cancel it instead"
+                            : "job \(id) is \(job.state.rawValue): only a job that has not finished can be skipped")
         }
         guard let (job, members) = try await store.jobWithMembers(id) else {
             throw Problem.notFound("no job has id \(id)")

@@ -71,7 +71,7 @@ struct OpenAPIDocumentTests {
                 }
             }
         }
-        #expect(ids.count == 32)
+        #expect(ids.count == 33)
     }
 
     @Test func everyReferenceResolves() {

@@ -109,6 +109,10 @@ extension Dashboard {
         var output: String?
         var canCancel: Bool
         var canRetry: Bool
+        /// A scheduled or retryable job: its stage can run now instead of at its due time.
+        var canRetryNow: Bool
+        /// Not running nor finished: it can be discarded with a reason, its lane moving on.
+        var canSkip: Bool
         var canDelete: Bool
     }
 
@@ -122,13 +126,21 @@ extension Dashboard {
         return page("job", title: "Job \(job.id)", section: .jobs, session: session, notice: Self.notice(request), view)
     }
 
-    /// `POST /ui/jobs/ID/cancel`, `/retry` or `/delete`, then back to the job (or, once deleted, the
-    /// list).
+    /// `POST /ui/jobs/ID/cancel`, `/retry`, `/skip` (with a `reason`) or `/delete`, then back to
+    /// the job (or, once deleted, the list).
     func act(_ request: Request, id text: String, action: String) async throws -> Response {
         let session = try await session(request)
         let form = try await postedForm(request, session: session)
         guard let id = Int64(text), id > 0 else { throw DashboardError.refused(.notFound, "There is no job \(text).") }
         if action == "signal" { return try await signal(form, to: id, session: session) }
+        if action == "skip" {
+            let reason = (form["reason"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+            guard !reason.isEmpty else { throw DashboardError.refused(.badRequest, "Say why the job is skipped.") }
+            try await asCaller(session, ["skipJob"]) {
+                _ = try await api.skipJob(.init(path: .init(id: id), body: .json(.init(reason: reason)))).ok
+            }
+            return Self.redirect("/ui/jobs/\(id)?done=skip&what=\(id)")
+        }
         try await asCaller(session, [Self.operation(of: action)]) { try await perform(action, on: id) }
         return Self.redirect(
             action == "delete" ? "/ui/jobs?done=delete&what=\(id)" : "/ui/jobs/\(id)?done=\(action)&what=\(id)")
@@ -153,6 +165,18 @@ extension Dashboard {
             ).ok.body.json
         }
         return Self.redirect("/ui/jobs/\(id)?done=signal-\(receipt.outcome.rawValue)&what=\(id)")
+    }
+
+    /// What `skip_job` takes: not running nor finished, not a group member, not a group stage
+    /// waiting for its members.
+    static func canSkip(_ job: Components.Schemas.Job) -> Bool {
+        guard job.parentId == nil else { return false }
+        switch job.state {
+        case .scheduled, .available, .retryable: return true
+        case .waiting:
+            return job.stages.indices.contains(job.currentStage) && job.stages[job.currentStage].members == nil
+        default: return false
+        }
     }
 
     /// Each failed attempt of `stage`, then the one running or that completed it.
@@ -234,6 +258,8 @@ extension Dashboard {
             metadata: job.metadata == [:] ? nil : DashboardText.json(job.metadata),
             output: job.state == .completed ? DashboardText.json(job.output) : nil, canCancel: !finished,
             canRetry: (job.state == .discarded || job.state == .cancelled) && job.parentId == nil,
+            canRetryNow: job.state == .scheduled || job.state == .retryable,
+            canSkip: canSkip(job),
             canDelete: finished && job.parentId == nil)
     }
 }

@@ -328,6 +328,9 @@ struct OperatorTests {
             _ = try await server.job(head) { $0["state"] == "retryable" }
             let empty = try await server.call(.POST, "/v1/jobs/\(head)/skip", body: ["reason": "  "])
             #expect(empty.status == 400 && empty["path"] == "reason", "\(empty.text)")
+            let long = try await server.call(
+                .POST, "/v1/jobs/\(head)/skip", body: ["reason": .string(String(repeating: "é", count: 1001))])
+            #expect(long.status == 400 && long["path"] == "reason", "\(long.text)")
             let skipped = try await server.call(
                 .POST, "/v1/jobs/\(head)/skip", body: ["reason": "the partner is gone; refunded by hand"])
             #expect(skipped.status == 200, "\(skipped.text)")

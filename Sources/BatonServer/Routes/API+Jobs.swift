@@ -336,6 +336,10 @@ extension API {
         let id = try Self.jobID(input.path.id)
         try await checkJobInScope(id)
         guard case .json(let body) = input.body else { throw Problem.invalid("", "a JSON body is required") }
+        // JSON Schema counts code points; the generated code checks no length.
+        guard body.reason.unicodeScalars.count <= 1000 else {
+            throw Problem.invalid("reason", "reason must be at most 1000 characters")
+        }
         let reason = body.reason.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !reason.isEmpty else { throw Problem.invalid("reason", "reason must say why the job is skipped") }
         guard try await store.skip(id, reason: reason, by: actor) else {

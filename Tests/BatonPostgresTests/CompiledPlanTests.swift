@@ -45,7 +45,7 @@ struct CompiledPlanTests {
     @Test func everyFunctionAClientCallsSetsJITOff() async throws {
         let helpers: Set = [
             "fail_parents", "lane_admissions", "lane_width", "lock_lanes", "promote_lanes", "scoped_rate_limits",
-            "stage_rate_key", "unfinished_members", "new_job_id", "ready_slot", "locked_old_slots",
+            "stage_rate_key", "unfinished_members", "new_job_id", "ready_slot", "locked_old_slots", "lock_rate_keys",
             // Trigger functions run inside the statement that fired them, of a function that sets it.
             "ready_inserted", "ready_updated",
             // Procedures may not set a parameter; each only calls a function that does.

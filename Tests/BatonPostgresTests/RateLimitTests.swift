@@ -48,6 +48,40 @@ struct RateLimitTests {
         }
     }
 
+    /// A bucket is one row of `rate_tokens` (migration 22), written by each claim that spends it:
+    /// while a transaction holds the xmin horizon, the versions those claims leave go with their
+    /// slot's truncation, and the bucket, moved to the current slot, keeps its tokens.
+    @Test func aBucketsVersionsGoWithItsSlotAndItKeepsItsTokens() async throws {
+        try await TestDatabase.with { db async throws in
+            let schema = db.configuration.schema
+            try await db.store.setRateLimit(RateLimit(key: "k", rate: 100, per: .seconds(3600), burst: 100))
+            let holder = try await db.configuration.connect(id: 2, logger: db.logger)
+            _ = try await holder.query("BEGIN", logger: db.logger)
+            _ = try await holder.query("SELECT txid_current()", logger: db.logger)
+            _ = try await db.store.enqueue((0..<60).map { limited("k", $0) })
+            for _ in 0..<60 { #expect(try await db.store.claim(queue: "default", limit: 1, worker: "w").count == 1) }
+            func sizes() async throws -> [Int] {
+                try await db.values(
+                    """
+                    SELECT pg_relation_size(format('%I.rate_tokens_%s', \(schema)::text, s))::int
+                    FROM generate_series(0, 3) s ORDER BY s
+                    """, as: Int.self)
+            }
+            let written = try await sizes()
+            #expect(written.contains { $0 > 0 })
+            try await eventually(timeout: .seconds(15), "the slots written to be truncated") {
+                try await db.store.rotateRateTokens()
+                return zip(written, try await sizes()).allSatisfy { before, now in before == 0 || now == 0 }
+            }
+            #expect(
+                try await db.values("SELECT count(*)::int FROM \(unescaped: schema).rate_tokens", as: Int.self) == [1])
+            let tokens = try #require(try await db.store.rateLimits().first?.tokens)
+            #expect(tokens > 40 && tokens < 40.5, "100 less the 60 spent, and what an hour's rate gave back since")
+            _ = try await holder.query("ROLLBACK", logger: db.logger)
+            try await holder.close()
+        }
+    }
+
     @Test func tokensComeBackAtTheRateUpToTheBurst() async throws {
         try await TestDatabase.with { db async throws in
             try await db.store.setRateLimit(RateLimit(key: "k", rate: 1, per: .milliseconds(200), burst: 1))

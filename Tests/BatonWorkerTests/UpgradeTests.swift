@@ -103,6 +103,8 @@ struct UpgradeTests {
     /// made by 0019_schema.sql alone.
     static func backToVersion19(_ db: TestDatabase) async throws {
         let schema = db.configuration.schema
+        // 0022_rate_tokens.sql
+        try await db.pool.execute("DROP TABLE \(unescaped: schema).rate_tokens")
         // 0021_lane_holds.sql
         try await db.pool.execute("DROP TABLE \(unescaped: schema).lane_holds")
         try await db.pool.execute(

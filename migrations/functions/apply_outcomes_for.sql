@@ -59,6 +59,8 @@ DECLARE
     v_applied applied_outcome[];
     v_repeats boolean;
     v_pauses boolean;
+    v_pause_keys text[];
+    v_pause_ms bigint[];
     -- Whether a limit binds a whole queue or lane: then each stage's key is looked up.
     v_scoped boolean := scoped_rate_limits();
     -- Hops handed on, their next stage being rate limited.
@@ -174,17 +176,32 @@ BEGIN
     -- the stage's own delay is over (its bucket set so that the next token comes then), across
     -- every worker.
     IF v_pauses THEN
-        UPDATE rate_limits r
-        SET tokens = least(least(r.burst, r.tokens + extract(epoch FROM now() - r.refilled_at) * 1000.0 * r.rate / r.per_ms),
-                           1 - p.delay_ms * r.rate::float8 / r.per_ms),
-            refilled_at = now()
-        FROM (SELECT j.rate_key, max(b.delay_ms) AS delay_ms
+        SELECT array_agg(g.key ORDER BY g.key), array_agg(g.delay_ms ORDER BY g.key) INTO v_pause_keys, v_pause_ms
+        FROM (SELECT j.rate_key AS key, max(b.delay_ms) AS delay_ms
               FROM jsonb_to_recordset(p_batch) AS b(id bigint, kind text, pause boolean, delay_ms bigint)
               JOIN unnest(v_applied) a ON a.id = b.id
               JOIN jobs j ON j.id = b.id
               WHERE b.kind IN ('snooze', 'retry') AND b.pause AND j.rate_key <> ''
-              GROUP BY j.rate_key) p
-        WHERE r.key = p.rate_key;
+              GROUP BY j.rate_key) g;
+        IF v_pause_keys IS NOT NULL THEN
+            -- Each bucket (`rate_tokens`, migration 22) under its key's lock, as a claim spends it.
+            PERFORM lock_rate_keys(v_pause_keys);
+            WITH p AS (
+                SELECT r.key, r.burst, r.rate, r.per_ms, p.delay_ms, t.key IS NOT NULL AS stored,
+                       least(least(r.burst, coalesce(t.tokens, r.tokens)
+                                   + extract(epoch FROM now() - coalesce(t.refilled_at, r.refilled_at))
+                                     * 1000.0 * r.rate / r.per_ms),
+                             1 - p.delay_ms * r.rate::float8 / r.per_ms) AS tokens
+                FROM unnest(v_pause_keys, v_pause_ms) AS p(key, delay_ms)
+                JOIN rate_limits r ON r.key = p.key
+                LEFT JOIN rate_tokens t ON t.key = p.key
+            ), updated AS (
+                UPDATE rate_tokens t SET tokens = p.tokens, refilled_at = now() FROM p
+                WHERE p.stored AND t.key = p.key
+            )
+            INSERT INTO rate_tokens (slot, key, tokens, refilled_at)
+            SELECT ready_slot(), p.key, p.tokens, now() FROM p WHERE NOT p.stored;
+        END IF;
     END IF;
 
     IF v_repeats THEN

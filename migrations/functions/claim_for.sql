@@ -15,7 +15,8 @@
 --
 -- Stages without a rate limit key first; then, while slots are left, each key with stages
 -- available here (found by a skip scan of the index: one probe per key) takes what its bucket
--- allows: its row locked and refilled, one token spent per stage claimed. A key with no limit set
+-- allows: under the key's lock (`lock_rate_keys`), its tokens (`rate_tokens`, migration 22)
+-- refilled to now, one spent per stage claimed, written back once. A key with no limit set
 -- takes a bucket of its own from its longest prefix's limit (`customer-*`), if one is set; else it
 -- does not limit. When a key ran out of tokens with stages still waiting, a last row (id NULL)
 -- says in `waited` how many seconds until the first of them has one again: the worker claims then,
@@ -39,6 +40,9 @@ DECLARE
     v_taken int;
     v_key text;
     v_bucket rate_limits;
+    v_stored boolean;
+    v_tokens float8;
+    v_refilled timestamptz;
     v_next float8;
 BEGIN
     IF EXISTS (SELECT 1 FROM paused_queues q WHERE q.queue = p_queue) THEN
@@ -64,11 +68,19 @@ BEGIN
               AND NOT EXISTS (SELECT 1 FROM rate_limits o WHERE o.key = v_key)
             ORDER BY length(t.key) DESC LIMIT 1
             ON CONFLICT (key) DO NOTHING;
-            UPDATE rate_limits r
-            SET tokens = least(r.burst, r.tokens + extract(epoch FROM now() - r.refilled_at) * 1000.0 * r.rate / r.per_ms),
-                refilled_at = now()
-            WHERE r.key = v_key
-            RETURNING r.* INTO v_bucket;
+            SELECT * INTO v_bucket FROM rate_limits r WHERE r.key = v_key;
+            IF v_bucket.key IS NOT NULL THEN
+                PERFORM lock_rate_keys(ARRAY[v_key]);
+                -- Where the bucket stands (`rate_limits` has where it starts), refilled to now.
+                SELECT t.tokens, t.refilled_at INTO v_tokens, v_refilled FROM rate_tokens t WHERE t.key = v_key;
+                v_stored := FOUND;
+                IF v_stored THEN
+                    v_bucket.tokens := v_tokens;
+                    v_bucket.refilled_at := v_refilled;
+                END IF;
+                v_bucket.tokens := least(v_bucket.burst, v_bucket.tokens
+                    + extract(epoch FROM now() - v_bucket.refilled_at) * 1000.0 * v_bucket.rate / v_bucket.per_ms);
+            END IF;
         END IF;
         v_taken := 0;
         IF v_bucket.key IS NULL OR v_bucket.tokens >= 1 THEN
@@ -112,7 +124,13 @@ BEGIN
             GET DIAGNOSTICS v_taken = ROW_COUNT;
             v_left := v_left - v_taken;
             IF v_bucket.key IS NOT NULL AND v_taken > 0 THEN
-                UPDATE rate_limits r SET tokens = r.tokens - v_taken WHERE r.key = v_key;
+                IF v_stored THEN
+                    UPDATE rate_tokens t SET tokens = v_bucket.tokens - v_taken, refilled_at = now()
+                    WHERE t.key = v_key;
+                ELSE
+                    INSERT INTO rate_tokens (slot, key, tokens, refilled_at)
+                    VALUES (ready_slot(), v_key, v_bucket.tokens - v_taken, now());
+                END IF;
             END IF;
         END IF;
         -- Out of tokens: when the next one comes (a stage may still wait; the worker looks then).

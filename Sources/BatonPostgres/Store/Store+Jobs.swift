@@ -85,8 +85,10 @@ extension Store {
                 -- the rate limit of an available stage: key, rate, period, tokens now, ms to the next
                 'rate', (SELECT json_build_array(r.key, r.rate, r.per_ms, t.tokens,
                                                  (1 - t.tokens) * r.per_ms / r.rate)
-                         FROM \(schema).rate_limits r,
-                              LATERAL (SELECT least(r.burst, r.tokens + extract(epoch FROM now() - r.refilled_at)
+                         FROM \(schema).rate_limits r
+                         LEFT JOIN \(schema).rate_tokens b ON b.key = r.key,
+                              LATERAL (SELECT least(r.burst, coalesce(b.tokens, r.tokens)
+                                                             + extract(epoch FROM now() - coalesce(b.refilled_at, r.refilled_at))
                                                              * 1000.0 * r.rate / r.per_ms) AS tokens) t
                          WHERE j.state = 'available' AND j.rate_key <> '' AND r.key = j.rate_key),
                 -- a holder waiting to retry (it keeps its place), else the oldest; and how many hold it

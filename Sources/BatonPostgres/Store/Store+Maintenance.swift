@@ -54,6 +54,19 @@ extension Store {
         return slots
     }
 
+    /// Empties the slots of `rate_tokens` that rows are no longer written to (`rotate_rate_tokens`,
+    /// migration 22): each rate limit's bucket moves to the current slot, and the versions its
+    /// claims left go with a truncation. Returns the slots emptied.
+    @discardableResult package func rotateRateTokens() async throws -> [Int] {
+        var slots: [Int] = []
+        for row in try await pool.execute(
+            "SELECT s::int FROM \(unescaped: schema).rotate_rate_tokens() AS s", logger: logger)
+        {
+            slots.append(try row.decode(Int.self))
+        }
+        return slots
+    }
+
     /// Looks at every lane's floor, where its admissions start looking for waiting jobs
     /// (`review_lane_floors` in the schema), `batch` lanes a transaction: a lane with a job waiting
     /// below its floor (the database's clock stepped back) loses it and admits what it has room

@@ -7,14 +7,19 @@ import PostgresNIO
 /// queue or lane that name no key themselves (`stage_rate_key`).
 extension Store {
     /// Every rate limit set, by key (the buckets a prefix made for its keys aside), its bucket
-    /// refilled to now (read only: the claim refills it).
+    /// (`rate_tokens`, else where `rate_limits` starts it) refilled to now (read only: the claim
+    /// refills it).
     package func rateLimits() async throws -> [RateLimit] {
         let rows = try await pool.read(
             """
-            SELECT key, rate, per_ms, burst,
-                   least(burst, tokens + extract(epoch FROM now() - refilled_at) * 1000.0 * rate / per_ms)::float8,
-                   source, updated_at
-            FROM \(unescaped: schema).rate_limits WHERE source <> 'prefix' ORDER BY key
+            SELECT r.key, r.rate, r.per_ms, r.burst,
+                   least(r.burst, coalesce(t.tokens, r.tokens)
+                       + extract(epoch FROM now() - coalesce(t.refilled_at, r.refilled_at)) * 1000.0 * r.rate / r.per_ms
+                   )::float8,
+                   r.source, r.updated_at
+            FROM \(unescaped: schema).rate_limits r
+            LEFT JOIN \(unescaped: schema).rate_tokens t ON t.key = r.key
+            WHERE r.source <> 'prefix' ORDER BY r.key
             """, logger: logger)
         return try rows.map { row in
             let (key, rate, perMs, burst, tokens, source, updated) = try row.decode(
@@ -56,17 +61,27 @@ extension Store {
 
     private func setRateLimit(_ limit: RateLimit, on connection: PostgresConnection) async throws {
         try await forgetPrefixBuckets(under: limit.key, on: connection)
+        // The bucket where it stands (`rate_tokens`, under the key's lock as a claim reads it) is
+        // where the changed limit's starts, in `rate_limits`; its row goes, so that the next claim
+        // starts from there.
+        _ = try await connection.execute(
+            "SELECT \(unescaped: schema).lock_rate_keys(ARRAY[\(limit.key)])", logger: logger)
         let rows = try await connection.execute(
             """
+            WITH t AS (SELECT tokens, refilled_at FROM \(unescaped: schema).rate_tokens WHERE key = \(limit.key))
             INSERT INTO \(unescaped: schema).rate_limits AS r (key, rate, per_ms, burst, tokens, source)
             VALUES (\(limit.key), \(limit.rate)::int, \(limit.per.milliseconds), \(limit.burst)::int,
                     \(Double(limit.burst)), \(limit.source.rawValue))
             ON CONFLICT (key) DO UPDATE SET
                 rate = excluded.rate, per_ms = excluded.per_ms, burst = excluded.burst, source = excluded.source,
-                tokens = least(excluded.burst, r.tokens + extract(epoch FROM now() - r.refilled_at) * 1000.0 * r.rate / r.per_ms),
+                tokens = least(excluded.burst, coalesce((SELECT t.tokens FROM t), r.tokens)
+                    + extract(epoch FROM now() - coalesce((SELECT t.refilled_at FROM t), r.refilled_at))
+                      * 1000.0 * r.rate / r.per_ms),
                 refilled_at = now(), updated_at = now()
             RETURNING xmax = 0
             """, logger: logger)
+        _ = try await connection.execute(
+            "DELETE FROM \(unescaped: schema).rate_tokens WHERE key = \(limit.key)", logger: logger)
         // `xmax = 0`: the row was inserted, not updated. A new limit on a queue or lane binds its
         // stages already waiting (a changed one binds the same stages).
         if try rows.first?.decode(Bool.self) == true { try await rekeyStages(under: limit.key, on: connection) }
@@ -88,6 +103,17 @@ extension Store {
             DELETE FROM \(unescaped: schema).rate_limits
             WHERE source = 'prefix' AND starts_with(key, \(String(key.dropLast())))
             """, logger: logger)
+        try await forgetOrphanedBuckets(on: connection)
+    }
+
+    /// Deletes the buckets (`rate_tokens`) of keys that have no limit any more: one made again
+    /// for such a key starts full, not where the old one stood.
+    private func forgetOrphanedBuckets(on connection: PostgresConnection) async throws {
+        _ = try await connection.execute(
+            """
+            DELETE FROM \(unescaped: schema).rate_tokens t
+            WHERE NOT EXISTS (SELECT 1 FROM \(unescaped: schema).rate_limits r WHERE r.key = t.key)
+            """, logger: logger)
     }
 
     /// Deletes the limit of `key`: its stages start as workers claim them. False if it had none.
@@ -99,6 +125,7 @@ extension Store {
                 "DELETE FROM \(unescaped: self.schema).rate_limits WHERE key = \(key) RETURNING key",
                 logger: self.logger)
             if !rows.isEmpty { try await self.rekeyStages(under: key, on: connection) }
+            try await self.forgetOrphanedBuckets(on: connection)
             return (!rows.isEmpty, rows.isEmpty ? [] : [AuditChange("deleteRateLimit", "rate-limit:\(key)")])
         }
     }
@@ -122,6 +149,7 @@ extension Store {
                 RETURNING key
                 """, logger: self.logger)
             for row in deleted { try await self.rekeyStages(under: try row.decode(String.self), on: connection) }
+            try await self.forgetOrphanedBuckets(on: connection)
         }
     }
 

@@ -45,6 +45,7 @@ struct Scheduler: Service {
             if lastSecond.withLock({ now - $0 >= Self.secondPeriod }) {
                 try await store.rotateReady()
                 try await store.rotateLaneHolds()
+                try await store.rotateRateTokens()
                 try await expireAwaits()
                 lastSecond.withLock { $0 = now }
             }

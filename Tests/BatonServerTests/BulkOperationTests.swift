@@ -36,10 +36,18 @@ struct BulkOperationTests {
                 try await server.call(.GET, "/v1/jobs/\(billing[0])")["state"] == "discarded",
                 "a dry run changes nothing")
 
+            #expect(dry["paused_queues"] == nil)
+            // A paused queue among theirs is said, in the API's answer and by the CLI.
+            #expect(try await server.call(.POST, "/v1/queues/default/pause").status == 200)
+            let paused = try await server.call(
+                .POST, "/v1/jobs/bulk", body: ["action": "retry", "dry_run": true, "filter": filter])
+            #expect(paused["paused_queues"] == ["default"])
             let ids = billing.map(String.init)
             let counted = try await server.baton(["jobs", "retry", "--state", "discarded", "--dry-run"] + ids)
             #expect(counted.status == 0, "\(counted.err)")
             #expect(counted.lines.first == "5 jobs would be retried; the newest:")
+            #expect(counted.err.contains("note: paused, so their retried jobs wait until resumed: default"))
+            #expect(try await server.call(.POST, "/v1/queues/default/resume").status == 200)
             let retried = try await server.baton(["jobs", "retry", "--state", "discarded"] + ids)
             #expect(retried.status == 0, "\(retried.err)")
             #expect(retried.lines.first == "retried 5 of 5 matching jobs")

@@ -338,8 +338,9 @@ struct DashboardTests {
         }
     }
 
-    /// An admin retries every job the list's filters match, on every page, in one step; the form
-    /// carries the filters, and the list comes back filtered with what was done.
+    /// An admin retries every job the list's filters match, on every page, in one step once it
+    /// is confirmed: the form carries the filters, the confirmation says how many jobs (a dry run)
+    /// and which of their queues is paused, and the list comes back filtered with what was done.
     @Test func everyJobMatchingTheFiltersIsRetriedAtOnce() async throws {
         try await withServer { server async throws in
             let mark = "dash-bulk-\(UUID())"
@@ -357,12 +358,19 @@ struct DashboardTests {
             let list = try await visitor.get("/ui/jobs?state=discarded&error=\(mark)").html
             #expect(list.contains("id=\"bulk-matching\""))
             #expect(list.contains("<input type=\"hidden\" name=\"error\" value=\"\(mark)\">"))
-            let done = try await visitor.post(
-                "/ui/jobs",
-                [
-                    ("csrf", try await visitor.csrf()), ("scope", "matching"), ("action", "retry"),
-                    ("state", "discarded"), ("error", mark),
-                ])
+            #expect(try await server.call(.POST, "/v1/queues/default/pause").status == 200)
+            let form = [
+                ("csrf", try await visitor.csrf()), ("scope", "matching"), ("action", "retry"),
+                ("state", "discarded"), ("error", mark),
+            ]
+            let asked = try await visitor.post("/ui/jobs", form)
+            #expect(asked.status == 200)
+            #expect(asked.html.contains("Retry 3 discarded or cancelled jobs matching these filters?"), "\(asked.html)")
+            #expect(asked.html.contains("Paused: default. Their retried jobs wait until the queue is resumed"))
+            #expect(asked.html.contains("<input type=\"hidden\" name=\"confirmed\" value=\"yes\">"))
+            for id in ids { #expect(try await server.call(.GET, "/v1/jobs/\(id)")["state"] == "discarded") }
+            #expect(try await server.call(.POST, "/v1/queues/default/resume").status == 200)
+            let done = try await visitor.post("/ui/jobs", form + [("confirmed", "yes")])
             #expect(done.status == 303)
             #expect(done.location?.hasSuffix("done=retry-many&what=3&skipped=0") == true, "\(done.location ?? "")")
             #expect(done.location?.contains("error=\(mark)") == true)
@@ -468,6 +476,8 @@ struct DashboardTests {
             let page = try await admin.get("/ui/jobs/\(id)").html
             #expect(page.contains("<dt>Awaits signal</dt><dd><code>approved</code></dd>"))
             #expect(page.contains("awaits signal &quot;approved&quot; until"))
+            // Its due time is the signal's deadline, not when it runs.
+            #expect(page.contains("<dt>Signal due by</dt>") && !page.contains("<dt>Runs</dt>"))
             #expect(page.contains("action=\"/ui/jobs/\(id)/signal\""))
             let csrf = try await admin.csrf(on: "/ui/jobs/\(id)")
             let notJSON = try await admin.post(

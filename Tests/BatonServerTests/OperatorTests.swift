@@ -326,6 +326,11 @@ struct OperatorTests {
             ])
             let behind = try await server.enqueue(["stages": [["task": "noop", "lane": "skipped"]]])
             _ = try await server.job(head) { $0["state"] == "retryable" }
+            // Its page says what it holds up, and how to let it go.
+            let reason = try await server.call(.GET, "/v1/jobs/\(head)")["waiting_for"]?.items.first?["message"]
+            #expect(
+                reason?.stringValue?.contains("it keeps its place in lane \"skipped\", where 1 job waits behind it")
+                    == true, "\(String(describing: reason))")
             let empty = try await server.call(.POST, "/v1/jobs/\(head)/skip", body: ["reason": "  "])
             #expect(empty.status == 400 && empty["path"] == "reason", "\(empty.text)")
             let long = try await server.call(

@@ -244,5 +244,10 @@ struct BulkFilterOptions: ParsableArguments {
         if dryRun && !answer.sample.isEmpty {
             console.out(Jobs.List.table(answer.sample, now: now).render(on: console))
         }
+        if action == .retry, let paused = answer.pausedQueues, !paused.isEmpty {
+            console.err(
+                "baton: note: paused, so their retried jobs wait until resumed: "
+                    + paused.map(Text.printable).joined(separator: ", ") + " (baton queues resume NAME)")
+        }
     }
 }

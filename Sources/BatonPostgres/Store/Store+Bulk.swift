@@ -29,6 +29,8 @@ public struct BulkOutcome: Sendable, Hashable {
     public var changed = 0
     /// The first matched jobs (newest first), as they were when found.
     public var sample: [JobSummary] = []
+    /// The queues of the jobs matched.
+    public var queues: Set<String> = []
 }
 
 extension Store {
@@ -57,6 +59,7 @@ extension Store {
             let page = try await jobs(filter)
             outcome.matched += page.jobs.count
             outcome.sample += page.jobs.prefix(max(0, sampleSize - outcome.sample.count))
+            outcome.queues.formUnion(page.jobs.map(\.queue))
             if !dryRun, !page.jobs.isEmpty {
                 outcome.changed += try await apply(action, to: page.jobs.map(\.id), by: actor)
             }

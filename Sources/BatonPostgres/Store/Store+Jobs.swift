@@ -97,7 +97,11 @@ extension Store {
                          ORDER BY h.state = 'retryable' DESC, h.lane_ready_at, h.id LIMIT 1),
                 'ahead', (SELECT count(*) FROM \(schema).jobs a
                           WHERE j.state = 'waiting' AND a.lane = j.lane AND a.state = 'waiting'
-                            AND (a.lane_ready_at, a.id) < (j.lane_ready_at, j.id)))
+                            AND (a.lane_ready_at, a.id) < (j.lane_ready_at, j.id)),
+                -- a holder waiting to retry: how many wait in its lane meanwhile
+                'behind', (SELECT count(*) FROM \(schema).jobs b
+                           WHERE j.state = 'retryable' AND j.lane IS NOT NULL AND b.lane = j.lane
+                             AND b.state = 'waiting'))
             FROM \(schema).workers w
             WHERE j.queue = ANY (w.queues) AND w.heartbeat_at > now() - w.lease)::text
         END
@@ -153,6 +157,7 @@ extension Store {
             queueWorkers: try json["queue_workers"]?.decode(as: Int.self) ?? 0,
             taskWorkers: try json["task_workers"]?.decode(as: Int.self) ?? 0, laneHead: head,
             laneAhead: try json["ahead"]?.decode(as: Int.self) ?? 0,
+            laneBehind: try json["behind"]?.decode(as: Int.self) ?? 0,
             pendingMembers: json["pending"] == .null ? nil : try json["pending"]?.decode(as: Int.self),
             snoozed: json["snoozed"] == .bool(true),
             rateLimit: try json["rate"]?.arrayValue.flatMap { fields in

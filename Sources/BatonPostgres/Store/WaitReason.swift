@@ -67,6 +67,8 @@ package struct WaitFacts: Sendable, Hashable {
     package var laneHead: LaneHead? = nil
     /// Jobs waiting in that lane ahead of this one.
     package var laneAhead = 0
+    /// For a lane holder waiting to retry, the jobs waiting in its lane meanwhile.
+    package var laneBehind = 0
     /// Group members of the current stage that have not finished.
     package var pendingMembers: Int? = nil
     /// Its task snoozed (the job is `retryable` without a failure).
@@ -86,13 +88,14 @@ package struct WaitFacts: Sendable, Hashable {
 
     package init(
         queuePaused: Bool, queueWorkers: Int, taskWorkers: Int, laneHead: LaneHead? = nil, laneAhead: Int = 0,
-        pendingMembers: Int? = nil, snoozed: Bool = false, rateLimit: RateLimitFacts? = nil
+        laneBehind: Int = 0, pendingMembers: Int? = nil, snoozed: Bool = false, rateLimit: RateLimitFacts? = nil
     ) {
         self.queuePaused = queuePaused
         self.queueWorkers = queueWorkers
         self.taskWorkers = taskWorkers
         self.laneHead = laneHead
         self.laneAhead = laneAhead
+        self.laneBehind = laneBehind
         self.pendingMembers = pendingMembers
         self.snoozed = snoozed
         self.rateLimit = rateLimit
@@ -147,7 +150,8 @@ extension WaitReason {
             reasons.append(
                 WaitReason(
                     kind: .retry,
-                    message: "attempt \(job.attempt) failed\(error); the next is due at \(RFC3339.format(job.runAt))",
+                    message: "attempt \(job.attempt) failed\(error); the next is due at \(RFC3339.format(job.runAt))"
+                        + holding(job.lane, behind: facts.laneBehind),
                     until: job.runAt))
         case .waiting where job.lane != nil:
             reasons.append(laneReason(job.lane ?? "", facts: facts))
@@ -164,6 +168,14 @@ extension WaitReason {
         default: break
         }
         return reasons
+    }
+
+    /// What a lane holder waiting to retry keeps waiting, and how to let it go.
+    private static func holding(_ lane: String?, behind: Int) -> String {
+        guard let lane, behind > 0 else { return "" }
+        let jobs = behind == 1 ? "1 job waits" : "\(behind) jobs wait"
+        return "; it keeps its place in lane \(quoted(lane)), where \(jobs) behind it (retry it to run it now, "
+            + "skip it to let them go)"
     }
 
     private static func laneReason(_ lane: String, facts: WaitFacts) -> WaitReason {

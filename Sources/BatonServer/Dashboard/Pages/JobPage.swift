@@ -96,6 +96,8 @@ extension Dashboard {
         var createdAt: String
         var ended: String?
         var runAt: String?
+        /// What `runAt` is: when the job runs, or, for an await stage, the deadline of its signal.
+        var runAtLabel: String
         var idempotencyKey: String?
         var parent: String?
         var waiting: [Reason]
@@ -165,6 +167,12 @@ extension Dashboard {
             ).ok.body.json
         }
         return Self.redirect("/ui/jobs/\(id)?done=signal-\(receipt.outcome.rawValue)&what=\(id)")
+    }
+
+    /// Waiting at an await stage: its `run_at` is when the wait for the signal runs out.
+    static func awaitsSignal(_ job: Components.Schemas.Job) -> Bool {
+        job.state == .waiting && job.stages.indices.contains(job.currentStage)
+            && job.stages[job.currentStage]._await != nil
     }
 
     /// What `skip_job` takes: not running nor finished, not a group member, not a group stage
@@ -250,6 +258,7 @@ extension Dashboard {
             ended: job.finishedAt.map { DashboardText.time($0) },
             runAt: job.runAt > now && !finished
                 ? DashboardText.time(job.runAt) + " (" + DashboardText.relative(job.runAt, now: now) + ")" : nil,
+            runAtLabel: awaitsSignal(job) ? "Signal due by" : "Runs",
             idempotencyKey: job.idempotencyKey, parent: job.parentId.map { "/ui/jobs/\($0)" },
             waiting: job.waitingFor.map { reason in
                 JobView.Reason(message: reason.message, link: reason.job.map { "/ui/jobs/\($0)" })

@@ -87,9 +87,30 @@ extension Dashboard {
             "jobs", title: "Jobs", section: .jobs, session: session, notice: Self.notice(request), jobs)
     }
 
+    /// What a bulk action asks before it acts: how many jobs it would change (a dry run of it),
+    /// the newest of them, and the paused queues among theirs (a retried job there waits).
+    struct Confirmation: Sendable {
+        struct Field: Sendable {
+            var name: String
+            var value: String
+        }
+
+        var heading: String
+        var question: String
+        var warning: String?
+        var sample: String?
+        /// Nonzero: there is something to confirm.
+        var matched: Int
+        var button: String
+        var fields: [Field]
+        var back: String
+    }
+
     /// `POST /ui/jobs` with `action` (cancel, retry or delete) and either the ids selected or
     /// `scope=matching` with the list's filters: one bulk operation of the API; jobs whose state
     /// does not allow the action are counted, not failed. Back to the list, filtered as it was.
+    /// Every action on the jobs matching the filters, and a delete of those selected, first shows
+    /// what it would do (``Confirmation``), and acts once that is confirmed (`confirmed=yes`).
     func actOnJobs(_ request: Request) async throws -> Response {
         let session = try await session(request)
         let form = try await postedForm(request, session: session)
@@ -114,12 +135,53 @@ extension Dashboard {
             guard !ids.isEmpty else { throw DashboardError.refused(.badRequest, "Select the jobs first.") }
             filter = .init(ids: Array(ids.prefix(1000)))
         }
+        let confirmed = form["confirmed"] == "yes"
+        if !confirmed && (form["scope"] == "matching" || action == .delete) {
+            let dryRun = try await asCaller(session, ["bulkJobs"]) {
+                try await api.bulkJobs(.init(body: .json(.init(action: action, dryRun: true, filter: filter)))).ok
+                    .body.json
+            }
+            return page(
+                "confirm", title: "Confirm", section: .jobs, session: session,
+                Self.confirmation(
+                    name, dryRun, form: form, back: "/ui/jobs" + (back.isEmpty ? "" : "?" + back.dropLast())))
+        }
         let outcome = try await asCaller(session, ["bulkJobs"]) {
             try await api.bulkJobs(.init(body: .json(.init(action: action, dryRun: false, filter: filter)))).ok.body
                 .json
         }
         return Self.redirect(
             "/ui/jobs?\(back)done=\(name)-many&what=\(outcome.changed)&skipped=\(outcome.matched - outcome.changed)")
+    }
+
+    /// The question a bulk action asks, from its dry run, with the form's fields to send again.
+    static func confirmation(
+        _ action: String, _ dryRun: Components.Schemas.BulkResponse, form: DashboardForm, back: String
+    ) -> Confirmation {
+        let (verb, which) =
+            switch action {
+            case "cancel": ("Cancel", "unfinished ")
+            case "retry": ("Retry", "discarded or cancelled ")
+            default: ("Delete", "finished ")
+            }
+        let count = dryRun.matched
+        let jobs = count == 1 ? "1 \(which)job" : "\(count) \(which)jobs"
+        let scope = form["scope"] == "matching" ? "matching these filters" : "of those selected"
+        let paused = dryRun.pausedQueues ?? []
+        return Confirmation(
+            heading: "\(verb) \(count == 1 ? "1 job" : "\(count) jobs")?",
+            question: count == 0
+                ? "No \(which)job \(scope): nothing to \(action)."
+                : "\(verb) \(jobs) \(scope)\(action == "delete" ? ", for good" : "")?",
+            warning: action == "retry" && !paused.isEmpty
+                ? "Paused: " + paused.joined(separator: ", ")
+                    + ". Their retried jobs wait until the queue is resumed (on the overview)." : nil,
+            sample: dryRun.sample.isEmpty ? nil : dryRun.sample.map { "\($0.id)" }.joined(separator: ", "),
+            matched: count, button: "\(verb) \(count == 1 ? "1 job" : "\(count) jobs")",
+            fields: ["action", "scope", "state", "queue", "lane", "task", "error", "from", "to"].compactMap { name in
+                form[name].map { Confirmation.Field(name: name, value: $0) }
+            } + form.all("id").map { Confirmation.Field(name: "id", value: $0) },
+            back: back)
     }
 
     /// The API operation of a job's action (`cancel`: `cancelJob`).

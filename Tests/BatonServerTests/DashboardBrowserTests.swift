@@ -127,6 +127,15 @@ struct DashboardBrowserTests {
                     return card !== text
                     """)
                 #expect(colors == true)
+
+                // The lane holder is skipped from its page, with a reason; its lane moves on.
+                try await browser.open(server.base + "/ui/jobs/\(blocker)")
+                try await browser.type("bad input, refunded by hand", into: "form.skip-job input[name=reason]")
+                try await browser.click("form.skip-job button")
+                try await browser.waitForText("[data-live=job] h1 .badge") { $0 == "discarded" }
+                #expect(
+                    try await server.call(.GET, "/v1/jobs/\(blocker)")["stages"]?.items.first?["errors"]?.items.last?[
+                        "error"] == "skipped: bad input, refunded by hand")
                 #expect(try await browser.consoleErrors() == [])
             }
         }

@@ -267,6 +267,15 @@ struct DashboardBrowserTests {
                             let overflow = try await browser.run(
                                 "return document.documentElement.scrollWidth - document.documentElement.clientWidth")
                             #expect(overflow == 0, "\(path) at \(width)px is wider than the window by \(overflow)")
+                            if path == "/ui" {
+                                // Every state's count of a queue within the window, none behind a scroll.
+                                let hidden = try await browser.run(
+                                    """
+                                    return [...document.querySelectorAll('table.queues td.num')]
+                                        .filter(td => td.getBoundingClientRect().right > document.documentElement.clientWidth).length
+                                    """)
+                                #expect(hidden == 0, "counts off-screen at \(width)px: \(hidden)")
+                            }
                             if let directory {
                                 try FileManager.default.createDirectory(
                                     at: directory, withIntermediateDirectories: true)

@@ -14,6 +14,8 @@ extension Dashboard {
         struct Queue: Sendable {
             struct Count: Sendable {
                 var state: String
+                /// As the column's heading says it (`completed (24 h)`).
+                var label: String
                 var count: Int
                 var link: String
             }
@@ -104,7 +106,8 @@ extension Dashboard {
                     workers: queue.workers,
                     counts: Self.shownStates.map { state in
                         Overview.Queue.Count(
-                            state: state, count: queue.counts[JobState(rawValue: state) ?? .available] ?? 0,
+                            state: state, label: Self.stateHeading(state),
+                            count: queue.counts[JobState(rawValue: state) ?? .available] ?? 0,
                             link: "/ui/jobs?queue=\(link)&state=\(state)")
                     },
                     oldest: queue.oldestAvailable.map { DashboardText.relative($0, now: now) },
@@ -125,9 +128,7 @@ extension Dashboard {
                             ]),
                     ])
             },
-            states: Self.shownStates.map {
-                ["completed", "discarded", "cancelled"].contains($0) ? $0 + " (24 h)" : $0
-            },
+            states: Self.shownStates.map(Self.stateHeading),
             ranges: [
                 Overview.Range(title: "Last hour", link: "/ui", current: !day),
                 Overview.Range(title: "Last day", link: "/ui?range=day", current: day),
@@ -136,6 +137,11 @@ extension Dashboard {
         return page(
             "overview", title: "Overview", section: .overview, session: session, notice: Self.notice(request),
             overview)
+    }
+
+    /// A state's column heading: finished states count the last 24 hours.
+    static func stateHeading(_ state: String) -> String {
+        ["completed", "discarded", "cancelled"].contains(state) ? state + " (24 h)" : state
     }
 
     /// The flags at the top of the overview: queues with work that nothing will run (no live

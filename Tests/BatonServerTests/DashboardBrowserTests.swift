@@ -250,13 +250,21 @@ struct DashboardBrowserTests {
                 ])
             #expect(digest.status == 200)
             #expect(try await server.call(.POST, "/v1/schedules/weekly-digest/run").status == 201)
+            // A change with long details in the audit trail: a bulk cancel lists every id.
+            let batch = try await server.call(
+                .POST, "/v1/jobs/batch?unchecked=true",
+                body: ["jobs": .array((0..<60).map { _ in ["queue": "later", "stages": [["task": "noop"]]] })])
+            #expect(batch.status == 201, "\(batch.text)")
+            let cancelled = try await server.call(
+                .POST, "/v1/jobs/bulk", body: ["action": "cancel", "filter": ["queue": "later"]])
+            #expect(cancelled["changed"] == 60, "\(cancelled.text)")
             try await Browser.with { browser in
                 try await Self.signIn(browser, server, token: Token.admin)
                 try await browser.waitForText("h1") { $0 == "Overview" }
                 let pages = [
                     ("overview", "/ui"), ("jobs", "/ui/jobs"), ("job", "/ui/jobs/\(done)"),
                     ("blocked-job", "/ui/jobs/\(blocked)"), ("lanes", "/ui/lanes"), ("workers", "/ui/workers"),
-                    ("schedules", "/ui/schedules"),
+                    ("schedules", "/ui/schedules"), ("audit", "/ui/audit"),
                 ]
                 for (width, suffix) in [(1280, ""), (390, "-phone")] {
                     try await browser.resize(width: width, height: 900)
@@ -267,15 +275,14 @@ struct DashboardBrowserTests {
                             let overflow = try await browser.run(
                                 "return document.documentElement.scrollWidth - document.documentElement.clientWidth")
                             #expect(overflow == 0, "\(path) at \(width)px is wider than the window by \(overflow)")
-                            if path == "/ui" {
-                                // Every state's count of a queue within the window, none behind a scroll.
-                                let hidden = try await browser.run(
-                                    """
-                                    return [...document.querySelectorAll('table.queues td.num')]
-                                        .filter(td => td.getBoundingClientRect().right > document.documentElement.clientWidth).length
-                                    """)
-                                #expect(hidden == 0, "counts off-screen at \(width)px: \(hidden)")
-                            }
+                            // The cards' cells (the queues' counts, the audit trail) within the window,
+                            // none behind a sideways scroll.
+                            let hidden = try await browser.run(
+                                """
+                                return [...document.querySelectorAll('table.cards td')]
+                                    .filter(td => td.getBoundingClientRect().right > document.documentElement.clientWidth).length
+                                """)
+                            #expect(hidden == 0, "\(path): cells off-screen at \(width)px: \(hidden)")
                             if let directory {
                                 try FileManager.default.createDirectory(
                                     at: directory, withIntermediateDirectories: true)

@@ -279,7 +279,7 @@ struct AdminCLITests {
             #expect(shown.lines.contains { $0.hasPrefix("├─ 1/3 first (add)  completed  1 attempt") })
             #expect(shown.lines.contains { $0.hasSuffix("args {\"n\":1}") })
             #expect(shown.lines.contains { $0.hasPrefix("├─ 2/3 group [2 members]  completed") })
-            #expect(shown.lines.contains { $0.contains("member 2  job") && $0.contains("→ 22") })
+            #expect(shown.lines.contains { $0.contains("member 2 add  job") && $0.contains("→ 22") }, "\(shown.out)")
             #expect(shown.lines.contains { $0.hasPrefix("└─ 3/3 sum  completed") })
             #expect(shown.lines.last == "output: 34")
             #expect(

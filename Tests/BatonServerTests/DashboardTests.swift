@@ -465,6 +465,24 @@ struct DashboardTests {
         }
     }
 
+    /// A group's members are named by their task and lane, on the job page and in the API.
+    @Test func groupMembersAreNamedByTaskAndLane() async throws {
+        try await withServer { server async throws in
+            let id = try await server.enqueue([
+                "input": 1, "stages": [["group": [["task": "noop"], ["task": "noop", "lane": "m-lane"]]]],
+            ])
+            let done = try await server.job(id) { $0["state"] == "completed" }
+            let members = done["stages"]?.items.first?["members"]?.items ?? []
+            #expect(members.map { $0["task"] } == ["noop", "noop"])
+            #expect(members.map { $0["lane"] } == [nil, "m-lane"])
+            var reader = Visitor(base: server.base)
+            try await reader.signIn(Token.read)
+            let page = try await reader.get("/ui/jobs/\(id)").html
+            #expect(page.contains("member 1: noop<") || page.contains("member 1: noop\n"), "\(page)")
+            #expect(page.contains("member 2: noop (lane m-lane)"), "\(page)")
+        }
+    }
+
     /// A job waiting for a signal shows which; an admin delivers it from the job page (a reader
     /// sees no form), and the chain goes on with the payload.
     @Test func aSignalIsDeliveredFromTheJobPage() async throws {

@@ -130,7 +130,10 @@ struct JobTree {
         if let members = stage.members {
             for member in members {
                 let last = member.index == members.count - 1
-                var line = (last ? "└─ " : "├─ ") + "member \(member.index + 1)  job \(member.id)  "
+                var line =
+                    (last ? "└─ " : "├─ ") + "member \(member.index + 1)"
+                    + (member.task.map { " " + Text.printable($0) } ?? "")
+                    + (member.lane.map { " (lane \(Text.printable($0)))" } ?? "") + "  job \(member.id)  "
                 line += console.state(member.state.rawValue) + "  " + Text.count(member.attempts, "attempt")
                 if member.state == .completed { line += "  → " + Text.preview(member.output, limit: console.width) }
                 lines.append(line)

@@ -98,7 +98,8 @@ extension Components.Schemas.Member {
     fileprivate init(_ member: MemberRecord) {
         self.init(
             index: member.index, id: member.id, state: .init(member.state), attempts: member.attempt,
-            output: member.output ?? .null, errors: member.errors.map(Components.Schemas.AttemptError.init))
+            output: member.output ?? .null, errors: member.errors.map(Components.Schemas.AttemptError.init),
+            task: member.task, lane: member.lane)
     }
 }
 

@@ -11,4 +11,7 @@ public struct MemberRecord: Sendable {
     public var attempt: Int
     public var output: JSONValue?
     public var errors: [JobRecord.AttemptError]
+    /// Its current (or last) stage's task, and lane if it names one.
+    public var task: String? = nil
+    public var lane: String? = nil
 }

@@ -218,7 +218,9 @@ extension Dashboard {
         func members(_ stage: Components.Schemas.Stage) -> [JobView.Node.Member] {
             (stage.members ?? []).map {
                 JobView.Node.Member(
-                    label: "member \($0.index + 1)", link: "/ui/jobs/\($0.id)", state: $0.state.rawValue)
+                    label: "member \($0.index + 1)" + ($0.task.map { ": \($0)" } ?? "")
+                        + ($0.lane.map { " (lane \($0))" } ?? ""),
+                    link: "/ui/jobs/\($0.id)", state: $0.state.rawValue)
             }
         }
         let chain = job.stages.map { stage in

@@ -1,5 +1,6 @@
 import Baton
 import BatonTestSupport
+import Foundation
 import Synchronization
 import Testing
 
@@ -93,4 +94,23 @@ private final class Started: Sendable {
     private let value = Atomic(false)
     func set() { value.store(true, ordering: .relaxed) }
     var isSet: Bool { value.load(ordering: .relaxed) }
+
+    /// From Swift as over HTTP: a job scheduled an hour from now runs at once when retried, and
+    /// another is skipped with a reason, which is kept as its last error.
+    @Test func aSwiftServiceRetriesAScheduledJobNowAndSkipsAnother() async throws {
+        try await TestDatabase.with { db async throws in
+            try await withWorker(db, tasks: testTasks) { baton, _ async throws in
+                let later = Date().addingTimeInterval(3600)
+                let now = try await baton.enqueue(Chain(input: 1).then(Add(n: 2)), runAt: later)
+                #expect(try await baton.retry(now.id) == .available)
+                #expect(try await now.result() == 3)
+                let unwanted = try await baton.enqueue(Chain(input: 1).then(Add(n: 2)), runAt: later)
+                #expect(try await baton.skip(unwanted.id, reason: "not wanted"))
+                let skipped = try await db.store.job(unwanted.id)
+                #expect(skipped?.state == .discarded)
+                #expect(skipped?.errors.last?.error == "skipped: not wanted")
+                #expect(try await baton.skip(unwanted.id, reason: "twice") == false)
+            }
+        }
+    }
 }

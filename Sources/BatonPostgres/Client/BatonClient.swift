@@ -218,6 +218,22 @@ public final class BatonClient: Service, Sendable {
         !(try await store.cancel(id, by: actor)).isEmpty
     }
 
+    /// Runs a scheduled or retryable job's stage now (a lane holder keeps its place), or starts a
+    /// discarded or cancelled job again at the stage it stopped on, with fresh attempts. Returns
+    /// its state after, nil when it cannot be retried (running, completed, a group member).
+    @discardableResult
+    public func retry(_ id: Int64, by actor: AuditActor? = nil) async throws -> JobState? {
+        try await store.retry(id, by: actor)
+    }
+
+    /// Discards a job that is not running, `reason` kept as its stage's last error
+    /// ("skipped: <reason>"); a lane it holds moves on at once. False when it cannot be skipped
+    /// (running, finished, a group member, a group stage waiting for its members).
+    @discardableResult
+    public func skip(_ id: Int64, reason: String, by actor: AuditActor? = nil) async throws -> Bool {
+        try await store.skip(id, reason: reason, by: actor)
+    }
+
     /// The audit trail, newest first: the changes made through the control plane, and those of
     /// Swift callers that named themselves (`by:`).
     public func auditEvents(_ filter: AuditFilter = AuditFilter()) async throws -> [AuditEvent] {

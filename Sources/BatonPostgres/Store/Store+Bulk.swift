@@ -29,8 +29,9 @@ public struct BulkOutcome: Sendable, Hashable {
     public var changed = 0
     /// The first matched jobs (newest first), as they were when found.
     public var sample: [JobSummary] = []
-    /// The queues of the jobs matched.
-    public var queues: Set<String> = []
+    /// The queues of the jobs matched that are paused: a retried job of one waits until it is
+    /// resumed.
+    public var pausedQueues: [String] = []
 }
 
 extension Store {
@@ -48,6 +49,7 @@ extension Store {
         by actor: AuditActor? = nil
     ) async throws -> BulkOutcome {
         var outcome = BulkOutcome()
+        var queues: Set<String> = []
         let states = filter.states.isEmpty ? action.states : action.states.intersection(filter.states)
         guard !states.isEmpty else { return outcome }
         var filter = filter
@@ -59,12 +61,19 @@ extension Store {
             let page = try await jobs(filter)
             outcome.matched += page.jobs.count
             outcome.sample += page.jobs.prefix(max(0, sampleSize - outcome.sample.count))
-            outcome.queues.formUnion(page.jobs.map(\.queue))
+            queues.formUnion(page.jobs.map(\.queue))
             if !dryRun, !page.jobs.isEmpty {
                 outcome.changed += try await apply(action, to: page.jobs.map(\.id), by: actor)
             }
             guard let next = page.jobs.count == batchSize ? page.jobs.last?.id : page.scannedTo else { break }
             filter.before = next
+        }
+        if !queues.isEmpty {
+            outcome.pausedQueues = try await pool.read(
+                """
+                SELECT queue FROM \(unescaped: schema).paused_queues WHERE queue = ANY (\(Array(queues))) ORDER BY queue
+                """, logger: logger
+            ).map { try $0.decode(String.self) }
         }
         return outcome
     }

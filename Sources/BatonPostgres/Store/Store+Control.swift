@@ -150,16 +150,6 @@ extension Store {
         }
     }
 
-    /// The paused queues among `queues`.
-    package func paused(among queues: Set<String>) async throws -> Set<String> {
-        guard !queues.isEmpty else { return [] }
-        return Set(
-            try await pool.read(
-                "SELECT queue FROM \(unescaped: schema).paused_queues WHERE queue = ANY (\(Array(queues)))",
-                logger: logger
-            ).map { try $0.decode(String.self) })
-    }
-
     /// The job that holds the unique key of job `id` now, if another does (`jobs_unique`).
     package func uniqueKeyHolder(of id: Int64) async throws -> Int64? {
         let rows = try await pool.read(

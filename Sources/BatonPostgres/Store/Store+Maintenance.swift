@@ -32,39 +32,28 @@ extension Store {
     /// rows claims deleted, goes with a truncation, which a held xmin horizon does not stop. Returns
     /// the slots emptied.
     @discardableResult package func rotateReady(mostMoved: Int = 2_000) async throws -> [Int] {
-        var slots: [Int] = []
-        for row in try await pool.execute(
-            "SELECT s::int FROM \(unescaped: schema).rotate_ready(\(mostMoved)::int) AS s", logger: logger)
-        {
-            slots.append(try row.decode(Int.self))
-        }
-        return slots
+        try await slotsEmptied(by: "rotate_ready(\(mostMoved)::int)")
     }
 
     /// Empties the slots of `lane_holds` that rows are no longer written to (`rotate_lane_holds`,
     /// migration 21): the holders in them move to `lane_holds_long`, and the rows of holders that
     /// stopped holding go with a truncation. Returns the slots emptied.
     @discardableResult package func rotateLaneHolds() async throws -> [Int] {
-        var slots: [Int] = []
-        for row in try await pool.execute(
-            "SELECT s::int FROM \(unescaped: schema).rotate_lane_holds() AS s", logger: logger)
-        {
-            slots.append(try row.decode(Int.self))
-        }
-        return slots
+        try await slotsEmptied(by: "rotate_lane_holds()")
     }
 
     /// Empties the slots of `rate_tokens` that rows are no longer written to (`rotate_rate_tokens`,
     /// migration 22): each rate limit's bucket moves to the current slot, and the versions its
     /// claims left go with a truncation. Returns the slots emptied.
     @discardableResult package func rotateRateTokens() async throws -> [Int] {
-        var slots: [Int] = []
-        for row in try await pool.execute(
-            "SELECT s::int FROM \(unescaped: schema).rotate_rate_tokens() AS s", logger: logger)
-        {
-            slots.append(try row.decode(Int.self))
-        }
-        return slots
+        try await slotsEmptied(by: "rotate_rate_tokens()")
+    }
+
+    /// Calls one of the rotations (`call`, the function and its arguments, none bound) and returns
+    /// the slots it emptied.
+    private func slotsEmptied(by call: String) async throws -> [Int] {
+        try await pool.execute("SELECT s::int FROM \(unescaped: schema).\(unescaped: call) AS s", logger: logger)
+            .map { try $0.decode(Int.self) }
     }
 
     /// Looks at every lane's floor, where its admissions start looking for waiting jobs
@@ -104,13 +93,19 @@ extension Store {
               AND w.heartbeat_at > now() - \((lease + within).milliseconds) * interval '1 millisecond'
             LIMIT \(limit)
             """, logger: logger)
-        return try rows.map { row in
-            let (id, worker, stage, attempt, chain, queue, metadata) = try row.decode(
-                (Int64, String, Int, Int, String, String, String).self)
-            return LostStage(
-                jobID: id, workerID: worker, queue: queue, metadata: (try? JSONValue(parsing: metadata)) ?? [:],
-                stage: stage, attempt: attempt, chain: StoredChain.decode(chain, stage: stage).chain)
-        }
+        return try rows.map { try Self.lostStage($0) }
+    }
+
+    /// A row of `lostStages` or `strayStages`: id, worker, stage, attempt, chain, queue, metadata.
+    private static func lostStage(_ row: PostgresRow) throws -> LostStage {
+        let cells = Array(row)
+        let stage = try cells[2].decode(Int.self)
+        return LostStage(
+            jobID: try cells[0].decode(Int64.self), workerID: try cells[1].decode(String?.self) ?? "",
+            queue: try cells[5].decode(String.self),
+            metadata: (try? JSONValue(parsing: try cells[6].decode(String.self))) ?? [:], stage: stage,
+            attempt: try cells[3].decode(Int.self),
+            chain: StoredChain.decode(try cells[4].decode(String.self), stage: stage).chain)
     }
 
     /// Every running stage that no live worker answers for, in one scan of `jobs_running`:
@@ -132,17 +127,7 @@ extension Store {
                 AND NOT (j.id = ANY (w.holds))))
             LIMIT \(limit)
             """, logger: logger)
-        return try rows.map { row in
-            let (id, worker, stage, attempt, chain, queue, metadata, lost) = try row.decode(
-                (Int64, String?, Int, Int, String, String, String, Bool).self)
-            return (
-                LostStage(
-                    jobID: id, workerID: worker ?? "", queue: queue,
-                    metadata: (try? JSONValue(parsing: metadata)) ?? [:], stage: stage, attempt: attempt,
-                    chain: StoredChain.decode(chain, stage: stage).chain),
-                lost
-            )
-        }
+        return try rows.map { row in (try Self.lostStage(row), try Array(row)[7].decode(Bool.self)) }
     }
 
     /// Deletes up to `limit` jobs that finished in `state` longer than `retention` ago (with their

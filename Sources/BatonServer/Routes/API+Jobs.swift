@@ -127,14 +127,13 @@ extension API {
         }
         let dryRun = request.dryRun ?? false
         let outcome = try await client.bulk(action, matching: filter, dryRun: dryRun, by: actor)
-        let paused = try await store.paused(among: outcome.queues).sorted()
         return .ok(
             .init(
                 body: .json(
                     .init(
                         action: .init(rawValue: action.rawValue)!, dryRun: dryRun, matched: outcome.matched,
                         changed: outcome.changed, sample: outcome.sample.map(Components.Schemas.JobSummary.init),
-                        pausedQueues: paused.isEmpty ? nil : paused))))
+                        pausedQueues: outcome.pausedQueues.isEmpty ? nil : outcome.pausedQueues))))
     }
 
     /// What keeps a job just enqueued from running, as far as the catalog of workers tells

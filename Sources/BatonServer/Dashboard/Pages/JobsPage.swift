@@ -90,11 +90,6 @@ extension Dashboard {
     /// What a bulk action asks before it acts: how many jobs it would change (a dry run of it),
     /// the newest of them, and the paused queues among theirs (a retried job there waits).
     struct Confirmation: Sendable {
-        struct Field: Sendable {
-            var name: String
-            var value: String
-        }
-
         var heading: String
         var question: String
         var warning: String?
@@ -102,7 +97,8 @@ extension Dashboard {
         /// Nonzero: there is something to confirm.
         var matched: Int
         var button: String
-        var fields: [Field]
+        /// The form's fields, sent again with the confirmation.
+        var fields: [Jobs.Field]
         var back: String
     }
 
@@ -179,8 +175,8 @@ extension Dashboard {
             sample: dryRun.sample.isEmpty ? nil : dryRun.sample.map { "\($0.id)" }.joined(separator: ", "),
             matched: count, button: "\(verb) \(count == 1 ? "1 job" : "\(count) jobs")",
             fields: ["action", "scope", "state", "queue", "lane", "task", "error", "from", "to"].compactMap { name in
-                form[name].map { Confirmation.Field(name: name, value: $0) }
-            } + form.all("id").map { Confirmation.Field(name: "id", value: $0) },
+                form[name].map { Jobs.Field(name: name, value: $0) }
+            } + form.all("id").map { Jobs.Field(name: "id", value: $0) },
             back: back)
     }
 

@@ -2,6 +2,8 @@
 # How fast the dashboard's pages answer over a big table: 1,000,000 finished and 100,000 live
 # jobs (plus a day of per-minute history for 10 queues and 10 workers), loaded straight into a
 # fresh database, then each page asked N times in a row; prints p50, p95 and max per page.
+# The finished jobs carry a tenant in their metadata (30 % of them "big", the rest spread over
+# t0…t999) and a customer in their args (0…49,999), for the searches by metadata and args.
 # usage: bench/dashboard.sh BATON_BINARY [N]   (as root, like bench/outage.sh)
 # e.g.   bench/dashboard.sh .build/release/baton 50
 set -euo pipefail
@@ -19,10 +21,13 @@ load_start=$(date +%s)
 psql <<'SQL'
 SET search_path TO baton;
 -- 1,000,000 finished: 94 % completed, 5 % discarded (with an error), 1 % cancelled, over the last day.
-INSERT INTO jobs (queue, state, run_at, chain, stage_count, attempt, errors, created_at, finished_at, attempted_at)
-SELECT 'queue-' || (i % 10), s.state, t, '[{"task":"noop","args":{}}]', 1, 1,
+INSERT INTO jobs (queue, state, run_at, chain, stage_count, attempt, errors, created_at, finished_at, attempted_at,
+                  metadata)
+SELECT 'queue-' || (i % 10), s.state, t,
+       jsonb_build_array(jsonb_build_object('task', 'noop', 'args', jsonb_build_object('customer', i % 50000))), 1, 1,
        CASE WHEN s.state = 'discarded' THEN jsonb_build_array(jsonb_build_object('stage', 0, 'attempt', 1,
-            'at', t, 'error', 'HTTP 503 from upstream ' || (i % 97))) ELSE '[]' END, t, t + interval '1 second', t
+            'at', t, 'error', 'HTTP 503 from upstream ' || (i % 97))) ELSE '[]' END, t, t + interval '1 second', t,
+       jsonb_build_object('tenant', CASE WHEN i % 10 < 3 THEN 'big' ELSE 't' || (i % 1000) END)
 FROM generate_series(1, 1000000) i,
      LATERAL (SELECT now() - (i % 86400) * interval '1 second' AS t) x,
      LATERAL (SELECT (CASE WHEN i % 100 < 94 THEN 'completed' WHEN i % 100 < 99 THEN 'discarded'
@@ -50,7 +55,10 @@ INSERT INTO queue_minutes (minute, queue, completed, discarded, wait_10ms, wait_
 SELECT date_trunc('minute', now()) - m * interval '1 minute', 'queue-' || q, 600, 30, 100, 100, 100, 100, 100, 50,
        20, 10, 10, 10
 FROM generate_series(0, 1439) m, generate_series(0, 9) q;
-VACUUM ANALYZE jobs; VACUUM ANALYZE queue_minutes;
+-- What the enqueue writes for each job (the rows above were not enqueued).
+INSERT INTO job_tags (name, value, job_id)
+SELECT DISTINCT left(t.name, 120), left(t.value, 200), j.id FROM jobs j CROSS JOIN LATERAL tags_of(j.chain, j.metadata) t;
+VACUUM ANALYZE jobs; VACUUM ANALYZE queue_minutes; VACUUM ANALYZE job_tags;
 SQL
 echo "loaded in $(( $(date +%s) - load_start ))s"
 token=dashboard-bench-token-0123456789
@@ -65,9 +73,13 @@ cursor=$(curl -s -b "$jar" "http://127.0.0.1:$api/ui/lanes" | grep -o 'href="/ui
 for page in "/ui" "/ui?range=day" "/ui/jobs" "/ui/jobs?state=discarded" "/ui/jobs?state=cancelled" \
     "/ui/jobs?queue=queue-3" "/ui/jobs?queue=queue-3&state=available" "/ui/jobs?task=noop" \
     "/ui/jobs?task=missing" "/ui/jobs?state=discarded&error=upstream%2042" "/ui/jobs?error=nowhere" \
-    "/ui/jobs?lane=lane-77" "/ui/jobs?lane=lane-77&state=waiting" "/ui/jobs/$job" "/ui/lanes" "$cursor" "/ui/workers"; do
+    "/ui/jobs?lane=lane-77" "/ui/jobs?lane=lane-77&state=waiting" "/ui/jobs/$job" "/ui/lanes" "$cursor" "/ui/workers" \
+    "/ui/jobs?metadata=tenant%3Dbig" "/ui/jobs?metadata=tenant%3Dt7" "/ui/jobs?metadata=tenant%3Dt7&state=discarded" \
+    "/ui/jobs?args=customer%3D123" "/ui/jobs?metadata=tenant%3Dnobody" "/v1/jobs?metadata.tenant=t7" \
+    "/v1/jobs?metadata.tenant=big&args.customer=123"; do
   for _ in $(seq "$n"); do
-    curl -s -o /dev/null -w "%{http_code} %{time_total}\n" -b "$jar" "http://127.0.0.1:$api$page"
+    curl -s -o /dev/null -w "%{http_code} %{time_total}\n" -b "$jar" -H "Authorization: Bearer $token" \
+      "http://127.0.0.1:$api$page"
   done | sort -k2 -n | awk -v page="$page" '$1 != 200 { bad++ } { t[NR] = $2 * 1000 } END {
       printf "%-46s %8.1f %8.1f %8.1f%s\n", page, t[int((NR + 1) * 0.5)], t[int(NR * 0.95 + 0.5)], t[NR],
              bad ? "  (" bad " not 200)" : "" }'

@@ -141,18 +141,23 @@ public struct BatonHTTPClient: Sendable {
         }
     }
 
-    /// Jobs, newest first; pass the page's `nextCursor` as `cursor` for the next.
+    /// Jobs, newest first; pass the page's `nextCursor` as `cursor` for the next. `metadata` and
+    /// `args`: jobs whose metadata, or a stage's args, hold each key with that value (a string as
+    /// it is, a number as it was written, `true` or `false`).
     public func jobs(
         states: [Components.Schemas.JobState] = [], queue: String? = nil, lane: String? = nil, task: String? = nil,
-        error: String? = nil, createdAfter: Date? = nil, createdBefore: Date? = nil, limit: Int? = nil,
-        cursor: String? = nil
+        error: String? = nil, createdAfter: Date? = nil, createdBefore: Date? = nil,
+        metadata: [String: String] = [:], args: [String: String] = [:], limit: Int? = nil, cursor: String? = nil
     ) async throws -> JobPage {
+        func items(_ pairs: [String: String]) -> [String]? {
+            pairs.isEmpty ? nil : pairs.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+        }
         let output = try await call {
             try await client.listJobs(
                 query: .init(
                     state: states.isEmpty ? nil : states.map(\.rawValue).joined(separator: ","), queue: queue,
                     lane: lane, task: task, error: error, createdAfter: createdAfter, createdBefore: createdBefore,
-                    limit: limit, cursor: cursor))
+                    metadata: items(metadata), args: items(args), limit: limit, cursor: cursor))
         }
         guard case .ok(let ok) = output else { throw Self.unexpected(output) }
         return try Self.json(ok.body.json)

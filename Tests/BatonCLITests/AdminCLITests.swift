@@ -219,8 +219,9 @@ struct AdminCLITests {
 
     @Test func jobsListShowsAnAlignedTableOrTheAPIsJSON() async throws {
         try await withServer { server async throws in
+            let key = "list-\(UUID())"
             let failed = try await server.enqueue([
-                "input": 1, "stages": [["task": "fail-first", "args": ["key": .string("list-\(UUID())")]]],
+                "input": 1, "stages": [["task": "fail-first", "args": ["key": .string(key)]]],
             ])
             _ = try await server.job(failed) { $0["state"] == "discarded" }
             var ids = [failed]
@@ -251,6 +252,13 @@ struct AdminCLITests {
             #expect(try filtered.json(JobPage.self).jobs.map(\.id) == [failed])
             let lane = try await Self.baton(["jobs", "list", "--lane", "customer-2", "--json"], server)
             #expect(try lane.json(JobPage.self).jobs.map(\.id) == [ids[3]])
+            let found = try await Self.baton(["jobs", "list", "--args", "key=\(key)", "--json"], server)
+            #expect(try found.json(JobPage.self).jobs.map(\.id) == [failed])
+            let none = try await Self.baton(
+                ["jobs", "list", "--metadata", "tenant=42", "--args", "key=\(key)"], server)
+            #expect(none.status == 0 && none.err.contains("no jobs match"), "\(none.err)")
+            let unwritten = try await Self.baton(["jobs", "list", "--metadata", "tenant"], server)
+            #expect(unwritten.status != 0 && unwritten.err.contains("key=value"), "\(unwritten.err)")
 
             let page = try await Self.baton(["jobs", "list", "--limit", "2"], server)
             #expect(page.lines.count == 3)

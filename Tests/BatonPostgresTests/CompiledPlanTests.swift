@@ -46,6 +46,8 @@ struct CompiledPlanTests {
         let helpers: Set = [
             "fail_parents", "lane_admissions", "lane_width", "lock_lanes", "promote_lanes", "scoped_rate_limits",
             "stage_rate_key", "unfinished_members", "new_job_id", "ready_slot", "locked_old_slots", "lock_rate_keys",
+            // Inlined into the statement that calls it (no settings of its own, or it would not be).
+            "tags_of",
             // Trigger functions run inside the statement that fired them, of a function that sets it.
             "ready_inserted", "ready_updated",
             // Procedures may not set a parameter; each only calls a function that does.

@@ -162,6 +162,42 @@ struct DashboardBrowserTests {
         }
     }
 
+    /// An operator finds a job by its id from any page (`/` goes to the box), and a tenant's jobs by
+    /// a metadata or args value from the jobs page.
+    @Test func anOperatorFindsAJobByItsIdOrWhatItCarries() async throws {
+        try await withServer(worker: nil) { server async throws in
+            let tenant = try await server.enqueue(
+                ["stages": [["task": "noop", "args": ["customer": 7]]], "metadata": ["tenant": "42"]],
+                query: "?unchecked=true")
+            let other = try await server.enqueue(
+                ["stages": [["task": "noop"]], "metadata": ["tenant": "43"]], query: "?unchecked=true")
+            try await Browser.with { browser in
+                try await Self.signIn(browser, server, token: Token.read)
+                try await browser.waitForText("h1") { $0 == "Overview" }
+                try await browser.run(
+                    "document.body.dispatchEvent(new KeyboardEvent('keydown', {key: '/', bubbles: true}))")
+                #expect(try await browser.run("return document.activeElement.id") == "find-job")
+                try await browser.type("\(other)\u{E007}", into: "#find-job")
+                try await browser.waitForText("h1") { $0.contains("\(other)") }
+                #expect(try await browser.currentURL().hasSuffix("/ui/jobs/\(other)"))
+
+                try await browser.open(server.base + "/ui/jobs")
+                try await browser.type("tenant=42", into: "input[name=metadata]")
+                try await browser.click("form.filters button[type=submit]")
+                try await browser.waitForText("[data-live=jobs]") { !$0.contains("\(other)") }
+                #expect(try await browser.text("table.jobs tbody")?.contains("\(tenant)") == true)
+                #expect(try await browser.currentURL().contains("metadata=tenant%3D42"))
+                try await browser.open(server.base + "/ui/jobs?args=customer%3D7")
+                #expect(try await browser.count("table.jobs tbody tr") == 1)
+                #expect(try await browser.text("table.jobs tbody")?.contains("\(tenant)") == true)
+
+                #expect(try await browser.consoleErrors() == [])
+                try await browser.open(server.base + "/ui/jobs?id=forty-two")
+                #expect(try await browser.text("main")?.contains("is not a job id") == true)
+            }
+        }
+    }
+
     /// An admin widens a lane from the lanes page: the width is listed and in effect at once (the
     /// lane's second job is admitted: it holds 2 of 2).
     @Test func anAdminSetsALanesWidthFromTheLanesPage() async throws {

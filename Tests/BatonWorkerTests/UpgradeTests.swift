@@ -68,6 +68,9 @@ struct UpgradeTests {
             #expect(try await Migrator(schema: schema, logger: db.logger).currentVersion(db.pool) == 19)
             let applied = try await Migrator(schema: schema, logger: db.logger).migrate(db.pool)
             #expect(applied == Migrator.migrations.filter { $0.version > 19 }.map(\.file))
+            // Every job stored before is found by its args (0023_job_tags.sql).
+            let found = try await db.store.jobs(JobFilter(args: ["run": run], limit: 100)).jobs.map(\.id)
+            #expect(Set(found) == Set(enqueued.map(\.id)))
 
             var tasks = TaskRegistry()
             tasks.register(name: "ordered") { args, input, context in
@@ -103,6 +106,8 @@ struct UpgradeTests {
     /// made by 0019_schema.sql alone.
     static func backToVersion19(_ db: TestDatabase) async throws {
         let schema = db.configuration.schema
+        // 0023_job_tags.sql
+        try await db.pool.execute("DROP TABLE \(unescaped: schema).job_tags")
         // 0022_rate_tokens.sql
         try await db.pool.execute("DROP TABLE \(unescaped: schema).rate_tokens")
         // 0021_lane_holds.sql

@@ -88,6 +88,11 @@ BEGIN
         RETURNING jobs.id, jobs.queue, jobs.state, jobs.run_at, jobs.created_at
     ), ins AS (
         SELECT * FROM plain UNION ALL SELECT * FROM keyed
+    ), tagged AS (
+        -- What each new job is found by (`tags_of`), written once, here; deleted with the job.
+        INSERT INTO job_tags (name, value, job_id)
+        SELECT DISTINCT left(t.name, 120), left(t.value, 200), i.new_id
+        FROM ins JOIN input i ON i.new_id = ins.id CROSS JOIN LATERAL tags_of(i.chain, i.metadata) t
     )
     SELECT array_agg(ins.id ORDER BY i.ord), array_agg(ins.id IS NOT NULL ORDER BY i.ord),
            array_agg(ins.queue ORDER BY i.ord), array_agg(ins.state ORDER BY i.ord),

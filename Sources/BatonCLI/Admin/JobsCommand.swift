@@ -53,7 +53,8 @@ extension Jobs {
                 let page = try await client.call { [cursor] baton in
                     try await baton.jobs(
                         states: filter.states, queue: filter.queue, lane: filter.lane, task: filter.task,
-                        error: filter.error, createdAfter: createdAfter, limit: size, cursor: cursor)
+                        error: filter.error, createdAfter: createdAfter, metadata: filter.metadataValues,
+                        args: filter.argsValues, limit: size, cursor: cursor)
                 }
                 jobs += page.jobs
                 cursor = page.nextCursor

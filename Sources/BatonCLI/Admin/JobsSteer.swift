@@ -170,8 +170,33 @@ struct JobFilterOptions: ParsableArguments {
     @Option(help: "Only jobs created this long ago or less (e.g. 30m, 2h).")
     var since: Duration?
 
+    @Option(
+        help: ArgumentHelp(
+            "Only jobs whose metadata holds this key with this value (repeatable).", valueName: "key=value"))
+    var metadata: [String] = []
+
+    @Option(
+        help: ArgumentHelp(
+            "Only jobs with a stage whose args hold this key with this value (repeatable).", valueName: "key=value"))
+    var args: [String] = []
+
     /// Whether any filter is given.
-    var isGiven: Bool { state != nil || queue != nil || lane != nil || task != nil || error != nil || since != nil }
+    var isGiven: Bool {
+        state != nil || queue != nil || lane != nil || task != nil || error != nil || since != nil
+            || !metadata.isEmpty || !args.isEmpty
+    }
+
+    /// `--metadata` by key.
+    var metadataValues: [String: String] { Self.pairs(metadata) }
+    /// `--args` by key.
+    var argsValues: [String: String] { Self.pairs(args) }
+
+    private static func pairs(_ items: [String]) -> [String: String] {
+        Dictionary(
+            items.compactMap { item in
+                item.firstIndex(of: "=").map { (String(item[..<$0]), String(item[item.index(after: $0)...])) }
+            }, uniquingKeysWith: { $1 })
+    }
 
     /// The states asked for.
     var states: [Components.Schemas.JobState] {
@@ -182,6 +207,11 @@ struct JobFilterOptions: ParsableArguments {
         for name in state?.split(separator: ",") ?? [] where JobState(rawValue: String(name)) == nil {
             throw ValidationError(
                 "unknown state \"\(name)\"; states are \(JobState.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        for (option, items) in [("metadata", metadata), ("args", args)] {
+            for item in items where !(item.firstIndex(of: "=").map { $0 > item.startIndex } ?? false) {
+                throw ValidationError("--\(option) is written key=value (e.g. --\(option) tenant=42), not \"\(item)\"")
+            }
         }
     }
 
@@ -212,7 +242,7 @@ struct BulkFilterOptions: ParsableArguments {
     func validate(ids: [JobID]) throws {
         if ids.isEmpty && !isBulk {
             throw ValidationError(
-                "give job ids, or a filter (--state, --queue, --lane, --task, --error, --since, --finished-since) or --all"
+                "give job ids, or a filter (--state, --queue, --lane, --task, --error, --since, --finished-since, --metadata, --args) or --all"
             )
         }
         if all && (ids.count > 0 || jobs.isGiven || finishedSince != nil) {
@@ -225,7 +255,9 @@ struct BulkFilterOptions: ParsableArguments {
         let filter = BatonHTTPClient.BulkFilter(
             state: jobs.state == nil ? nil : jobs.states, queue: jobs.queue, lane: jobs.lane, task: jobs.task,
             error: jobs.error, createdAfter: JobFilterOptions.ago(jobs.since, from: now),
-            finishedAfter: JobFilterOptions.ago(finishedSince, from: now), ids: ids.isEmpty ? nil : ids.map(\.value))
+            finishedAfter: JobFilterOptions.ago(finishedSince, from: now), ids: ids.isEmpty ? nil : ids.map(\.value),
+            metadata: jobs.metadata.isEmpty ? nil : .init(additionalProperties: jobs.metadataValues),
+            args: jobs.args.isEmpty ? nil : .init(additionalProperties: jobs.argsValues))
         let answer = try await admin.client().call { baton in
             try await baton.bulk(action, matching: filter, dryRun: dryRun)
         }

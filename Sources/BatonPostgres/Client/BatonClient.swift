@@ -181,6 +181,17 @@ public final class BatonClient: Service, Sendable {
         return job
     }
 
+    /// A page of the jobs `filter` matches, newest first, at most `filter.limit`, found as
+    /// `GET /v1/jobs` finds them: `jobs(JobFilter(metadata: ["tenant": "42"]))` lists tenant 42's.
+    /// `next`, when more may match, is the ``JobFilter/before`` of the next page.
+    public func jobs(_ filter: JobFilter) async throws -> (jobs: [JobSummary], next: Int64?) {
+        var asked = filter
+        asked.limit += 1
+        let listing = try await store.jobs(asked)
+        let page = Array(listing.jobs.prefix(filter.limit))
+        return (page, listing.jobs.count > filter.limit ? page.last?.id : listing.scannedTo)
+    }
+
     /// Waits until the job has finished (completed, discarded or cancelled), woken by NOTIFY.
     /// Returns the job as it is then, or as it is when `timeout` runs out.
     public func waitUntilFinished(_ id: Int64, timeout: Duration? = nil) async throws -> JobRecord {

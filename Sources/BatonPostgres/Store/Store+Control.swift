@@ -35,13 +35,30 @@ extension Store {
         }
         let laneIndexed = !filter.states.isEmpty && filter.states.allSatisfy(JobState.laneStates.contains)
         let (indexedLane, scannedLane) = laneIndexed ? (filter.lane, nil) : (nil, filter.lane)
+        // A search by metadata or args is found in `job_tags_pkey`: the first tag's range, newest
+        // job first, bounds the scan instead of the state's or the table's; further tags, and a name
+        // or value longer than the table keeps, are checked on the job (`tags_of`).
+        let tags = filter.tags
+        let tag = tags.first
+        let rechecked =
+            tags.count > 1
+            || tag.map { $0.name.unicodeScalars.count > 120 || $0.value.unicodeScalars.count > 200 } ?? false
         let scanned =
             filter.queue != nil || filter.task != nil || filter.error != nil || filter.createdAfter != nil
             || filter.createdBefore != nil || filter.finishedAfter != nil || filter.finishedBefore != nil
-            || filter.enqueuedBy != nil || filter.queues != nil || scannedLane != nil
+            || filter.enqueuedBy != nil || filter.queues != nil || scannedLane != nil || rechecked
+            || (tag != nil && (!filter.states.isEmpty || indexedLane != nil || filter.ids != nil))
+        let source =
+            tag == nil
+            ? "\(schema).jobs" : "(SELECT job_id FROM tagged) t JOIN \(schema).jobs ON jobs.id = t.job_id"
         let rows = try await pool.read(
             """
-            WITH indexed AS (
+            WITH tagged AS (
+                SELECT job_id FROM \(unescaped: schema).job_tags
+                WHERE name = left(\(tag?.name), 120) AND value = left(\(tag?.value), 200)
+                  AND (\(filter.before)::bigint IS NULL OR job_id < \(filter.before))
+                ORDER BY job_id DESC LIMIT \(scanned ? filter.scanLimit : filter.limit)
+            ), indexed AS (
                 SELECT id,
                        (\(filter.queue)::text IS NULL OR queue = \(filter.queue))
                        AND (\(scannedLane)::text IS NULL OR lane = \(scannedLane))
@@ -53,8 +70,12 @@ extension Store {
                        AND (\(filter.finishedAfter)::timestamptz IS NULL OR finished_at >= \(filter.finishedAfter))
                        AND (\(filter.finishedBefore)::timestamptz IS NULL OR finished_at < \(filter.finishedBefore))
                        AND (\(filter.enqueuedBy)::text[] IS NULL OR enqueued_by = ANY(\(filter.enqueuedBy)))
-                       AND (\(filter.queues)::text[] IS NULL OR coalesce(home_queue, queue) = ANY(\(filter.queues))) AS hit
-                FROM \(unescaped: schema).jobs
+                       AND (\(filter.queues)::text[] IS NULL OR coalesce(home_queue, queue) = ANY(\(filter.queues)))
+                       AND (NOT \(rechecked) OR NOT EXISTS (
+                           SELECT FROM unnest(\(tags.map(\.name)), \(tags.map(\.value))) f(name, value)
+                           WHERE NOT EXISTS (SELECT FROM \(unescaped: schema).tags_of(chain, metadata) x
+                                             WHERE x.name = f.name AND x.value = f.value))) AS hit
+                FROM \(unescaped: source)
                 WHERE parent_id IS NULL
                   AND (\(filter.before)::bigint IS NULL OR id < \(filter.before))
                   AND (\(filter.ids)::bigint[] IS NULL OR id = ANY(\(filter.ids)))
@@ -65,7 +86,10 @@ extension Store {
                            WHERE h.lane = \(indexedLane))))
                 ORDER BY id DESC LIMIT \(scanned ? filter.scanLimit : filter.limit)
             ), scan AS (
-                SELECT CASE WHEN \(scanned) AND count(*) = \(filter.scanLimit) THEN min(id) END AS scanned_to FROM indexed
+                SELECT CASE WHEN \(tag != nil) THEN (SELECT CASE WHEN count(*) = \(filter.scanLimit) THEN min(job_id) END
+                                                      FROM tagged)
+                            WHEN \(scanned) AND count(*) = \(filter.scanLimit) THEN min(id) END AS scanned_to
+                FROM indexed
             ), page AS (
                 SELECT id FROM indexed WHERE hit ORDER BY id DESC LIMIT \(filter.limit)
             )
@@ -161,7 +185,7 @@ extension Store {
         return try rows.first?.decode(Int64.self)
     }
 
-    /// Deletes a finished job with its group members. Returns false when the job has not finished,
+    /// Deletes a finished job with its group members and tags. Returns false when the job has not finished,
     /// is a group member (delete its parent) or has members still running (a failed group's
     /// siblings); throws `BatonError.jobNotFound` for an unknown id.
     package func delete(_ id: Int64, by actor: AuditActor? = nil) async throws -> Bool {
@@ -172,8 +196,11 @@ extension Store {
                     DELETE FROM \(unescaped: self.schema).jobs
                     WHERE id = \(id) AND state IN ('completed', 'discarded', 'cancelled') AND parent_id IS NULL
                       AND NOT \(unescaped: self.schema).unfinished_members(id)
-                    RETURNING queue, state::text
-                ) SELECT (SELECT count(*) FROM d)::int,
+                    RETURNING queue, state::text, id, chain, metadata
+                ), untagged AS (
+                    SELECT \(unescaped: self.schema).forget_tags(array_agg(id), array_agg(chain), array_agg(metadata))
+                    FROM d
+                ) SELECT (SELECT count(*) FROM d JOIN untagged ON true)::int,
                          EXISTS (SELECT 1 FROM \(unescaped: self.schema).jobs WHERE id = \(id)),
                          (SELECT queue FROM d), (SELECT state FROM d)
                 """, logger: self.logger)

@@ -131,7 +131,7 @@ extension Store {
     }
 
     /// Deletes up to `limit` jobs that finished in `state` longer than `retention` ago (with their
-    /// group members). Uses `jobs_finished` (state, finished_at): one state's old jobs, not the
+    /// group members and tags). Uses `jobs_finished` (state, finished_at): one state's old jobs, not the
     /// others' (a day's completed jobs are not walked past two weeks of dead letters). Returns how
     /// many were deleted.
     package func prune(_ state: JobState, retention: Duration, limit: Int) async throws -> Int {
@@ -144,11 +144,13 @@ extension Store {
                       AND finished_at < now() - \(retention.milliseconds) * interval '1 millisecond'
                       AND NOT \(unescaped: schema).unfinished_members(id)
                     LIMIT \(limit))
-                RETURNING 1)
-            SELECT count(*)::int FROM gone
+                RETURNING id, chain, metadata)
+            SELECT count(*)::int,
+                   \(unescaped: schema).forget_tags(array_agg(id), array_agg(chain), array_agg(metadata))::text
+            FROM gone
             """, logger: logger)
         for row in rows {
-            let count = try row.decode(Int.self)
+            let (count, _) = try row.decode((Int, String?).self)
             return count
         }
         return 0

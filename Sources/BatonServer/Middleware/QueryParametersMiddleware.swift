@@ -8,6 +8,11 @@ import OpenAPIRuntime
 /// whose value is not of its declared type, each as a 400 naming it (as a body's unknown fields are
 /// refused): a misspelt `?wiat=30s` is not a silent default, and `?limit=ten` says which parameter
 /// is wrong (the generated code's own error would not).
+///
+/// A parameter of `key=value` items marked `x-baton-dotted` is also taken as `<name>.<key>=<value>`
+/// (`?metadata.tenant=42`), the form people write, which OpenAPI 3.0 has no way to declare: such
+/// an item is rewritten to the declared form (`?metadata=tenant%3D42`) before the generated code
+/// reads the query.
 struct QueryParametersMiddleware: ServerMiddleware {
     let document: APIDocument
 
@@ -16,10 +21,23 @@ struct QueryParametersMiddleware: ServerMiddleware {
         next: @Sendable (HTTPRequest, HTTPBody?, ServerRequestMetadata) async throws -> (HTTPResponse, HTTPBody?)
     ) async throws -> (HTTPResponse, HTTPBody?) {
         let declared = document.operations[operationID]?.queryParameters ?? [:]
-        if let query = request.path?.split(separator: "?", maxSplits: 1).dropFirst().first {
+        let dotted = document.operations[operationID]?.dottedParameters ?? []
+        var request = request
+        if let path = request.path, let query = path.split(separator: "?", maxSplits: 1).dropFirst().first {
+            var items: [String] = []
             for item in query.split(separator: "&", omittingEmptySubsequences: true) {
-                let parts = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-                let name = String(parts[0]).removingPercentEncoding ?? String(parts[0])
+                var parts = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                var name = String(parts[0]).removingPercentEncoding ?? String(parts[0])
+                if declared[name] == nil, let dot = name.firstIndex(of: "."), dotted.contains(String(name[..<dot])) {
+                    let key = parts[0][parts[0].index(after: parts[0].firstIndex(of: ".")!)...]
+                    guard !key.isEmpty else { throw Problem.invalid(name, "\(name) names no key") }
+                    guard parts.count == 2, !parts[1].isEmpty else {
+                        throw Problem.invalid(name, "\(name) is given without a value")
+                    }
+                    name = String(name[..<dot])
+                    parts = [Substring(name), Substring(key + "%3D" + parts[1])]
+                }
+                items.append(parts.joined(separator: "="))
                 guard let type = declared[name] else {
                     throw Problem.invalid(
                         name,
@@ -46,6 +64,7 @@ struct QueryParametersMiddleware: ServerMiddleware {
                 default: break
                 }
             }
+            request.path = path.prefix { $0 != "?" } + "?" + items.joined(separator: "&")
         }
         return try await next(request, body, metadata)
     }

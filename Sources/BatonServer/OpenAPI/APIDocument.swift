@@ -20,6 +20,9 @@ struct APIDocument: Sendable {
         /// Each query parameter's JSON Schema type (`integer`, `boolean`, `string`), or its format
         /// where the format asks more of a string (`date-time`).
         var queryParameters: [String: String]
+        /// Query parameters of `key=value` items also written `<name>.<key>=<value>`
+        /// (`x-baton-dotted`; `?metadata.tenant=42`), which OpenAPI 3.0 cannot declare.
+        var dottedParameters: Set<String>
         /// The JSON body's schema, if the operation takes one.
         var body: JSONValue?
     }
@@ -55,6 +58,9 @@ struct APIDocument: Sendable {
                             }
                         },
                         uniquingKeysWith: { $1 }),
+                    dottedParameters: Set(
+                        parameters.filter { $0["in"] == "query" && $0["x-baton-dotted"] == .bool(true) }
+                            .compactMap { $0["name"]?.stringValue }),
                     body: operation["requestBody"]?["content"]?["application/json"]?["schema"])
             }
         }

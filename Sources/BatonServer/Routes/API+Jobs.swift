@@ -116,12 +116,14 @@ extension API {
         if let states = given.state, states.count > 8 { throw Problem.invalid("filter.state", "at most 8 states") }
         let queue = try Self.name(given.queue, "filter.queue")
         if let queue { try checkQueue(queue, path: "filter.queue") }
-        let filter = JobFilter(
+        var filter = JobFilter(
             states: (given.state ?? []).compactMap { JobState(rawValue: $0.rawValue) },
             queue: queue, lane: try Self.name(given.lane, "filter.lane"),
             task: try Self.name(given.task, "filter.task"), error: given.error, createdAfter: given.createdAfter,
             createdBefore: given.createdBefore, finishedAfter: given.finishedAfter,
             finishedBefore: given.finishedBefore, ids: given.ids, queues: scopedQueues)
+        filter.metadata = try Self.keyValues(given.metadata?.additionalProperties, "filter.metadata")
+        filter.args = try Self.keyValues(given.args?.additionalProperties, "filter.args")
         guard let action = BulkAction(rawValue: request.action.rawValue) else {
             throw Problem.invalid("action", "the action is retry, cancel or delete")
         }
@@ -256,6 +258,8 @@ extension API {
                 return state
             }
         }
+        filter.metadata = try Self.keyValues(query.metadata, "metadata")
+        filter.args = try Self.keyValues(query.args, "args")
         filter.before = try Cursor.id(query.cursor, kind: "job")
         let limit = filter.limit
         filter.limit += 1
@@ -266,6 +270,41 @@ extension API {
             listing.jobs.count > limit
             ? Cursor.encode("job:\(page.last!.id)") : listing.scannedTo.map { Cursor.encode("job:\($0)") }
         return .ok(.init(body: .json(.init(jobs: page.map(Components.Schemas.JobSummary.init), nextCursor: next))))
+    }
+
+    /// `key=value` filters (`?metadata=tenant=42`, or `?metadata.tenant=42`) by key.
+    static func keyValues(_ items: [String]?, _ parameter: String) throws -> [String: String] {
+        try keyValues(
+            (items ?? []).map { item in
+                guard let equals = item.firstIndex(of: "=") else {
+                    throw Problem.invalid(parameter, "\(parameter) is written key=value (or \(parameter).key=value)")
+                }
+                return (String(item[..<equals]), String(item[item.index(after: equals)...]))
+            }, parameter)
+    }
+
+    /// Key and value filters (a bulk filter's `metadata` object) checked: at most ten, a key of 1 to
+    /// 120 characters, a value of 1 to 1,000, each key once.
+    static func keyValues(_ pairs: [String: String]?, _ parameter: String) throws -> [String: String] {
+        try keyValues((pairs ?? [:]).sorted { $0.key < $1.key }, parameter)
+    }
+
+    private static func keyValues(_ pairs: [(String, String)], _ parameter: String) throws -> [String: String] {
+        var filters: [String: String] = [:]
+        guard pairs.count <= 10 else { throw Problem.invalid(parameter, "at most 10 \(parameter) filters") }
+        for (key, value) in pairs {
+            guard (1...120).contains(key.unicodeScalars.count) else {
+                throw Problem.invalid(parameter, "a \(parameter) key is 1 to 120 characters")
+            }
+            let path = "\(parameter).\(key)"
+            guard (1...1000).contains(value.unicodeScalars.count), !value.unicodeScalars.contains("\u{0}") else {
+                throw Problem.invalid(path, "\(path) is a value of 1 to 1000 characters")
+            }
+            guard filters.updateValue(value, forKey: key) == nil else {
+                throw Problem.invalid(path, "\(path) is given twice")
+            }
+        }
+        return filters
     }
 
     /// A name filter, by the name rule.

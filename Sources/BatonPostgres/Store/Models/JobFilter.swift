@@ -18,6 +18,12 @@ public struct JobFilter: Sendable, Hashable {
     /// Finished at or after this time, and before that one (unfinished jobs match neither).
     public var finishedAfter: Date?
     public var finishedBefore: Date?
+    /// Jobs whose metadata holds each of these keys with this value: a string as it is, a number as
+    /// it was written (`42`, `1.50`), a boolean as `true` or `false` (`tags_of` in the schema).
+    public var metadata: [String: String]
+    /// Jobs with a stage or group member whose args hold each of these keys with this value, as
+    /// ``metadata``.
+    public var args: [String: String]
     /// Only these jobs.
     public var ids: [Int64]?
     /// Enqueued by this caller: any of its fingerprints (the control plane's, of a token, under
@@ -35,7 +41,8 @@ public struct JobFilter: Sendable, Hashable {
     public init(
         states: [JobState] = [], queue: String? = nil, lane: String? = nil, task: String? = nil, error: String? = nil,
         createdAfter: Date? = nil, createdBefore: Date? = nil, finishedAfter: Date? = nil, finishedBefore: Date? = nil,
-        ids: [Int64]? = nil, enqueuedBy: [String]? = nil, queues: [String]? = nil, before: Int64? = nil,
+        metadata: [String: String] = [:], args: [String: String] = [:], ids: [Int64]? = nil,
+        enqueuedBy: [String]? = nil, queues: [String]? = nil, before: Int64? = nil,
         limit: Int = 50
     ) {
         self.states = states
@@ -47,10 +54,18 @@ public struct JobFilter: Sendable, Hashable {
         self.createdBefore = createdBefore
         self.finishedAfter = finishedAfter
         self.finishedBefore = finishedBefore
+        self.metadata = metadata
+        self.args = args
         self.ids = ids
         self.enqueuedBy = enqueuedBy
         self.queues = queues
         self.before = before
         self.limit = limit
+    }
+
+    /// ``metadata`` and ``args`` as `job_tags` names them (`metadata.tenant`, `args.customer`), by name.
+    var tags: [(name: String, value: String)] {
+        (metadata.map { ("metadata." + $0.key, $0.value) } + args.map { ("args." + $0.key, $0.value) })
+            .sorted { $0.0 < $1.0 }
     }
 }

@@ -3,8 +3,9 @@ import BatonAPI
 import Foundation
 import Hummingbird
 
-/// `/ui/jobs`: jobs newest first, filtered by state, queue, lane, task, text in the last error and
-/// creation time, paged with the API's cursors. Admins select jobs, or take every job the filters
+/// `/ui/jobs`: jobs newest first, filtered by state, queue, lane, task, text in the last error,
+/// a metadata or args value (`tenant=42`) and creation time, paged with the API's cursors;
+/// `?id=4981` (the box atop every page) opens that job. Admins select jobs, or take every job the filters
 /// match, and cancel, retry or delete them together (`POST /v1/jobs/bulk`).
 extension Dashboard {
     struct Jobs: Sendable {
@@ -41,6 +42,8 @@ extension Dashboard {
         var filterLane: String
         var filterTask: String
         var filterError: String
+        var filterMetadata: String
+        var filterArgs: String
         var filterFrom: String
         var filterTo: String
         var filtered: Bool
@@ -52,6 +55,14 @@ extension Dashboard {
     func jobs(_ request: Request) async throws -> Response {
         let session = try await session(request, section: .jobs)
         func text(_ name: String) -> String? { Self.parameter(name, of: request) }
+        if let id = text("id") {
+            let digits = id.trimmingCharacters(in: .whitespaces).drop { $0 == "#" }
+            guard let id = Int64(digits), id > 0 else {
+                throw DashboardError.refused(
+                    .badRequest, "“\(id)” is not a job id: a job id is a number, such as 4981.")
+            }
+            return Self.redirect("/ui/jobs/\(id)")
+        }
         let state = text("state").flatMap { JobState(rawValue: $0) == nil ? nil : $0 }
         let (from, to) = (text("from").flatMap(Self.minute), text("to").flatMap(Self.minute))
         let listed = try await asCaller(session, ["listJobs"]) {
@@ -59,12 +70,13 @@ extension Dashboard {
                 .init(
                     query: .init(
                         state: state, queue: text("queue"), lane: text("lane"), task: text("task"),
-                        error: text("error"),
-                        createdAfter: from, createdBefore: to, limit: 50, cursor: text("cursor")))
+                        error: text("error"), createdAfter: from, createdBefore: to,
+                        metadata: text("metadata").map { [$0] }, args: text("args").map { [$0] }, limit: 50,
+                        cursor: text("cursor")))
             ).ok.body.json
         }
         let now = Date()
-        let kept = Self.filters(["state", "queue", "lane", "task", "error", "from", "to"], of: request)
+        let kept = Self.filters(Self.filterNames, of: request)
         let filters = kept.percentEncodedQuery ?? ""
         let jobs = Jobs(
             rows: listed.jobs.map { job in
@@ -76,7 +88,8 @@ extension Dashboard {
             },
             states: Self.shownStates.map { Jobs.Option(value: $0, selected: $0 == state) },
             filterQueue: text("queue") ?? "", filterLane: text("lane") ?? "", filterTask: text("task") ?? "",
-            filterError: text("error") ?? "", filterFrom: text("from") ?? "", filterTo: text("to") ?? "",
+            filterError: text("error") ?? "", filterMetadata: text("metadata") ?? "", filterArgs: text("args") ?? "",
+            filterFrom: text("from") ?? "", filterTo: text("to") ?? "",
             filtered: !filters.isEmpty,
             filterFields: (kept.queryItems ?? []).map { Jobs.Field(name: $0.name, value: $0.value ?? "") },
             older: listed.nextCursor.map {
@@ -120,9 +133,11 @@ extension Dashboard {
             filter = .init(
                 state: state.map { [$0] }, queue: text("queue"), lane: text("lane"), task: text("task"),
                 error: text("error"), createdAfter: text("from").flatMap(Self.minute),
-                createdBefore: text("to").flatMap(Self.minute))
+                createdBefore: text("to").flatMap(Self.minute),
+                metadata: try Self.keyValue(text("metadata"), "metadata"),
+                args: try Self.keyValue(text("args"), "args"))
             var kept = URLComponents()
-            kept.queryItems = ["state", "queue", "lane", "task", "error", "from", "to"].compactMap { name in
+            kept.queryItems = Self.filterNames.compactMap { name in
                 text(name).map { URLQueryItem(name: name, value: $0) }
             }
             back = kept.percentEncodedQuery.map { $0 + "&" } ?? ""
@@ -174,10 +189,22 @@ extension Dashboard {
                     + ". Their retried jobs wait until the queue is resumed (on the overview)." : nil,
             sample: dryRun.sample.isEmpty ? nil : dryRun.sample.map { "\($0.id)" }.joined(separator: ", "),
             matched: count, button: "\(verb) \(count == 1 ? "1 job" : "\(count) jobs")",
-            fields: ["action", "scope", "state", "queue", "lane", "task", "error", "from", "to"].compactMap { name in
+            fields: (["action", "scope"] + filterNames).compactMap { name in
                 form[name].map { Jobs.Field(name: name, value: $0) }
             } + form.all("id").map { Jobs.Field(name: "id", value: $0) },
             back: back)
+    }
+
+    /// The list's filters, as its form and links name them.
+    static let filterNames = ["state", "queue", "lane", "task", "error", "metadata", "args", "from", "to"]
+
+    /// A `key=value` filter field as the bulk filter takes it.
+    static func keyValue(_ text: String?, _ field: String) throws -> Components.Schemas.KeyValues? {
+        guard let text else { return nil }
+        guard let equals = text.firstIndex(of: "="), equals > text.startIndex else {
+            throw DashboardError.refused(.badRequest, "\(field.capitalized) is written key=value, such as tenant=42.")
+        }
+        return .init(additionalProperties: [String(text[..<equals]): String(text[text.index(after: equals)...])])
     }
 
     /// The API operation of a job's action (`cancel`: `cancelJob`).

@@ -63,6 +63,15 @@
     const question = event.submitter?.dataset.confirm;
     if (question && !window.confirm(question)) event.preventDefault();
   });
+  // `/` goes to the job id box, as it goes to the search box of most sites, unless typed into a field.
+  document.addEventListener("keydown", (event) => {
+    if (event.key !== "/" || event.ctrlKey || event.metaKey || event.altKey) return;
+    if (event.target.closest("input, textarea, select, [contenteditable]")) return;
+    const box = document.getElementById("find-job");
+    if (!box) return;
+    event.preventDefault();
+    box.focus();
+  });
   document.addEventListener("change", (event) => {
     if (!event.target.matches("[data-select-all]")) return;
     for (const box of document.querySelectorAll("input[name=id][form=bulk]")) box.checked = event.target.checked;

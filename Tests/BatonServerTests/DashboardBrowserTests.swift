@@ -162,6 +162,82 @@ struct DashboardBrowserTests {
         }
     }
 
+    /// Every count on the overview equals the list its link opens, on a dashboard holding jobs in
+    /// every state, a group whose members run (counted in their parent, as listed), and a queue no
+    /// worker serves; the completions of the day are labelled so, and link to the jobs that
+    /// completed since.
+    @Test func everyCountOnTheOverviewEqualsTheListBehindIt() async throws {
+        try await withServer { server async throws in
+            let group = try await server.enqueue([
+                "stages": [
+                    ["group": [["task": "sleep", "args": ["ms": 60000]], ["task": "sleep", "args": ["ms": 60000]]]]
+                ]
+            ])
+            for _ in 0..<2 {
+                _ = try await server.enqueue(["stages": [["task": "noop"]], "delay": "1h"])
+                _ = try await server.enqueue(["queue": "nobody-serves", "stages": [["task": "noop"]]])
+            }
+            let holder = try await server.enqueue([
+                "input": 1,
+                "stages": [
+                    [
+                        "task": "fail-first", "lane": "counted",
+                        "args": ["key": .string("count-\(UUID())"), "retryable": true],
+                        "max_attempts": 3, "backoff": ["kind": "constant", "initial": "1h"],
+                    ]
+                ],
+            ])
+            _ = try await server.job(holder) { $0["state"] == "retryable" }
+            for _ in 0..<3 { _ = try await server.enqueue(["stages": [["task": "noop", "lane": "counted"]]]) }
+            let discarded = try await server.enqueue([
+                "input": 1, "stages": [["task": "fail-first", "args": ["key": .string("count-\(UUID())")]]],
+            ])
+            let cancelled = try await server.enqueue(["stages": [["task": "noop"]], "delay": "1h"])
+            #expect(try await server.call(.POST, "/v1/jobs/\(cancelled)/cancel").status == 200)
+            let completed = try await server.enqueue(["stages": [["task": "noop"]]])
+            _ = try await server.job(discarded) { $0["state"] == "discarded" }
+            _ = try await server.job(completed) { $0["state"] == "completed" }
+            _ = try await server.job(group) { job in
+                job["stages"]?.items.first?["members"]?.items.allSatisfy { $0["state"] == "running" } == true
+            }
+            try await Browser.with { browser in
+                try await Self.signIn(browser, server, token: Token.read)
+                try await browser.waitForText("h1") { $0 == "Overview" }
+                let headings = try await browser.run(
+                    "return [...document.querySelectorAll('table.queues thead th.num')].map(th => th.textContent)")
+                #expect(headings.items.contains("completions (24 h)"), "\(headings)")
+                let counts = try await browser.run(
+                    "return [...document.querySelectorAll('table.queues a.count')].map(a => [a.getAttribute('href'), a.textContent, a.className])"
+                ).items.map {
+                    (
+                        $0.items[0].stringValue ?? "", Int($0.items[1].stringValue ?? "") ?? -1,
+                        $0.items[2].stringValue ?? ""
+                    )
+                }
+                #expect(counts.count == 2 * 8, "two queues of eight states")
+                #expect(counts.contains { $0.0.contains("state=running") && $0.1 == 0 }, "members run, no job does")
+                #expect(
+                    counts.contains { $0.0.contains("state=waiting") && $0.1 == 4 }, "the group and three in the lane")
+                for (link, count, kind) in counts {
+                    try await browser.open(server.base + link)
+                    try await browser.waitForText("h1") { $0 == "Jobs" }
+                    let listed = try await browser.count("table.jobs tbody tr")
+                    if kind.contains("s-completed") {
+                        // Completions are counted from the history (each worker adds its own every
+                        // few seconds), not rows: the link lists the jobs that completed since.
+                        let states = try await browser.run(
+                            "return [...document.querySelectorAll('table.jobs tbody .badge')].map(b => b.textContent)")
+                        #expect(states.items.allSatisfy { $0 == "completed" }, "\(link): \(states)")
+                        #expect(link.contains("finished_from="))
+                    } else {
+                        #expect(listed == count, "\(link): the count says \(count), the list holds \(listed)")
+                    }
+                }
+                #expect(try await browser.consoleErrors() == [])
+            }
+        }
+    }
+
     /// An operator finds a job by its id from any page (`/` goes to the box), and a tenant's jobs by
     /// a metadata or args value from the jobs page.
     @Test func anOperatorFindsAJobByItsIdOrWhatItCarries() async throws {

@@ -106,6 +106,10 @@ struct UpgradeTests {
     /// made by 0019_schema.sql alone.
     static func backToVersion19(_ db: TestDatabase) async throws {
         let schema = db.configuration.schema
+        // 0024_top_level_counts.sql
+        try await db.pool.execute("DROP INDEX \(unescaped: schema).jobs_state_id")
+        try await db.pool.execute(
+            "CREATE INDEX jobs_state_id ON \(unescaped: schema).jobs (state, id, queue) WHERE state <> 'completed'")
         // 0023_job_tags.sql
         try await db.pool.execute("DROP TABLE \(unescaped: schema).job_tags")
         // 0022_rate_tokens.sql

@@ -14,8 +14,9 @@ struct Queues: AsyncParsableCommand {
             abstract: "Each queue: jobs per state and how long its oldest available job has waited.",
             discussion: """
                 STATUS is paused, unserved (jobs are available and no live worker serves the queue) or \
-                active; WORKERS counts the live workers serving it. DONE, DISC and CANC count the jobs \
-                that finished in the last 24 hours.
+                active; WORKERS counts the live workers serving it. Each state counts the jobs \
+                `baton jobs list --queue Q --state S` lists (group members are in their parent), but \
+                DONE: the completions of the last 24 hours (group members' included).
                 """)
 
         @OptionGroup var local: AdminOptions

@@ -101,24 +101,21 @@ extension Store {
             """, logger: logger)
     }
 
-    /// Each queue's jobs per state without counting finished rows: unfinished jobs from
-    /// `jobs_state_id` (an index-only scan of them alone), completed, discarded and cancelled ones
-    /// over the history since `finishedSince`; with each queue's oldest available job, whether
-    /// it is paused, and how many live workers serve it. Queues are those with such jobs, history
-    /// or a pause.
+    /// Each queue's jobs per state, each the number of jobs `GET /v1/jobs?queue=…&state=…` lists
+    /// (group members left out, as there): every state but completed from `jobs_state_id` (an
+    /// index-only scan of those jobs alone); completed ones are not counted row by row but taken
+    /// from the history since `finishedSince`, which counts completions (group members' included);
+    /// with each queue's oldest available job, whether it is paused, and how many live workers
+    /// serve it. Queues are those with such jobs, history or a pause.
     package func queueSummaries(finishedSince: Date) async throws -> [QueueStatus] {
         let rows = try await pool.read(
             """
             WITH counts AS (
                 SELECT queue, state::text AS state, count(*)::int AS n FROM \(unescaped: schema).jobs
-                WHERE state IN ('scheduled', 'available', 'running', 'retryable', 'waiting') GROUP BY queue, state
+                WHERE state <> 'completed' AND parent_id IS NULL GROUP BY queue, state
                 UNION ALL
-                SELECT queue, s.state, s.n FROM (
-                    SELECT queue, sum(completed)::int AS completed, sum(discarded)::int AS discarded,
-                           sum(cancelled)::int AS cancelled
-                    FROM \(unescaped: schema).queue_minutes WHERE minute >= \(finishedSince) GROUP BY queue) h,
-                LATERAL (VALUES ('completed', h.completed), ('discarded', h.discarded), ('cancelled', h.cancelled))
-                    AS s(state, n)
+                SELECT queue, 'completed', sum(completed)::int
+                FROM \(unescaped: schema).queue_minutes WHERE minute >= \(finishedSince) GROUP BY queue
             ), oldest AS (
                 SELECT queue, min(run_at) AS at FROM \(unescaped: schema).jobs WHERE state = 'available' GROUP BY queue
             ), names AS (

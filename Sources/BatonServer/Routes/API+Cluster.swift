@@ -4,9 +4,9 @@ import BatonPostgres
 import Foundation
 
 extension API {
-    /// `GET /v1/queues`: unfinished jobs per state now, finished ones over the last day (from the
-    /// per-minute history: no finished row is counted, however many are kept), the oldest
-    /// available job's age, paused or not.
+    /// `GET /v1/queues`: jobs per state now, as `GET /v1/jobs` lists them, completions over the last
+    /// day (from the per-minute history: no completed row is counted, however many are kept), the
+    /// oldest available job's age, paused or not.
     func listQueues(_ input: Operations.ListQueues.Input) async throws -> Operations.ListQueues.Output {
         let now = Date()
         let summaries = try await store.queueSummaries(finishedSince: now.addingTimeInterval(-86400))

@@ -244,7 +244,8 @@ extension API {
         var filter = JobFilter(
             queue: queue, lane: try Self.name(query.lane, "lane"), task: try Self.name(query.task, "task"),
             error: query.error, createdAfter: query.createdAfter, createdBefore: query.createdBefore,
-            queues: scopedQueues, limit: try Self.limit(query.limit, default: 50))
+            finishedAfter: query.finishedAfter, finishedBefore: query.finishedBefore, queues: scopedQueues,
+            limit: try Self.limit(query.limit, default: 50))
         // An `enqueue` token lists the jobs it enqueued, as it reads them.
         if let caller = Caller.current, caller.role == .enqueue { filter.enqueuedBy = caller.fingerprints }
         if let states = query.state {

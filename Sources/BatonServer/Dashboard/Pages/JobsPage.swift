@@ -4,7 +4,7 @@ import Foundation
 import Hummingbird
 
 /// `/ui/jobs`: jobs newest first, filtered by state, queue, lane, task, text in the last error,
-/// a metadata or args value (`tenant=42`) and creation time, paged with the API's cursors;
+/// a metadata or args value (`tenant=42`), creation time and finishing time, paged with the API's cursors;
 /// `?id=4981` (the box atop every page) opens that job. Admins select jobs, or take every job the filters
 /// match, and cancel, retry or delete them together (`POST /v1/jobs/bulk`).
 extension Dashboard {
@@ -46,6 +46,7 @@ extension Dashboard {
         var filterArgs: String
         var filterFrom: String
         var filterTo: String
+        var filterFinishedFrom: String
         var filtered: Bool
         var filterFields: [Field]
         var older: String?
@@ -65,12 +66,13 @@ extension Dashboard {
         }
         let state = text("state").flatMap { JobState(rawValue: $0) == nil ? nil : $0 }
         let (from, to) = (text("from").flatMap(Self.minute), text("to").flatMap(Self.minute))
+        let finishedFrom = text("finished_from").flatMap(Self.minute)
         let listed = try await asCaller(session, ["listJobs"]) {
             try await api.listJobs(
                 .init(
                     query: .init(
                         state: state, queue: text("queue"), lane: text("lane"), task: text("task"),
-                        error: text("error"), createdAfter: from, createdBefore: to,
+                        error: text("error"), createdAfter: from, createdBefore: to, finishedAfter: finishedFrom,
                         metadata: text("metadata").map { [$0] }, args: text("args").map { [$0] }, limit: 50,
                         cursor: text("cursor")))
             ).ok.body.json
@@ -89,7 +91,7 @@ extension Dashboard {
             states: Self.shownStates.map { Jobs.Option(value: $0, selected: $0 == state) },
             filterQueue: text("queue") ?? "", filterLane: text("lane") ?? "", filterTask: text("task") ?? "",
             filterError: text("error") ?? "", filterMetadata: text("metadata") ?? "", filterArgs: text("args") ?? "",
-            filterFrom: text("from") ?? "", filterTo: text("to") ?? "",
+            filterFrom: text("from") ?? "", filterTo: text("to") ?? "", filterFinishedFrom: text("finished_from") ?? "",
             filtered: !filters.isEmpty,
             filterFields: (kept.queryItems ?? []).map { Jobs.Field(name: $0.name, value: $0.value ?? "") },
             older: listed.nextCursor.map {
@@ -134,6 +136,7 @@ extension Dashboard {
                 state: state.map { [$0] }, queue: text("queue"), lane: text("lane"), task: text("task"),
                 error: text("error"), createdAfter: text("from").flatMap(Self.minute),
                 createdBefore: text("to").flatMap(Self.minute),
+                finishedAfter: text("finished_from").flatMap(Self.minute),
                 metadata: try Self.keyValue(text("metadata"), "metadata"),
                 args: try Self.keyValue(text("args"), "args"))
             var kept = URLComponents()
@@ -196,7 +199,9 @@ extension Dashboard {
     }
 
     /// The list's filters, as its form and links name them.
-    static let filterNames = ["state", "queue", "lane", "task", "error", "metadata", "args", "from", "to"]
+    static let filterNames = [
+        "state", "queue", "lane", "task", "error", "metadata", "args", "from", "to", "finished_from",
+    ]
 
     /// A `key=value` filter field as the bulk filter takes it.
     static func keyValue(_ text: String?, _ field: String) throws -> Components.Schemas.KeyValues? {

@@ -4,8 +4,8 @@ import BatonPostgres
 import Foundation
 import Hummingbird
 
-/// `/ui`: every queue with its unfinished jobs per state and those that finished over the last
-/// day (from the history), paused or not, its oldest available job's age, and charts of its
+/// `/ui`: every queue with its jobs per state (each the number its link lists) and its
+/// completions over the last day (from the history), paused or not, its oldest available job's age, and charts of its
 /// throughput and pickup wait over the last hour or day; live workers and blocked lanes. Admins
 /// pause and resume queues here. Nothing on it counts finished rows: an index-only scan of
 /// unfinished jobs and the per-minute history.
@@ -74,10 +74,11 @@ extension Dashboard {
         let start = Date(timeIntervalSince1970: end - binSeconds * Double(count - 1))
         // The four reads at once: the page waits for the slowest, not for their sum.
         let cluster = caller.queues == nil
+        let dayAgo = now.addingTimeInterval(-86400)
         let (queues, history, workers, lanes) = try await asCaller(
             session, ["listQueues"] + (cluster ? ["listWorkers", "listLanes"] : [])
         ) {
-            async let queues = api.store.queueSummaries(finishedSince: now.addingTimeInterval(-86400))
+            async let queues = api.store.queueSummaries(finishedSince: dayAgo)
             async let history = api.store.history(since: start, bin: bin)
             async let workers = cluster ? api.listWorkers(.init()).ok.body.json.workers.count : 0
             async let lanes = cluster ? api.store.laneCounts() : (lanes: 0, blocked: 0)
@@ -108,7 +109,8 @@ extension Dashboard {
                         Overview.Queue.Count(
                             state: state, label: Self.stateHeading(state),
                             count: queue.counts[JobState(rawValue: state) ?? .available] ?? 0,
-                            link: "/ui/jobs?queue=\(link)&state=\(state)")
+                            link: "/ui/jobs?queue=\(link)&state=\(state)"
+                                + (state == "completed" ? "&finished_from=" + Self.minuteText(dayAgo) : ""))
                     },
                     oldest: queue.oldestAvailable.map { DashboardText.relative($0, now: now) },
                     action: "/ui/queues/\(Self.path(name))/\(queue.paused ? "resume" : "pause")",
@@ -139,9 +141,17 @@ extension Dashboard {
             overview)
     }
 
-    /// A state's column heading: finished states count the last 24 hours.
+    /// A state's column heading. Each counts the jobs its link lists, but completed: the completions
+    /// of the last 24 hours, from the history (group members' included), not a count of rows; its
+    /// link lists the jobs that completed since.
     static func stateHeading(_ state: String) -> String {
-        ["completed", "discarded", "cancelled"].contains(state) ? state + " (24 h)" : state
+        state == "completed" ? "completions (24 h)" : state
+    }
+
+    /// `date` as a `datetime-local` value in UTC, to the minute (`2026-11-25T14:03`), as the jobs
+    /// page's time filters take it.
+    static func minuteText(_ date: Date) -> String {
+        String(RFC3339.format(date).prefix(16))
     }
 
     /// The flags at the top of the overview: queues with work that nothing will run (no live

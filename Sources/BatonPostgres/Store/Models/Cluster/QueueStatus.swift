@@ -4,7 +4,9 @@ import Foundation
 /// One queue as operators see it.
 public struct QueueStatus: Sendable, Hashable {
     public var name: String
-    /// Jobs per state (absent states: none).
+    /// Jobs per state (absent states: none), as the job lists count them (group members are in
+    /// their parent); `completed`: completions over the last day, from the history (group
+    /// members' included), not a count of rows.
     public var counts: [JobState: Int]
     /// The due time of the oldest available job: how long the queue has kept work waiting.
     public var oldestAvailable: Date?

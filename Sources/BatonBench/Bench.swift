@@ -81,6 +81,11 @@ struct Bench: AsyncParsableCommand {
             discussion: "Priorities 0, 1 and 2 in turn; one job in ten due 2 s after it is offered (its pickup "
                 + "counted from then); one in ten failing its first attempt, retried 1 s later."))
     var mixed = false
+    @Flag(
+        help: ArgumentHelp(
+            "Each stage logs one line through context.logger (at debug: kept with the attempt, not printed).",
+            discussion: "What keeping a stage's log costs: compare a run with it and one without."))
+    var logLine = false
     @Flag(help: "Print one JSON object instead of a summary.") var json = false
 
     var printsJSON: Bool { json }
@@ -216,9 +221,10 @@ struct Bench: AsyncParsableCommand {
     /// the lane width and rate limit the options ask for, set through `baton`.
     func prepare(_ baton: BatonClient, recording recorder: some StageRecorder) async throws -> TaskRegistry {
         var tasks = TaskRegistry(builtins: false)
-        let mixed = self.mixed
+        let (mixed, logLine) = (self.mixed, self.logLine)
         tasks.register("bench") { _, input, context in
             recorder.started(job: context.jobID, stage: context.stageIndex)
+            if logLine { context.logger.debug("bench stage", metadata: ["input": "\(input)"]) }
             // The input is the job's index as JSON text.
             if mixed, context.attempt == 1, context.stageIndex == 0, let index = Int(input),
                 Self.failsFirstAttempt(index)

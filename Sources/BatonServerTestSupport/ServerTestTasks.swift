@@ -31,6 +31,18 @@ package let serverTestTasks: TaskRegistry = {
         }
         return input
     }
+    // Logs `lines` lines (1 by default) of `text` through `context.logger` at info, then fails its
+    // first attempt when `fail_first` is true.
+    tasks.register(name: "chatty") { args, input, context in
+        let logger = context.logger
+        let lines = args["lines"]?.numberValue?.integer(as: Int.self) ?? 1
+        let text = args["text"]?.stringValue ?? "line"
+        for line in 1...max(1, lines) {
+            logger.info("\(text) \(line) of attempt \(context.attempt)", metadata: ["n": "\(line)"])
+        }
+        if args["fail_first"] == true, context.attempt == 1 { throw StageError("first attempt fails after logging") }
+        return input
+    }
     return tasks
 }()
 

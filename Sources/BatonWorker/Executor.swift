@@ -94,7 +94,8 @@ struct Executor: Sendable {
     let logger: Logger
 
     enum Result: Sendable {
-        case ended(StageOutcome)
+        /// How the attempt ended, and what its task logged (``StageLog``), if anything.
+        case ended(StageOutcome, log: String? = nil)
         case stopped(StopReason)
     }
 
@@ -123,9 +124,10 @@ struct Executor: Sendable {
         guard let runner = registry.runners[stage.task] else {
             return .ended(.failed(error: "no task named \"\(stage.task)\" on worker \(workerID)", retry: .byPolicy))
         }
+        let log = StageLog()
         let context = StageContext(
             jobID: job.id, stageIndex: job.stage, stageName: spec.name, attempt: job.attempt, queue: job.queue,
-            lane: stage.lane, metadata: job.metadata, logger: logger,
+            lane: stage.lane, metadata: job.metadata, logger: log.logger(over: logger),
             earlier: job.earlier.map {
                 ($0.stage, job.chain.indices.contains($0.stage) ? job.chain[$0.stage].name : nil, $0.output)
             },
@@ -146,10 +148,11 @@ struct Executor: Sendable {
                 }
             }
             let result = await attempt(stage, runner: runner, job: job, context: context, control: control)
-            if case .ended(.failed(let error, _)) = result {
+            if case .ended(.failed(let error, _), _) = result {
                 span.setStatus(SpanStatus(code: .error, message: error.description))
             }
-            return result
+            guard case .ended(let outcome, _) = result else { return result }
+            return .ended(outcome, log: log.text)
         }
     }
 

@@ -91,6 +91,7 @@ final class StageRunner: Service, Sendable {
         }
         while true {
             let transition: Transition
+            var log: String?
             let started = ContinuousClock.now
             let result = await executor.run(job, control: control)
             // The attempt's last progress is written before its outcome: the next attempt resumes
@@ -106,7 +107,8 @@ final class StageRunner: Service, Sendable {
                 return
             case .stopped(.released):
                 transition = .release
-            case .ended(let outcome):
+            case .ended(let outcome, let kept):
+                log = kept
                 transition = Transition.decide(
                     chain: job.chain, stage: job.stage, runs: job.runs, attempt: job.attempt, outcome: outcome,
                     canHop: { next in self.mayRun(next, after: job, control: control) },
@@ -119,7 +121,7 @@ final class StageRunner: Service, Sendable {
             failures.report(transition, of: job)
             let outcome = Outcome(
                 jobID: job.id, stage: job.stage, attempt: job.attempt, transition: transition, queue: job.queue,
-                heldLane: job.spec.lane)
+                heldLane: job.spec.lane, log: log)
             // Only a hop waits for its commit: the next stage must not start before its input is durable.
             guard case .hop(let output, let target, let queue) = transition else {
                 await completer.submit(outcome)

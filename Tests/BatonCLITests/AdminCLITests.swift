@@ -269,6 +269,29 @@ struct AdminCLITests {
         }
     }
 
+    @Test func jobsLogsPrintsEachAttemptsLog() async throws {
+        try await withServer { server async throws in
+            let id = try await server.enqueue([
+                "stages": [
+                    [
+                        "task": "chatty", "args": ["fail_first": true],
+                        "backoff": ["kind": "constant", "initial": "1ms"],
+                    ]
+                ]
+            ])
+            _ = try await server.job(id) { $0["state"] == "completed" }
+            let logs = try await Self.baton(["jobs", "logs", "\(id)"], server)
+            #expect(logs.status == 0, "\(logs.err)")
+            #expect(logs.lines.count == 4, "\(logs.out)")
+            #expect(logs.lines[0].contains("stage 1 (chatty), attempt 1, failed: first attempt fails after logging"))
+            #expect(logs.lines[1].contains("line 1 of attempt 1"))
+            #expect(logs.lines[2].contains("attempt 2, completed") && logs.lines[3].contains("line 1 of attempt 2"))
+            let none = try await Self.baton(
+                ["jobs", "logs", "\(try await server.enqueue(["stages": [["task": "noop"]]]))"], server)
+            #expect(none.status == 0 && none.err.contains("no attempt logged anything"))
+        }
+    }
+
     @Test func jobsShowDrawsTheChainWithEveryErrorInFull() async throws {
         try await withServer { server async throws in
             let chain = try await server.enqueue([

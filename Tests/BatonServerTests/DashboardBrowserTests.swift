@@ -238,6 +238,32 @@ struct DashboardBrowserTests {
         }
     }
 
+    /// Each attempt on a job's page shows what its task logged.
+    @Test func theJobPageShowsEachAttemptsLog() async throws {
+        try await withServer { server async throws in
+            let id = try await server.enqueue([
+                "stages": [
+                    [
+                        "task": "chatty", "args": ["fail_first": true],
+                        "backoff": ["kind": "constant", "initial": "1ms"],
+                    ]
+                ]
+            ])
+            _ = try await server.job(id) { $0["state"] == "completed" }
+            try await Browser.with { browser in
+                try await Self.signIn(browser, server, token: Token.read)
+                try await browser.waitForText("h1") { $0 == "Overview" }
+                try await browser.open(server.base + "/ui/jobs/\(id)")
+                try await browser.waitForText("[data-live=job] h1 .badge") { $0 == "completed" }
+                #expect(try await browser.count(".attempts details.log") == 2)
+                let logs = try await browser.run(
+                    "return [...document.querySelectorAll('.attempts details.log pre')].map(p => p.textContent)")
+                #expect(logs.items.map { $0.stringValue?.contains("line 1 of attempt") == true } == [true, true])
+                #expect(try await browser.consoleErrors() == [])
+            }
+        }
+    }
+
     /// An operator finds a job by its id from any page (`/` goes to the box), and a tenant's jobs by
     /// a metadata or args value from the jobs page.
     @Test func anOperatorFindsAJobByItsIdOrWhatItCarries() async throws {

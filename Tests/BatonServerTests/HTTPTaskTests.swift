@@ -996,6 +996,12 @@ struct HTTPTaskTests {
                 #expect(echoed["output"]?["headers"]?["x-echo"] == "Bearer [redacted] token=[redacted]")
                 #expect(Self.lastError(refused).contains("bad token Bearer [redacted]"))
                 #expect(logs.text.contains("http request"), "the requests were logged, redacted")
+                // Each request is in its attempt's log: method, URL (redacted), status, duration.
+                let kept = try #require(echoed["stages"]?.items.first?["log"]?.stringValue, "\(echoed)")
+                #expect(kept.contains("http request") && kept.contains("method=GET") && kept.contains("status=200"))
+                #expect(kept.contains("token=[redacted]") && kept.contains("elapsed="), "\(kept)")
+                let failed = refused["stages"]?.items.first?["errors"]?.items.last?["log"]?.stringValue ?? ""
+                #expect(failed.contains("status=400"), "\(refused)")
             }
         }
     }

@@ -18,7 +18,8 @@
 -- for a hop applied as an advance (its next stage's queue is rate limited: the worker must not
 -- run it).
 --   p_batch: [{"id", "stage", "attempt", "kind", "output"?, "error"?, "code"?, "details"?, "delay_ms"?,
---             "lane"?, "target"?, "queue"?, "pause"?}, …]
+--             "lane"?, "target"?, "queue"?, "pause"?, "log"?}, …]
+-- `log`: what the task logged during the attempt, kept in the attempt's entry (results or errors).
 -- `target`: the position a hop or advance goes to, when a `goto` or `repeat` chose it (else the next).
 -- `results` is the path taken: one entry per run, with the position it ran at (`stage`); a stage's
 -- input is the last entry's output (the job's input before any). A repeated stage keeps its place
@@ -110,7 +111,7 @@ BEGIN
     WITH b AS (
         SELECT * FROM jsonb_to_recordset(p_batch)
             AS b(id bigint, stage int, attempt int, kind text, output jsonb, error text, code text, details jsonb,
-                 delay_ms bigint, lane text, target int, queue text)
+                 delay_ms bigint, lane text, target int, queue text, log text)
     ), upd AS (
         UPDATE jobs j SET
             state = (CASE b.kind
@@ -130,13 +131,15 @@ BEGIN
             results = CASE WHEN b.kind IN ('hop', 'advance', 'complete')
                 THEN j.results || jsonb_build_array(jsonb_build_object(
                     'stage', j.stage, 'output', coalesce(b.output, 'null'), 'attempts', j.attempt,
-                    'started_at', j.attempted_at, 'finished_at', now()))
+                    'started_at', j.attempted_at, 'finished_at', now())
+                    || CASE WHEN b.log IS NULL THEN '{}' ELSE jsonb_build_object('log', b.log) END)
                 ELSE j.results END,
             errors = CASE WHEN b.kind IN ('retry', 'discard')
                 THEN j.errors || jsonb_build_array(jsonb_build_object(
                     'stage', j.stage, 'attempt', j.attempt, 'at', now(), 'worker', p_worker, 'error', b.error)
                     || CASE WHEN b.code IS NULL THEN '{}' ELSE jsonb_build_object('code', b.code) END
-                    || CASE WHEN b.details IS NULL THEN '{}' ELSE jsonb_build_object('details', b.details) END)
+                    || CASE WHEN b.details IS NULL THEN '{}' ELSE jsonb_build_object('details', b.details) END
+                    || CASE WHEN b.log IS NULL THEN '{}' ELSE jsonb_build_object('log', b.log) END)
                 ELSE j.errors END,
             run_at = CASE WHEN b.kind IN ('retry', 'snooze', 'await') THEN now() + b.delay_ms * interval '1 millisecond'
                           WHEN b.kind IN ('advance', 'release') THEN now() ELSE j.run_at END,

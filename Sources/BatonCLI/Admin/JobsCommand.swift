@@ -7,7 +7,9 @@ import Foundation
 struct Jobs: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "List, show, cancel, retry, delete, wait for and signal jobs.",
-        subcommands: [List.self, Show.self, Cancel.self, Retry.self, Skip.self, Delete.self, Wait.self, Signal.self],
+        subcommands: [
+            List.self, Show.self, Logs.self, Cancel.self, Retry.self, Skip.self, Delete.self, Wait.self, Signal.self,
+        ],
         defaultSubcommand: List.self)
 }
 
@@ -102,6 +104,58 @@ extension Jobs {
             let console = admin.console
             if admin.json { return try console.json(job) }
             console.out(JobTree(job, console: console, now: Date()).lines().joined(separator: "\n"))
+        }
+    }
+
+    struct Logs: AdminCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "What a job's tasks logged, attempt by attempt, oldest first.",
+            discussion: """
+                Each attempt that ran a task and logged something, headed by its stage, task and how \
+                it ended; the last 64 KiB of each are kept. Group members are jobs of their own: \
+                `baton jobs logs MEMBER-ID`.
+                """)
+
+        @Argument(help: "The job's id.")
+        var id: JobID
+
+        @OptionGroup var local: AdminOptions
+        @ParentCommand var root: BatonCommand
+
+        func run() async throws {
+            let job = try await admin.client().call { baton in try await baton.job(id.value) }
+            let console = admin.console
+            let attempts = Self.attempts(of: job)
+            if admin.json {
+                return try console.json(
+                    JSONValue.array(
+                        attempts.map {
+                            [
+                                "stage": .number(JSONNumber($0.stage)), "attempt": .number(JSONNumber($0.attempt)),
+                                "outcome": .string($0.outcome), "log": .string($0.log),
+                            ]
+                        }))
+            }
+            guard !attempts.isEmpty else { return console.err("job \(id.value): no attempt logged anything") }
+            for attempt in attempts {
+                console.out(
+                    "── stage \(attempt.stage + 1) (\(attempt.label)), attempt \(attempt.attempt), \(attempt.outcome)")
+                console.out(attempt.log)
+            }
+        }
+
+        /// Every attempt with a log, stage by stage: its failed attempts, then the one that completed it.
+        static func attempts(of job: JobView) -> [(
+            stage: Int, label: String, attempt: Int, outcome: String, log: String
+        )] {
+            job.stages.flatMap { stage in
+                let label = stage.name ?? stage.task ?? "stage"
+                let failed = stage.errors.compactMap { error in
+                    error.log.map { (stage.index, label, error.attempt, "failed: \(error.error)", $0) }
+                }
+                let completed = stage.log.map { [(stage.index, label, stage.attempts, "completed", $0)] } ?? []
+                return failed + completed
+            }
         }
     }
 }

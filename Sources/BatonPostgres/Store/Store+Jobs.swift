@@ -24,7 +24,8 @@ extension Store {
             SELECT \(unescaped: Self.recordColumns), \(unescaped: waitFacts), \(unescaped: progressColumn),
                 (SELECT json_agg(json_build_array(m.parent_stage, m.member_index, m.id, m.state, m.attempt,
                         CASE WHEN m.state = 'completed' THEN m.results -> 0 -> 'output' END, m.errors,
-                        m.chain -> m.stage ->> 'task', m.chain -> m.stage ->> 'lane')
+                        m.chain -> m.stage ->> 'task', m.chain -> m.stage ->> 'lane',
+                        CASE WHEN m.state = 'completed' THEN m.results -> 0 ->> 'log' END)
                     ORDER BY m.parent_stage, m.member_index)
                  FROM \(unescaped: schema).jobs m WHERE m.parent_id = j.id)::text
             FROM \(unescaped: schema).jobs j WHERE id = \(id)
@@ -36,7 +37,7 @@ extension Store {
             job,
             try members.map { member in
                 let fields = member.arrayValue ?? []
-                guard fields.count == 9 else {
+                guard fields.count == 10 else {
                     throw BatonError.invalidChain(path: "members", reason: "unreadable member row")
                 }
                 return MemberRecord(
@@ -44,7 +45,8 @@ extension Store {
                     id: try fields[2].decode(as: Int64.self),
                     state: JobState(rawValue: fields[3].stringValue ?? "") ?? .available,
                     attempt: try fields[4].decode(as: Int.self), output: fields[5] == .null ? nil : fields[5],
-                    errors: try fields[6].decode(as: [JobRecord.AttemptError].self), task: fields[7].stringValue,
+                    log: fields[9].stringValue, errors: try fields[6].decode(as: [JobRecord.AttemptError].self),
+                    task: fields[7].stringValue,
                     lane: fields[8].stringValue)
             }
         )

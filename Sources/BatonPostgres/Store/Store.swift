@@ -363,6 +363,7 @@ extension Store {
             case .await(let timeout):
                 json += "\"kind\":\"await\",\"delay_ms\":\(timeout.milliseconds)"
             }
+            if let log = outcome.log { json += ",\"log\":\(jsonString(log))" }
             json += "}"
         }
         return json + "]"

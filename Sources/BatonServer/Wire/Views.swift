@@ -71,7 +71,7 @@ extension Components.Schemas.Stage {
             lane: spec.lane, queue: spec.task?.queue, rate: spec.task?.rate, state: state,
             attempts: attempts, runs: runs.count,
             maxAttempts: spec.task?.retry.maxAttempts ?? spec.awaited?.maxAttempts, startedAt: startedAt,
-            finishedAt: result?.finishedAt.flatMap(RFC3339.parse), output: result?.output ?? .null,
+            finishedAt: result?.finishedAt.flatMap(RFC3339.parse), output: result?.output ?? .null, log: result?.log,
             errors: job.errors.filter { $0.stage == index }.map(Components.Schemas.AttemptError.init),
             members: isGroup ? members.map(Components.Schemas.Member.init) : nil,
             progress: job.progress.first { $0.stage == index }.map(Components.Schemas.StageProgress.init))
@@ -90,7 +90,7 @@ extension Components.Schemas.AttemptError {
     fileprivate init(_ error: JobRecord.AttemptError) {
         self.init(
             attempt: error.attempt, at: RFC3339.parse(error.at) ?? .distantPast, worker: error.worker,
-            error: error.error, code: error.code, details: error.details)
+            error: error.error, code: error.code, log: error.log, details: error.details)
     }
 }
 
@@ -98,7 +98,8 @@ extension Components.Schemas.Member {
     fileprivate init(_ member: MemberRecord) {
         self.init(
             index: member.index, id: member.id, state: .init(member.state), attempts: member.attempt,
-            output: member.output ?? .null, errors: member.errors.map(Components.Schemas.AttemptError.init),
+            output: member.output ?? .null, log: member.log,
+            errors: member.errors.map(Components.Schemas.AttemptError.init),
             task: member.task, lane: member.lane)
     }
 }

@@ -13,8 +13,10 @@ public struct JobRecord: Sendable {
         public var attempts: Int
         public var startedAt: String?
         public var finishedAt: String?
+        /// What the task logged during the attempt that succeeded (``StageLog`` in the worker).
+        public var log: String?
         enum CodingKeys: String, CodingKey {
-            case stage, output, attempts, startedAt = "started_at", finishedAt = "finished_at"
+            case stage, output, attempts, startedAt = "started_at", finishedAt = "finished_at", log
         }
     }
 
@@ -31,6 +33,8 @@ public struct JobRecord: Sendable {
         public var error: String
         public var code: String?
         public var details: JSONValue?
+        /// What the task logged during the attempt.
+        public var log: String?
 
         /// The failure as a value.
         public var failure: StageError { StageError(error, code: code, details: details) }

@@ -10,6 +10,8 @@ public struct MemberRecord: Sendable {
     public var state: JobState
     public var attempt: Int
     public var output: JSONValue?
+    /// What its task logged during the attempt that completed it.
+    public var log: String? = nil
     public var errors: [JobRecord.AttemptError]
     /// Its current (or last) stage's task, and lane if it names one.
     public var task: String? = nil

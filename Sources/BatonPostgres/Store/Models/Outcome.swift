@@ -13,9 +13,13 @@ package struct Outcome: Sendable {
     /// (a hint for slot reservation; the database decides).
     package var queue: String?
     package var heldLane: String?
+    /// What the task logged during the attempt, kept with it (its entry in the job's results or
+    /// errors); nil: nothing.
+    package var log: String?
 
     package init(
-        jobID: Int64, stage: Int, attempt: Int, transition: Transition, queue: String? = nil, heldLane: String? = nil
+        jobID: Int64, stage: Int, attempt: Int, transition: Transition, queue: String? = nil, heldLane: String? = nil,
+        log: String? = nil
     ) {
         self.jobID = jobID
         self.stage = stage
@@ -23,6 +27,7 @@ package struct Outcome: Sendable {
         self.transition = transition
         self.queue = queue
         self.heldLane = heldLane
+        self.log = log
     }
 
     /// Whether applying this may let another job take the lane.

@@ -43,6 +43,8 @@ extension Dashboard {
                 /// The failure's code and details, when the task gave them.
                 var code: String?
                 var details: String?
+                /// What its task logged (``StageLog`` in the worker).
+                var log: String? = nil
             }
 
             var number: Int
@@ -192,7 +194,8 @@ extension Dashboard {
         var points = stage.errors.map {
             JobView.Stage.Attempt(
                 outcome: "failed", summary: "Attempt \($0.attempt) failed at \(DashboardText.time($0.at))",
-                worker: $0.worker, error: $0.error, code: $0.code, details: $0.details.map { DashboardText.json($0) })
+                worker: $0.worker, error: $0.error, code: $0.code, details: $0.details.map { DashboardText.json($0) },
+                log: $0.log)
         }
         guard let start = stage.startedAt, stage.members == nil else { return points }
         let started = DashboardText.time(start)
@@ -203,8 +206,8 @@ extension Dashboard {
             let took = DashboardText.span(end.timeIntervalSince(start))
             points.append(
                 .init(
-                    outcome: "completed", summary: "Attempt \(stage.attempts) completed in \(took), started \(started)")
-            )
+                    outcome: "completed", summary: "Attempt \(stage.attempts) completed in \(took), started \(started)",
+                    log: stage.log))
         default: break
         }
         return points

@@ -29,8 +29,11 @@
   async function refresh() {
     const regions = [...document.querySelectorAll("[data-live]")];
     if (refreshing || regions.length === 0 || regions.every((region) => region.hasAttribute("data-live-stop"))) return;
-    // A selection under way, or a details element opened, is not swept away.
+    // A selection under way, or text being typed into a form of a live region (a skip's reason),
+    // is not swept away; an opened details element is kept open below.
     if (document.querySelector("[data-live] input[type=checkbox]:checked")) return;
+    const typing = [...document.querySelectorAll("[data-live] input:not([type=hidden]), [data-live] textarea")];
+    if (typing.some((field) => field === document.activeElement || field.value !== field.defaultValue)) return;
     refreshing = true;
     try {
       const response = await fetch(location.href, { headers: { "X-Baton-Live": "1" }, credentials: "same-origin" });

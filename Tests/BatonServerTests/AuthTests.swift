@@ -72,10 +72,22 @@ struct AuthTests {
                 (nil, nil), ("not-a-token", nil), (Token.admin, "admin"), (Token.enqueue, "enqueue"),
                 (Token.read, "read"),
             ]
+            // A job of the caller's own for each call, for the routes on one job, so that the role
+            // decides: enqueued in one batch (one call per row and token doubled the test's calls,
+            // which a loaded machine made take minutes).
+            let enqueued = try await server.call(
+                .POST, "/v1/jobs/batch", token: Token.enqueue,
+                body: [
+                    "jobs": .array(
+                        Array(repeating: ["stages": [["task": "noop"]]], count: Self.table.count * tokens.count))
+                ])
+            let ids = (enqueued["jobs"]?.items ?? []).compactMap { $0["id"]?.int64 }
+            try #require(ids.count == Self.table.count * tokens.count, "\(enqueued.text)")
+            var next = 0
             for (method, template, expect) in Self.table {
                 for (token, role) in tokens {
-                    // A job of the caller's own for the routes on one job, so that the role decides.
-                    let id = try await server.enqueue(["stages": [["task": "noop"]]], token: Token.enqueue)
+                    let id = ids[next]
+                    next += 1
                     var path = template.replacingOccurrences(of: "{id}", with: "\(id)")
                         .replacingOccurrences(of: "{name}", with: "q-auth").replacingOccurrences(
                             of: "{lane}", with: "q-auth"

@@ -54,6 +54,15 @@ public struct StageSpec: Sendable, Hashable, Codable {
         return nil
     }
 
+    /// Whether it, or a member of it, has args: what a job is found by besides its metadata.
+    package var hasArgs: Bool {
+        switch body {
+        case .task(let task): task.args != [:]
+        case .group(let members): members.contains(where: \.hasArgs)
+        case .await: false
+        }
+    }
+
     /// The signal an await stage waits for.
     public var awaited: AwaitStage? {
         if case .await(let stage) = body { return stage }

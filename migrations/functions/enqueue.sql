@@ -4,7 +4,9 @@
 -- that the control plane answers without reading the jobs back; new jobs outside lanes are
 -- answered from the insert's RETURNING.
 --   p_jobs: [{"queue", "priority", "run_at"?, "chain", "input", "metadata", "key"?, "owner"?,
---             "key_owners"?, "unique_key"?, "unique_states"?, "home_queue"?}, …]
+--             "key_owners"?, "unique_key"?, "unique_states"?, "home_queue"?, "no_tags"?}, …]
+-- `no_tags`: the caller has seen that the job has no metadata and no stage with args, so nothing to
+-- find it by (`tags_of`) need be looked for (a caller of the version before sends none: then it is).
 -- `queue` is the first stage's (its own, when it names one; then `home_queue` is the job's).
 -- A batch of at most 100 jobs wakes workers in the same transaction: a NOTIFY `q:<queue>` on
 -- `<schema>_events` for each queue that gained available jobs, delivered at commit, so that the
@@ -32,14 +34,17 @@ DECLARE
     v_run_at timestamptz[];
     v_created_at timestamptz[];
     v_taken bigint;
+    -- Whether a job may have something to be found by (`tags_of`).
+    v_tagged boolean;
     -- Whether a limit binds a whole queue or lane: then each stage's key is looked up.
     v_scoped boolean := scoped_rate_limits();
 BEGIN
     -- Lock the lanes entered before inserting, so that their entry time (taken after the lock)
     -- orders them the way the lane lock serialises them.
-    SELECT array_agg(DISTINCT l) INTO v_lanes FROM (
-        SELECT j -> 'chain' -> 0 ->> 'lane' AS l FROM jsonb_array_elements(p_jobs) j
-    ) x WHERE l IS NOT NULL;
+    SELECT array_agg(DISTINCT l) FILTER (WHERE l IS NOT NULL), bool_or(t) INTO v_lanes, v_tagged FROM (
+        SELECT j -> 'chain' -> 0 ->> 'lane' AS l, (j -> 'no_tags') IS DISTINCT FROM 'true' AS t
+        FROM jsonb_array_elements(p_jobs) j
+    ) x;
     IF v_lanes IS NOT NULL THEN
         PERFORM lock_lanes(v_lanes);
     END IF;
@@ -88,17 +93,22 @@ BEGIN
         RETURNING jobs.id, jobs.queue, jobs.state, jobs.run_at, jobs.created_at
     ), ins AS (
         SELECT * FROM plain UNION ALL SELECT * FROM keyed
-    ), tagged AS (
-        -- What each new job is found by (`tags_of`), written once, here; deleted with the job.
-        INSERT INTO job_tags (name, value, job_id)
-        SELECT DISTINCT left(t.name, 120), left(t.value, 200), i.new_id
-        FROM ins JOIN input i ON i.new_id = ins.id CROSS JOIN LATERAL tags_of(i.chain, i.metadata) t
     )
     SELECT array_agg(ins.id ORDER BY i.ord), array_agg(ins.id IS NOT NULL ORDER BY i.ord),
            array_agg(ins.queue ORDER BY i.ord), array_agg(ins.state ORDER BY i.ord),
            array_agg(ins.run_at ORDER BY i.ord), array_agg(ins.created_at ORDER BY i.ord)
     INTO v_ids, v_new, v_queues, v_states, v_run_at, v_created_at
     FROM input i LEFT JOIN ins ON ins.id = i.new_id;
+
+    -- What each new job is found by (`tags_of`), written once, here, and deleted with the job; a
+    -- statement only for a batch that may have any.
+    IF v_tagged THEN
+        INSERT INTO job_tags (name, value, job_id)
+        SELECT DISTINCT left(t.name, 120), left(t.value, 200), v.id
+        FROM unnest(v_ids, v_new) WITH ORDINALITY AS v(id, new, ord)
+        CROSS JOIN LATERAL tags_of(p_jobs -> (v.ord::int - 1) -> 'chain', p_jobs -> (v.ord::int - 1) -> 'metadata') t
+        WHERE v.new AND (p_jobs -> (v.ord::int - 1) -> 'no_tags') IS DISTINCT FROM 'true';
+    END IF;
 
     -- the common case (new jobs, no lanes) answers from what the insert returned.
     IF array_position(v_new, false) IS NULL AND v_lanes IS NULL THEN

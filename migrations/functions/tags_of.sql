@@ -2,24 +2,24 @@
 -- of its metadata, and of the args of any of its stages or group members, whose value is a string,
 -- a number or a boolean, named `metadata.<key>` or `args.<key>`, with the value's text (a string as
 -- it is, a number as it was written, `true` or `false`). Objects, arrays and nulls are not found
--- this way. `job_tags` keeps the first 120 characters of a name and the first 200 of a value; a
--- search for a longer one is checked against this function's whole text.
--- SQL without settings of its own, so that the planner inlines it into the statement that calls it.
+-- this way. A pair may come more than once (two stages' args). `job_tags` keeps the first 120
+-- characters of a name and the first 200 of a value; a search for a longer one is checked against
+-- this function's whole text.
+-- SQL without settings of its own, so that the planner inlines it into the statement that calls
+-- it; no JSON path (each one a compiled path per call), only the elements and keys themselves.
 CREATE OR REPLACE FUNCTION tags_of(p_chain jsonb, p_metadata jsonb) RETURNS TABLE (name text, value text)
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-    SELECT DISTINCT t.name, t.value FROM (
-        SELECT 'metadata.' || m.key, m.value #>> '{}'
-        FROM jsonb_each(CASE jsonb_typeof(p_metadata) WHEN 'object' THEN p_metadata END) m
-        WHERE jsonb_typeof(m.value) IN ('string', 'number', 'boolean')
+    SELECT 'metadata.' || m.key, m.value #>> '{}'
+    FROM jsonb_each(CASE jsonb_typeof(p_metadata) WHEN 'object' THEN p_metadata END) m
+    WHERE jsonb_typeof(m.value) IN ('string', 'number', 'boolean')
+    UNION ALL
+    SELECT 'args.' || a.key, a.value #>> '{}'
+    FROM jsonb_array_elements(CASE jsonb_typeof(p_chain) WHEN 'array' THEN p_chain END) s
+    CROSS JOIN LATERAL (
+        SELECT s -> 'args'
         UNION ALL
-        SELECT 'args.' || a.key, a.value #>> '{}'
-        FROM jsonb_path_query(p_chain, 'lax $[*].args ? (@.type() == "object")') s
-        CROSS JOIN LATERAL jsonb_each(s) a
-        WHERE jsonb_typeof(a.value) IN ('string', 'number', 'boolean')
-        UNION ALL
-        SELECT 'args.' || a.key, a.value #>> '{}'
-        FROM jsonb_path_query(p_chain, 'lax $[*].group[*].args ? (@.type() == "object")') s
-        CROSS JOIN LATERAL jsonb_each(s) a
-        WHERE jsonb_typeof(a.value) IN ('string', 'number', 'boolean')
-    ) t(name, value)
+        SELECT g -> 'args' FROM jsonb_array_elements(CASE jsonb_typeof(s -> 'group') WHEN 'array' THEN s -> 'group' END) g
+    ) x(args)
+    CROSS JOIN LATERAL jsonb_each(CASE jsonb_typeof(x.args) WHEN 'object' THEN x.args END) a
+    WHERE jsonb_typeof(a.value) IN ('string', 'number', 'boolean')
 $$;

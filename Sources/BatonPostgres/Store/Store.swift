@@ -123,7 +123,9 @@ extension Store {
     }
 
     /// The batch as `enqueue` reads it: `[{"queue", "priority", "run_at"?, "chain", "input", "metadata",
-    /// "key"?, "owner"?, "key_owners"?}, …]`, written straight to JSON text (no `Codable` on this path).
+    /// "key"?, "owner"?, "key_owners"?, "no_tags"?}, …]`, written straight to JSON text (no `Codable` on
+    /// this path). `no_tags` spares the database looking for what a job without metadata or args is
+    /// found by.
     private static func enqueueBatch(_ jobs: [ValidJob]) -> String {
         var batch: [UInt8] = []
         batch.reserveCapacity(jobs.count * 300)
@@ -165,6 +167,9 @@ extension Store {
             if let owners = job.keyOwners {
                 batch.append(contentsOf: ",\"key_owners\":".utf8)
                 JSONValue.array(owners.map(JSONValue.string)).write(into: &batch)
+            }
+            if job.metadata.objectValue?.isEmpty ?? true, !job.chain.stages.contains(where: \.hasArgs) {
+                batch.append(contentsOf: ",\"no_tags\":true".utf8)
             }
             if let unique = job.unique {
                 batch.append(contentsOf: ",\"unique_key\":".utf8)

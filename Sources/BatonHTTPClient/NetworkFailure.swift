@@ -27,8 +27,10 @@ public enum NetworkFailure {
             default: return "\(error)"
             }
         case let error as NIOConnectionError:
-            if error.connectionErrors.isEmpty, let dns = error.dnsAError ?? error.dnsAAAAError {
-                return "the host name \(error.host) does not resolve (\(dns))"
+            if error.connectionErrors.isEmpty, error.dnsAError ?? error.dnsAAAAError != nil {
+                // The resolver's own words (`SocketAddressError.UnknownHost: Name or service not
+                // known (error -2) for host …, port 80`) say nothing more.
+                return "the host name \(error.host) does not resolve"
             }
             let reasons = Set(
                 error.connectionErrors.map { failure in

@@ -851,6 +851,18 @@ struct HTTPTaskTests {
                 #expect(
                     Self.lastError(closed).hasSuffix("failed: connection refused: nothing listens at 127.0.0.1:1"),
                     "a sentence, not SwiftNIO's errno: \(Self.lastError(closed))")
+
+                // A name that does not resolve (`.invalid` never does), and TLS spoken to a server
+                // that speaks plain HTTP: each a sentence naming where it went and what failed.
+                let unknown = try await run(["method": "GET", "url": "http://nowhere.invalid/"])
+                #expect(
+                    Self.lastError(unknown).hasSuffix("failed: the host name nowhere.invalid does not resolve"),
+                    "\(Self.lastError(unknown))")
+                let port = try #require(URL(string: target.base)?.port)
+                let plain = try await run(["method": "GET", "url": .string("https://127.0.0.1:\(port)/moved")])
+                #expect(
+                    Self.lastError(plain).contains("failed: TLS failed at 127.0.0.1:\(port): "),
+                    "\(Self.lastError(plain))")
             }
         }
     }

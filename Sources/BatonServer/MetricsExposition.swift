@@ -73,6 +73,10 @@ public enum MetricsExposition {
             "Jobs not finished, by queue and state (available, running, scheduled, retryable, waiting).",
         "baton_queue_oldest_available_seconds": "Age of the oldest claimable job of each queue (0: none).",
         "baton_queue_unserved": "1 when the queue has available jobs and no live worker serves it.",
+        "baton_queue_task_unserved":
+            "1 when some of the queue's oldest available jobs are of a task no live worker serving it runs.",
+        "baton_workers_silent": "Registered workers whose last heartbeat is older than their lease.",
+        "baton_schedules_late": "Schedules not paused whose next run is more than a minute overdue.",
         "baton_queue_paused": "1 when the queue is paused (no worker claims from it), 0 when not.",
         "baton_lanes_blocked": "Lanes whose holder failed and waits to retry: nothing behind it moves.",
         "baton_workers_alive": "Workers whose last heartbeat is within their lease.",

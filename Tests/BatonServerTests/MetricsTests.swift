@@ -124,6 +124,14 @@ struct MetricsTests {
             }
             try await Self.awaitState("retryable", job: blocker, base: base)
 
+            // A task no worker runs, in a queue one serves; a worker gone silent ten minutes ago.
+            _ = try await Self.post(base + "/v1/jobs?unchecked=true", #"{"stages": [{"task": "resize"}]}"#)
+            try await db.pool.execute(
+                """
+                INSERT INTO \(unescaped: db.configuration.schema).workers (id, host, pid, queues, tasks, heartbeat_at)
+                VALUES ('gone', 'elsewhere', 1, '{default}', '{noop}', now() - interval '10 minutes')
+                """)
+
             let work = Scrape(try await Self.get(metrics + "/metrics").body)
             let noop = ["queue": "default", "task": "noop"]
             let missing = ["queue": "default", "task": "http"]
@@ -154,6 +162,9 @@ struct MetricsTests {
             #expect((control.value("baton_queue_oldest_available_seconds", ["queue": "idle"]) ?? 0) > 0)
             #expect(control.value("baton_lanes_blocked") == 1)
             #expect(control.value("baton_workers_alive") == 1)
+            #expect(control.value("baton_workers_silent") == 1)
+            #expect(control.value("baton_schedules_late") == 0)
+            #expect(control.value("baton_queue_task_unserved", ["queue": "default", "task": "resize"]) == 1)
             // Every state of a queue present, 0 included; the queue nobody serves flagged.
             #expect(control.value("baton_queue_jobs", ["queue": "idle", "state": "running"]) == 0)
             #expect(control.value("baton_queue_unserved", ["queue": "idle"]) == 1)

@@ -13,8 +13,9 @@ struct Queues: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Each queue: jobs per state and how long its oldest available job has waited.",
             discussion: """
-                STATUS is paused, unserved (jobs are available and no live worker serves the queue) or \
-                active; WORKERS counts the live workers serving it. Each state counts the jobs \
+                STATUS is paused, unserved (jobs are available and no live worker serves the queue), \
+                unserved-task (some of its oldest available jobs are of a task no live worker serving it \
+                runs; named below the table) or active; WORKERS counts the live workers serving it. Each state counts the jobs \
                 `baton jobs list --queue Q --state S` lists (group members are in their parent), but \
                 DONE: the completions of the last 24 hours (group members' included).
                 """)
@@ -33,7 +34,7 @@ struct Queues: AsyncParsableCommand {
                     .init(title: "QUEUE", minimumWidth: 8),
                     .init(
                         title: "STATUS",
-                        color: { $0 == "unserved" ? .red : $0.hasPrefix("paused") ? .yellow : nil }),
+                        color: { $0.hasPrefix("unserved") ? .red : $0.hasPrefix("paused") ? .yellow : nil }),
                     .init(title: "WORKERS", alignRight: true),
                 ]
                     + Self.columns.map { Table.Column(title: $0.title, alignRight: true) }
@@ -46,11 +47,18 @@ struct Queues: AsyncParsableCommand {
                         + [queue.oldestAvailableAgeSeconds.map(Text.span) ?? "-"])
             }
             console.out(table.render(on: console))
+            for queue in queues where !queue.unservedTasks.isEmpty {
+                console.err(
+                    "queue \(queue.name): no live worker serving it runs "
+                        + queue.unservedTasks.map { "task \($0)" }.joined(separator: ", ")
+                        + ", which some of its oldest available jobs wait for")
+            }
         }
 
-        /// Paused first (a resume is what it waits for), then unserved.
+        /// Paused first (a resume is what it waits for), then unserved, then a task unserved.
         static func status(_ queue: Components.Schemas.Queue) -> String {
-            queue.paused ? "paused" : queue.unserved ? "unserved" : "active"
+            queue.paused
+                ? "paused" : queue.unserved ? "unserved" : queue.unservedTasks.isEmpty ? "active" : "unserved-task"
         }
 
         static let columns: [(title: String, state: JobState)] = [

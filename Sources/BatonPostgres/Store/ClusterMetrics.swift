@@ -3,7 +3,7 @@ import Metrics
 import PostgresNIO
 import Synchronization
 
-/// The cluster's state as gauges, read from the database (one statement) when metrics are
+/// The cluster's state as gauges, read from the database (two statements) when metrics are
 /// scraped, at most once a second:
 ///
 /// - `baton_queue_jobs{queue, state}`: jobs not finished, per queue and state (queue depth),
@@ -12,17 +12,23 @@ import Synchronization
 /// - `baton_queue_unserved{queue}`: 1 when the queue has available jobs and no live worker (a
 ///   heartbeat within its lease) serves it.
 /// - `baton_queue_paused{queue}`: 1 when the queue is paused.
+/// - `baton_queue_task_unserved{queue, task}`: 1 when some of the queue's oldest available jobs
+///   are of a task no live worker serving the queue runs (``Store/unservedTasks()``).
 /// - `baton_lanes_blocked`: lanes whose holder failed and waits to retry (nothing behind it moves).
 /// - `baton_workers_alive`: workers whose last heartbeat is within their lease.
+/// - `baton_workers_silent`: registered workers whose last heartbeat is older than their lease.
+/// - `baton_schedules_late`: schedules not paused whose next run is more than a minute overdue
+///   (no worker leads the maintenance that runs them).
 ///
 /// A queue is reported while it has unfinished jobs or is paused, and with zeros once it has
-/// neither, so that a series ends at 0 rather than at its last value.
+/// neither, so that a series ends at 0 rather than at its last value; an unserved task likewise.
 ///
 /// The control plane refreshes them on each `GET /metrics`, so they come from the API: one reader
 /// per scrape rather than one per worker, and none when nobody scrapes.
 package final class ClusterMetrics: Sendable {
     let store: Store
-    private let state = Mutex<(reported: Set<String>, last: ContinuousClock.Instant?)>(([], nil))
+    private let state = Mutex<(reported: Set<String>, tasks: Set<[String]>, last: ContinuousClock.Instant?)>(
+        ([], [], nil))
 
     package init(store: Store) {
         self.store = store
@@ -38,9 +44,10 @@ package final class ClusterMetrics: Sendable {
         }
         guard due else { return }
         do {
-            let previously = state.withLock { $0.reported }
+            let (previously, tasks) = state.withLock { ($0.reported, $0.tasks) }
             let reported = try await read(previously: previously)
-            state.withLock { $0.reported = reported }
+            let unserved = try await readUnservedTasks(previously: tasks)
+            state.withLock { ($0.reported, $0.tasks) = (reported, unserved) }
         } catch {
             store.logger.debug("cluster metrics not read", metadata: ["error": "\(error.logDescription)"])
         }
@@ -66,6 +73,12 @@ package final class ClusterMetrics: Sendable {
             WHERE lane IS NOT NULL AND state = 'retryable'
             UNION ALL
             SELECT 'workers', NULL, NULL, count(*)::float8, NULL, NULL FROM live
+            UNION ALL
+            SELECT 'silent', NULL, NULL, count(*)::float8, NULL, NULL FROM \(unescaped: store.schema).workers
+            WHERE heartbeat_at <= now() - lease
+            UNION ALL
+            SELECT 'late', NULL, NULL, count(*)::float8, NULL, NULL FROM \(unescaped: store.schema).schedules
+            WHERE NOT paused AND next_run_at < now() - interval '1 minute'
             """, logger: store.logger)
         var queues = previously
         var counts: [String: [String: Double]] = [:]
@@ -87,6 +100,8 @@ package final class ClusterMetrics: Sendable {
                 queues.insert(queue)
                 paused.insert(queue)
             case "lanes": Gauge(label: "baton_lanes_blocked").record(count)
+            case "silent": Gauge(label: "baton_workers_silent").record(count)
+            case "late": Gauge(label: "baton_schedules_late").record(count)
             default: Gauge(label: "baton_workers_alive").record(count)
             }
         }
@@ -102,6 +117,17 @@ package final class ClusterMetrics: Sendable {
             Gauge(label: "baton_queue_paused", dimensions: [("queue", queue)]).record(paused.contains(queue) ? 1 : 0)
         }
         return queues
+    }
+
+    /// Sets `baton_queue_task_unserved`: 1 for each queue and task unserved now, 0 for those that
+    /// were and are not; returns those set.
+    private func readUnservedTasks(previously: Set<[String]>) async throws -> Set<[String]> {
+        let now = Set(try await store.unservedTasks().map { [$0.queue, $0.task] })
+        for pair in previously.union(now) {
+            Gauge(label: "baton_queue_task_unserved", dimensions: [("queue", pair[0]), ("task", pair[1])])
+                .record(now.contains(pair) ? 1 : 0)
+        }
+        return previously.union(now)
     }
 
     private static let unfinished = ["available", "running", "scheduled", "retryable", "waiting"]

@@ -269,17 +269,18 @@ extension Store {
             """
             SELECT w.id, w.host, w.pid, w.queues, w.tasks, w.started_at, w.heartbeat_at,
                    ARRAY(SELECT j.id FROM \(unescaped: schema).jobs j
-                         WHERE j.state = 'running' AND j.worker_id = w.id ORDER BY j.id)
+                         WHERE j.state = 'running' AND j.worker_id = w.id ORDER BY j.id),
+                   w.heartbeat_at > now() - w.lease
             FROM \(unescaped: schema).workers w ORDER BY w.started_at, w.id
             """, logger: logger)
         var workers: [WorkerRecord] = []
         for row in rows {
-            let (id, host, pid, queues, tasks, started, heartbeat, running) = try row.decode(
-                (String, String, Int, [String], [String], Date, Date, [Int64]).self)
+            let (id, host, pid, queues, tasks, started, heartbeat, running, alive) = try row.decode(
+                (String, String, Int, [String], [String], Date, Date, [Int64], Bool).self)
             workers.append(
                 WorkerRecord(
                     id: id, host: host, pid: pid, queues: queues, tasks: tasks, startedAt: started,
-                    heartbeatAt: heartbeat, runningJobs: running))
+                    heartbeatAt: heartbeat, runningJobs: running, alive: alive))
         }
         return workers
     }

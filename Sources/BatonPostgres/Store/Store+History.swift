@@ -128,16 +128,51 @@ extension Store {
             FROM names n LEFT JOIN counts c ON c.queue = n.queue LEFT JOIN oldest o ON o.queue = n.queue
             """, logger: logger)
         var queues: [String: QueueStatus] = [:]
+        let unserved = Dictionary(grouping: try await unservedTasks(), by: \.queue)
         for row in rows {
             let (name, state, count, oldest, paused, workers) = try row.decode(
                 (String, String?, Int, Date?, Bool, Int).self)
             var queue =
                 queues[name]
-                ?? QueueStatus(name: name, counts: [:], oldestAvailable: oldest, paused: paused, workers: workers)
+                ?? QueueStatus(
+                    name: name, counts: [:], oldestAvailable: oldest, paused: paused, workers: workers,
+                    unservedTasks: (unserved[name] ?? []).map(\.task))
             if let state = state.flatMap(JobState.init(rawValue:)), count > 0 { queue.counts[state] = count }
             queues[name] = queue
         }
         return queues.values.sorted { $0.name < $1.name }
+    }
+}
+
+extension Store {
+    /// Tasks that no live worker serving their queue runs, among the queue's 100 oldest available
+    /// jobs, with how many of those they are; only for queues some live worker serves (a queue
+    /// none serves is flagged as a whole, ``QueueStatus/unserved``). A worker claims only the tasks
+    /// it runs, so such jobs stay available and soon are the oldest: a look at those, found through
+    /// `jobs_available`, not a read of every available job.
+    package func unservedTasks() async throws -> [(queue: String, task: String, jobs: Int)] {
+        try await pool.read(
+            """
+            WITH live AS (
+                SELECT queues, tasks FROM \(unescaped: schema).workers WHERE heartbeat_at > now() - lease
+            ), served AS (
+                SELECT DISTINCT unnest(queues) AS queue FROM live
+            )
+            SELECT s.queue, t.task, count(*)::int
+            FROM served s
+            CROSS JOIN LATERAL (
+                SELECT j.chain -> j.stage ->> 'task' AS task
+                FROM (SELECT id FROM \(unescaped: schema).jobs
+                      WHERE state = 'available' AND queue = s.queue ORDER BY run_at LIMIT 100) o
+                JOIN \(unescaped: schema).jobs j ON j.id = o.id) t
+            WHERE t.task IS NOT NULL
+              AND NOT EXISTS (SELECT 1 FROM live w WHERE s.queue = ANY (w.queues) AND t.task = ANY (w.tasks))
+            GROUP BY s.queue, t.task ORDER BY s.queue, t.task
+            """, logger: logger
+        ).map { row in
+            let (queue, task, jobs) = try row.decode((String, String, Int).self)
+            return (queue, task, jobs)
+        }
     }
 }
 

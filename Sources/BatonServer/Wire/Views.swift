@@ -132,7 +132,7 @@ extension Components.Schemas.Queue {
                 discarded: count(.discarded), cancelled: count(.cancelled)),
             oldestAvailableAt: queue.oldestAvailable,
             oldestAvailableAgeSeconds: queue.oldestAvailable.map { max(0, now.timeIntervalSince($0)) },
-            workers: queue.workers, unserved: queue.unserved)
+            workers: queue.workers, unserved: queue.unserved, unservedTasks: queue.unservedTasks)
     }
 }
 
@@ -160,7 +160,8 @@ extension Components.Schemas.Worker {
     init(_ worker: WorkerRecord) {
         self.init(
             id: worker.id, host: worker.host, pid: worker.pid, queues: worker.queues, tasks: worker.tasks,
-            startedAt: worker.startedAt, lastHeartbeatAt: worker.heartbeatAt, runningJobs: worker.runningJobs)
+            startedAt: worker.startedAt, lastHeartbeatAt: worker.heartbeatAt, runningJobs: worker.runningJobs,
+            alive: worker.alive)
     }
 }
 

@@ -75,14 +75,15 @@ extension Dashboard {
         // The four reads at once: the page waits for the slowest, not for their sum.
         let cluster = caller.queues == nil
         let dayAgo = now.addingTimeInterval(-86400)
-        let (queues, history, workers, lanes) = try await asCaller(
-            session, ["listQueues"] + (cluster ? ["listWorkers", "listLanes"] : [])
+        let (queues, history, workers, lanes, late) = try await asCaller(
+            session, ["listQueues"] + (cluster ? ["listWorkers", "listLanes", "listSchedules"] : [])
         ) {
             async let queues = api.store.queueSummaries(finishedSince: dayAgo)
             async let history = api.store.history(since: start, bin: bin)
-            async let workers = cluster ? api.listWorkers(.init()).ok.body.json.workers.count : 0
+            async let workers = cluster ? api.store.workers() : []
             async let lanes = cluster ? api.store.laneCounts() : (lanes: 0, blocked: 0)
-            return try await (queues, history, workers, lanes)
+            async let late = cluster ? api.store.dueSchedules(now: now.addingTimeInterval(-Self.scheduleGrace)) : []
+            return try await (queues, history, workers, lanes, late)
         }
         // A token limited to queues sees those queues only.
         let byQueue = Dictionary(grouping: history.filter { caller.serves($0.queue) }, by: \.queue)
@@ -90,7 +91,8 @@ extension Dashboard {
         let statuses = Dictionary(uniqueKeysWithValues: queues.map { ($0.name, $0) })
         let overview = Overview(
             trouble: Self.trouble(
-                queues.filter { caller.serves($0.name) }, blockedLanes: lanes.blocked, cluster: cluster),
+                queues.filter { caller.serves($0.name) }, blockedLanes: lanes.blocked, cluster: cluster)
+                + Self.trouble(silent: workers.filter { !$0.alive }, late: late, now: now),
             queues: names.sorted().map { name in
                 let queue = statuses[name] ?? QueueStatus(name: name)
                 let link = Self.query(name)
@@ -134,7 +136,8 @@ extension Dashboard {
             ranges: [
                 Overview.Range(title: "Last hour", link: "/ui", current: !day),
                 Overview.Range(title: "Last day", link: "/ui?range=day", current: day),
-            ], cluster: cluster, workers: workers, lanes: lanes.lanes, blockedLanes: lanes.blocked,
+            ], cluster: cluster, workers: workers.filter(\.alive).count, lanes: lanes.lanes,
+            blockedLanes: lanes.blocked,
             hasBlocked: lanes.blocked > 0)
         return page(
             "overview", title: "Overview", section: .overview, session: session, notice: Self.notice(request),
@@ -170,6 +173,15 @@ extension Dashboard {
                     link: cluster ? "/ui/workers" : "/ui/jobs?queue=\(query(queue.name))&state=available",
                     action: cluster ? "Workers" : "See them"))
         }
+        for queue in queues where !queue.paused && !queue.unservedTasks.isEmpty {
+            let tasks = queue.unservedTasks.map { "task \($0)" }.joined(separator: ", ")
+            trouble.append(
+                Overview.Trouble(
+                    text: "Queue \(queue.name): its oldest available jobs include \(tasks), which no live worker "
+                        + "serving \(queue.name) runs; start one that registers it.",
+                    link: cluster ? "/ui/workers" : "/ui/jobs?queue=\(query(queue.name))&state=available",
+                    action: cluster ? "Workers" : "See them"))
+        }
         for queue in queues where queue.paused && (queue.counts[.available] ?? 0) > 0 {
             trouble.append(
                 Overview.Trouble(
@@ -185,6 +197,30 @@ extension Dashboard {
                     link: "/ui/lanes", action: "Lanes"))
         }
         return trouble
+    }
+
+    /// How late a schedule's run may be before it is flagged: the maintenance leader runs due
+    /// schedules every second, so a minute late means no worker leads it.
+    static let scheduleGrace: TimeInterval = 60
+
+    /// The flags of the cluster's own machinery, after the queues': workers gone silent (their
+    /// stages go back to others once their lease runs out), and schedules whose run is more than a
+    /// minute late (no worker leads the maintenance that runs them).
+    static func trouble(silent: [WorkerRecord], late: [ScheduleRecord], now: Date) -> [Overview.Trouble] {
+        silent.map { worker in
+            Overview.Trouble(
+                text: "Worker \(worker.host) (pid \(worker.pid)) has been silent for "
+                    + DashboardText.span(now.timeIntervalSince(worker.heartbeatAt))
+                    + "; its stages are put back for other workers once its lease runs out.",
+                link: "/ui/workers", action: "Workers")
+        }
+            + late.map { schedule in
+                Overview.Trouble(
+                    text: "Schedule \(schedule.name) is late: its run due "
+                        + DashboardText.relative(schedule.nextRunAt ?? now, now: now)
+                        + " has not been made; no live worker leads the maintenance that runs schedules.",
+                    link: "/ui/schedules", action: "Schedules")
+            }
     }
 
     /// `POST /ui/queues/NAME/pause` or `/resume`, then back to the overview.

@@ -17,15 +17,19 @@ public struct QueueStatus: Sendable, Hashable {
     /// Jobs are available and no live worker serves the queue: nothing will run them until one
     /// starts (`baton_queue_unserved`, the overview's flag).
     public var unserved: Bool { (counts[.available] ?? 0) > 0 && workers == 0 }
+    /// Tasks of its oldest available jobs that no live worker serving it runs
+    /// (``Store/unservedTasks()``): those jobs wait for a worker that registers them.
+    public var unservedTasks: [String]
 
     package init(
         name: String, counts: [JobState: Int] = [:], oldestAvailable: Date? = nil, paused: Bool = false,
-        workers: Int = 0
+        workers: Int = 0, unservedTasks: [String] = []
     ) {
         self.name = name
         self.counts = counts
         self.oldestAvailable = oldestAvailable
         self.paused = paused
         self.workers = workers
+        self.unservedTasks = unservedTasks
     }
 }

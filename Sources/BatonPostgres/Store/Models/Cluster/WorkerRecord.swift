@@ -11,4 +11,7 @@ public struct WorkerRecord: Sendable, Hashable {
     public var startedAt: Date
     public var heartbeatAt: Date
     public var runningJobs: [Int64]
+    /// Its last heartbeat is within its lease. A silent one (stopped, stalled, cut off) keeps its
+    /// row for an hour; its stages are put back for others once its lease has run out.
+    public var alive = true
 }

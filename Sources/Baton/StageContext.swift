@@ -17,8 +17,11 @@ public struct StageContext: Sendable {
     /// keys on every stage's copy cost a measurable part of a busy worker's CPU
     /// (docs/benchmarks.md#issue-21-part-5-again-the-workers-cpu-per-stage-again-2026-11-27-evening).
     /// Keep it in a local to log several times.
+    ///
+    /// In a worker, what it logs from `debug` up is also kept with the attempt (its log in the
+    /// job); the logger that does so is made only when a task asks for it.
     public var logger: Logger {
-        var logger = baseLogger
+        var logger = attemptLog?.logger(over: baseLogger) ?? baseLogger
         // Numbers as `stringConvertible`: made text only if the task logs at a level that shows.
         logger[metadataKey: "job"] = .stringConvertible(jobID)
         logger[metadataKey: "stage"] = .stringConvertible(stageIndex)
@@ -26,6 +29,8 @@ public struct StageContext: Sendable {
         return logger
     }
     private let baseLogger: Logger
+    /// Where the attempt's log is kept, in a worker.
+    private let attemptLog: (any AttemptLog)?
     /// The runs before this one, in order (the path taken: a `goto` skips stages, a `repeat` runs
     /// one again), each with its stage's position and name.
     package let earlier: [(stage: Int, name: String?, output: JSONValue)]
@@ -34,8 +39,8 @@ public struct StageContext: Sendable {
 
     package init(
         jobID: Int64, stageIndex: Int, stageName: String?, attempt: Int, queue: String, lane: String?,
-        metadata: JSONValue, logger: Logger, earlier: [(stage: Int, name: String?, output: JSONValue)],
-        services: any StageServices
+        metadata: JSONValue, logger: Logger, attemptLog: (any AttemptLog)? = nil,
+        earlier: [(stage: Int, name: String?, output: JSONValue)], services: any StageServices
     ) {
         self.jobID = jobID
         self.stageIndex = stageIndex
@@ -45,6 +50,7 @@ public struct StageContext: Sendable {
         self.lane = lane
         self.metadata = metadata
         self.baseLogger = logger
+        self.attemptLog = attemptLog
         self.earlier = earlier
         self.attemptProgress = AttemptProgress(services: services)
     }
@@ -185,4 +191,10 @@ public struct StageContext: Sendable {
     public func jobInput<T: Decodable>(as type: T.Type) async throws -> T {
         try await jobInput().decode(as: T.self)
     }
+}
+
+/// Keeps what a task logs during one attempt (the worker's `StageLog`).
+package protocol AttemptLog: Sendable {
+    /// `logger`, writing to this log as well.
+    func logger(over logger: Logger) -> Logger
 }

@@ -127,7 +127,7 @@ struct Executor: Sendable {
         let log = StageLog()
         let context = StageContext(
             jobID: job.id, stageIndex: job.stage, stageName: spec.name, attempt: job.attempt, queue: job.queue,
-            lane: stage.lane, metadata: job.metadata, logger: log.logger(over: logger),
+            lane: stage.lane, metadata: job.metadata, logger: logger, attemptLog: log,
             earlier: job.earlier.map {
                 ($0.stage, job.chain.indices.contains($0.stage) ? job.chain[$0.stage].name : nil, $0.output)
             },

@@ -10,7 +10,7 @@ import Synchronization
 /// Lines from `debug` up are kept whatever the worker's own level (`BATON_LOG_LEVEL`), which
 /// still decides what reaches its standard error; the job, stage and attempt are left out of each
 /// line (the attempt is where it is kept).
-final class StageLog: Sendable {
+final class StageLog: AttemptLog {
     /// 64 KiB: a few hundred lines, enough for what an attempt says about itself, not a dump.
     static let limit = 64 * 1024
 
@@ -89,17 +89,39 @@ struct StageLogHandler: LogHandler {
             upstream.log(
                 level: level, message, metadata: merged, source: source, file: file, function: function, line: number)
         }
-        var line = Self.time(Date()) + " " + level.rawValue + " " + message.description
-        for (key, value) in merged.sorted(by: { $0.key < $1.key }) where !Self.attemptKeys.contains(key) {
-            line += " \(key)=\(value)"
+        var line = Self.time(Date())
+        line += " "
+        line += level.rawValue
+        line += " "
+        line += message.description
+        // Sorted, so that a line reads the same each time; most have a key or two besides the
+        // attempt's own.
+        let keys = merged.keys.filter { !Self.attemptKeys.contains($0) }
+        for key in keys.count > 1 ? keys.sorted() : keys {
+            line += " "
+            line += key
+            line += "="
+            line += merged[key]!.description
         }
         log.append(line)
     }
 
-    /// `13:04:05.123`, UTC: the day is the attempt's.
+    /// `13:04:05.123`, UTC (the day is the attempt's), from the clock's milliseconds.
     static func time(_ date: Date) -> String {
-        let text = RFC3339.format(date)
-        guard let t = text.firstIndex(of: "T") else { return text }
-        return String(text[text.index(after: t)...].prefix(12))
+        // Rounded to the nearest, as RFC3339.format does: a Date holds a time to tens of microseconds.
+        let milliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded())
+        let ofDay = Int(((milliseconds % 86_400_000) + 86_400_000) % 86_400_000)
+        let fields = [ofDay / 3_600_000, ofDay / 60_000 % 60, ofDay / 1000 % 60]
+        var text = ""
+        text.reserveCapacity(12)
+        for (index, field) in fields.enumerated() {
+            if index > 0 { text += ":" }
+            if field < 10 { text += "0" }
+            text += String(field)
+        }
+        let fraction = ofDay % 1000
+        text += fraction < 10 ? ".00" : fraction < 100 ? ".0" : "."
+        text += String(fraction)
+        return text
     }
 }

@@ -146,10 +146,12 @@ extension Store {
 
 extension Store {
     /// Tasks that no live worker serving their queue runs, among the queue's 100 oldest available
-    /// jobs, with how many of those they are; only for queues some live worker serves (a queue
+    /// jobs (a row of `ready` that is no longer one is left out, not replaced), with how many of
+    /// those they are; only for queues some live worker serves (a queue
     /// none serves is flagged as a whole, ``QueueStatus/unserved``). A worker claims only the tasks
-    /// it runs, so such jobs stay available and soon are the oldest: a look at those, found through
-    /// `jobs_available`, not a read of every available job.
+    /// it runs, so such jobs stay available and soon are the oldest: a look at those, in `ready`
+    /// (the claim's narrow table, which holds each available stage's task), each checked against
+    /// its job, not a read of every available job's row.
     package func unservedTasks() async throws -> [(queue: String, task: String, jobs: Int)] {
         try await pool.read(
             """
@@ -161,10 +163,10 @@ extension Store {
             SELECT s.queue, t.task, count(*)::int
             FROM served s
             CROSS JOIN LATERAL (
-                SELECT j.chain -> j.stage ->> 'task' AS task
-                FROM (SELECT id FROM \(unescaped: schema).jobs
-                      WHERE state = 'available' AND queue = s.queue ORDER BY run_at LIMIT 100) o
-                JOIN \(unescaped: schema).jobs j ON j.id = o.id) t
+                SELECT r.task FROM (
+                    SELECT task, job_id FROM \(unescaped: schema).ready
+                    WHERE queue = s.queue ORDER BY run_at LIMIT 100) r
+                JOIN \(unescaped: schema).jobs j ON j.id = r.job_id AND j.state = 'available' AND j.queue = s.queue) t
             WHERE t.task IS NOT NULL
               AND NOT EXISTS (SELECT 1 FROM live w WHERE s.queue = ANY (w.queues) AND t.task = ANY (w.tasks))
             GROUP BY s.queue, t.task ORDER BY s.queue, t.task

@@ -25,21 +25,27 @@
     }
   }
 
+  // A selection under way, or text being typed into a form of a live region (a skip's reason), is
+  // not swept away: asked before a refresh is fetched and again before it replaces anything, since
+  // the person may have started while it was on its way. An opened details element is kept open.
+  function busy() {
+    if (document.querySelector("[data-live] input[type=checkbox]:checked")) return true;
+    const fields = [...document.querySelectorAll("[data-live] input:not([type=hidden]), [data-live] textarea")];
+    return fields.some((field) => field === document.activeElement || field.value !== field.defaultValue);
+  }
+
   let refreshing = false;
   async function refresh() {
     const regions = [...document.querySelectorAll("[data-live]")];
     if (refreshing || regions.length === 0 || regions.every((region) => region.hasAttribute("data-live-stop"))) return;
-    // A selection under way, or text being typed into a form of a live region (a skip's reason),
-    // is not swept away; an opened details element is kept open below.
-    if (document.querySelector("[data-live] input[type=checkbox]:checked")) return;
-    const typing = [...document.querySelectorAll("[data-live] input:not([type=hidden]), [data-live] textarea")];
-    if (typing.some((field) => field === document.activeElement || field.value !== field.defaultValue)) return;
+    if (busy()) return;
     refreshing = true;
     try {
       const response = await fetch(location.href, { headers: { "X-Baton-Live": "1" }, credentials: "same-origin" });
       if (response.redirected && new URL(response.url).pathname === "/ui/login") return location.reload();
       if (!response.ok) return;
       const next = new DOMParser().parseFromString(await response.text(), "text/html");
+      if (busy()) return;
       for (const region of regions) {
         const fresh = next.querySelector(`[data-live="${CSS.escape(region.dataset.live)}"]`);
         if (!fresh) continue;

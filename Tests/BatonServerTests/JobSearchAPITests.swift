@@ -32,6 +32,10 @@ struct JobSearchAPITests {
             #expect(try await ids("metadata.plan=gold%20plus") == [a])
             #expect(try await ids("metadata.tenant=42&state=available&limit=1") == [b])
             #expect(try await ids("metadata.tenant=44") == [])
+            // What the document allows is answered, matching nothing here: a key longer than the
+            // index keeps, a NUL (which no stored text holds).
+            #expect(try await ids("metadata." + String(repeating: "k", count: 150) + "=42") == [])
+            #expect(try await ids("metadata.tenant=4%002") == [])
             let paged = try await server.call(.GET, "/v1/jobs?metadata.tenant=42&limit=1")
             let next = try #require(paged["next_cursor"]?.stringValue)
             #expect(try await ids("metadata.tenant=42&limit=1&cursor=\(next)") == [a])
@@ -51,6 +55,10 @@ struct JobSearchAPITests {
                 .POST, "/v1/jobs/bulk",
                 body: ["action": "cancel", "dry_run": true, "filter": ["metadata": ["tenant": "42"]]])
             #expect(dryRun["matched"]?.int64 == 2, "\(dryRun.text)")
+            let emptyKey = try await server.call(
+                .POST, "/v1/jobs/bulk",
+                body: ["action": "cancel", "dry_run": true, "filter": ["metadata": ["": "\u{0}"]]])
+            #expect(emptyKey.status == 200 && emptyKey["matched"]?.int64 == 0, "\(emptyKey.text)")
             let tooMany = JSONValue.object(Dictionary(uniqueKeysWithValues: (0..<11).map { ("k\($0)", "v") }))
             let refused = try await server.call(
                 .POST, "/v1/jobs/bulk", body: ["action": "cancel", "filter": ["args": tooMany]])

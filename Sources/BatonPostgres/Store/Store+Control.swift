@@ -18,9 +18,14 @@ extension Store {
     /// starts below it. (An index on the lane of every job would cost each laned job's every
     /// transition an index entry: lanes ran slower with one; docs/benchmarks.md#pages.)
     package func jobs(_ filter: JobFilter) async throws -> JobListing {
-        // No stored text holds a NUL (PostgreSQL's text cannot): such an error filter matches no
-        // job, and PostgreSQL would refuse it as a parameter.
+        // No stored text holds a NUL (PostgreSQL's text cannot): such an error, metadata or args
+        // filter matches no job, and PostgreSQL would refuse it as a parameter.
         if filter.error?.unicodeScalars.contains("\u{0}") == true { return JobListing() }
+        if filter.tags.contains(where: {
+            $0.name.unicodeScalars.contains("\u{0}") || $0.value.unicodeScalars.contains("\u{0}")
+        }) {
+            return JobListing()
+        }
         // States written into the statement (they are the enum's own names): a bound array would
         // reach the planner as an unknown, and neither `jobs_state_id` nor the row estimates could
         // be used.

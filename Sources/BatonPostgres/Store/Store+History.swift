@@ -166,7 +166,12 @@ extension Store {
                 SELECT r.task FROM (
                     SELECT task, job_id FROM \(unescaped: schema).ready
                     WHERE queue = s.queue ORDER BY run_at LIMIT 100) r
-                JOIN \(unescaped: schema).jobs j ON j.id = r.job_id AND j.state = 'available' AND j.queue = s.queue) t
+                -- A look-up of each row's job by its key (a subquery the planner cannot turn into
+                -- a join): with `jobs`' statistics stale (a burst of available jobs since the last
+                -- analyze), a join was planned as a scan of every available job, the sort of
+                -- `ready` repeated for each: minutes, seen under schemathesis.
+                WHERE (SELECT j.state = 'available' AND j.queue = s.queue
+                       FROM \(unescaped: schema).jobs j WHERE j.id = r.job_id)) t
             WHERE t.task IS NOT NULL
               AND NOT EXISTS (SELECT 1 FROM live w WHERE s.queue = ANY (w.queues) AND t.task = ANY (w.tasks))
             GROUP BY s.queue, t.task ORDER BY s.queue, t.task

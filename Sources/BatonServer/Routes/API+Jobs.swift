@@ -284,8 +284,9 @@ extension API {
             }, parameter)
     }
 
-    /// Key and value filters (a bulk filter's `metadata` object) checked: at most ten, a key of 1 to
-    /// 120 characters, a value of 1 to 1,000, each key once.
+    /// Key and value filters (a bulk filter's `metadata` object) checked: at most ten, a value of 1
+    /// to 1,000 characters, each key once. A key may be of any length (the index keeps its first 120
+    /// characters, and a longer one is checked on each job).
     static func keyValues(_ pairs: [String: String]?, _ parameter: String) throws -> [String: String] {
         try keyValues((pairs ?? [:]).sorted { $0.key < $1.key }, parameter)
     }
@@ -294,11 +295,8 @@ extension API {
         var filters: [String: String] = [:]
         guard pairs.count <= 10 else { throw Problem.invalid(parameter, "at most 10 \(parameter) filters") }
         for (key, value) in pairs {
-            guard (1...120).contains(key.unicodeScalars.count) else {
-                throw Problem.invalid(parameter, "a \(parameter) key is 1 to 120 characters")
-            }
             let path = "\(parameter).\(key)"
-            guard (1...1000).contains(value.unicodeScalars.count), !value.unicodeScalars.contains("\u{0}") else {
+            guard (1...1000).contains(value.unicodeScalars.count) else {
                 throw Problem.invalid(path, "\(path) is a value of 1 to 1000 characters")
             }
             guard filters.updateValue(value, forKey: key) == nil else {

@@ -16,8 +16,8 @@ import Testing
     }
 
     /// With the database stopped, PostgresNIO's own pool keeps a statement waiting (3 s and
-    /// counting), where `DatabasePool` says within two seconds that the database is away; once it
-    /// is back, the pool serves again within two seconds.
+    /// counting), where `DatabasePool` says after its patience (a second) that the database is away;
+    /// once it is back, the pool serves again within two seconds.
     @Test func theDatabaseAwayIsSaidAtOnceWhereAPostgresClientWaits() async throws {
         try await withLocalPostgres(LocalPostgres.Options(fast: true)) { cluster in
             let configuration = try DatabaseConfiguration(url: cluster.url)
@@ -49,7 +49,10 @@ import Testing
 
                 let asked = ContinuousClock.now
                 await #expect(throws: DatabaseUnavailable.self) { try await pool.execute("SELECT 1") }
-                #expect(asked.duration(to: .now) < .seconds(2.5))
+                // ``DatabasePool/patience`` (1 s), then a probe whose connection is refused at
+                // once: about a second. The bound leaves room for a loaded two-core machine (3.2 s
+                // was seen in a full run), and is still well short of a wait without end.
+                #expect(asked.duration(to: .now) < .seconds(5))
                 #expect(pool.isDatabaseAway)
 
                 try await cluster.startServer()

@@ -55,7 +55,10 @@ extension Store {
             || (tag != nil && (!filter.states.isEmpty || indexedLane != nil || filter.ids != nil))
         let source =
             tag == nil
-            ? "\(schema).jobs" : "(SELECT job_id FROM tagged) t JOIN \(schema).jobs ON jobs.id = t.job_id"
+            ? "\(schema).jobs"
+            // Each job looked up by its key, in a subquery the planner keeps (`OFFSET 0`): as a join,
+            // stale statistics of `jobs` could make it a scan of the table.
+            : "tagged t CROSS JOIN LATERAL (SELECT * FROM \(schema).jobs j WHERE j.id = t.job_id OFFSET 0) jobs"
         let rows = try await pool.read(
             """
             WITH tagged AS (

@@ -46,6 +46,12 @@ package let serverTestTasks: TaskRegistry = {
     return tasks
 }()
 
+/// A one-stage job of `chatty` whose first attempt logs a line and fails, and whose second, a
+/// millisecond later, logs a line and completes: two attempts, each with its log.
+package let serverTestChattyJob: JSONValue = [
+    "stages": [["task": "chatty", "args": ["fail_first": true], "backoff": ["kind": "constant", "initial": "1ms"]]]
+]
+
 /// A chain whose path a `repeat` and a `goto` shape (run by `add`, its first stage on the `default`
 /// queue by name): `count` runs three times (-3 → 0), then goes to `last` past `skipped`; output 10.
 package let serverTestLoopedChain: JSONValue = [

@@ -271,14 +271,7 @@ struct AdminCLITests {
 
     @Test func jobsLogsPrintsEachAttemptsLog() async throws {
         try await withServer { server async throws in
-            let id = try await server.enqueue([
-                "stages": [
-                    [
-                        "task": "chatty", "args": ["fail_first": true],
-                        "backoff": ["kind": "constant", "initial": "1ms"],
-                    ]
-                ]
-            ])
+            let id = try await server.enqueue(serverTestChattyJob)
             _ = try await server.job(id) { $0["state"] == "completed" }
             let logs = try await Self.baton(["jobs", "logs", "\(id)"], server)
             #expect(logs.status == 0, "\(logs.err)")
@@ -558,6 +551,7 @@ struct AdminCLITests {
             Self.expectFits(workers.out)
             #expect(workers.lines.count == 2)
             #expect(workers.lines[1].contains("default") && workers.lines[1].contains("s ago"))
+            #expect(workers.lines[0].contains("STATUS") && workers.lines[1].contains(" live "), "\(workers.out)")
             #expect(workers.lines[0].contains("TASKS") && workers.lines[1].contains("add"), "\(workers.out)")
             let json = try await Self.baton(["workers", "--json"], server)
             let list = try json.json(WorkerList.self)

@@ -241,14 +241,7 @@ struct DashboardBrowserTests {
     /// Each attempt on a job's page shows what its task logged.
     @Test func theJobPageShowsEachAttemptsLog() async throws {
         try await withServer { server async throws in
-            let id = try await server.enqueue([
-                "stages": [
-                    [
-                        "task": "chatty", "args": ["fail_first": true],
-                        "backoff": ["kind": "constant", "initial": "1ms"],
-                    ]
-                ]
-            ])
+            let id = try await server.enqueue(serverTestChattyJob)
             _ = try await server.job(id) { $0["state"] == "completed" }
             try await Browser.with { browser in
                 try await Self.signIn(browser, server, token: Token.read)

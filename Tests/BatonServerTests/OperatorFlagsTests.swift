@@ -48,6 +48,11 @@ struct OperatorFlagsTests {
                 #expect(lines.contains { $0.hasPrefix("Worker there (pid 2) has been silent for") })
                 #expect(lines.contains { $0.hasPrefix("Schedule nightly is late") && $0.hasSuffix("Schedules") })
                 #expect(try await browser.text(".stats li:first-child") == "1 live workers")
+                // The workers page marks the silent one.
+                try await browser.open(server.base + "/ui/workers")
+                try await browser.waitForText("h1") { $0 == "Workers" }
+                #expect(try await browser.count("table.workers .badge.unserved") == 1)
+                #expect(try await browser.text("table.workers tbody tr:has(.badge) th") == "there")
             }
         }
     }

@@ -18,15 +18,18 @@ struct Workers: AdminCommand {
         guard !workers.isEmpty else { return console.err("no live workers: start one with `baton worker`") }
         var table = Table(
             [
-                .init(title: "WORKER", minimumWidth: 12), .init(title: "PID", alignRight: true),
+                .init(title: "WORKER", minimumWidth: 12),
+                .init(title: "STATUS", color: { $0 == "silent" ? .red : nil }),
+                .init(title: "PID", alignRight: true),
                 .init(title: "QUEUES", minimumWidth: 8), .init(title: "TASKS", minimumWidth: 8),
                 .init(title: "RUNNING", alignRight: true), .init(title: "HEARTBEAT", alignRight: true),
                 .init(title: "UP", alignRight: true),
-            ], shrinkOrder: [3, 2, 0])
+            ], shrinkOrder: [4, 3, 0])
         let now = Date()
         for worker in workers {
             table.append([
-                worker.id, "\(worker.pid)", worker.queues.joined(separator: ","), worker.tasks.joined(separator: ","),
+                worker.id, worker.alive ? "live" : "silent", "\(worker.pid)", worker.queues.joined(separator: ","),
+                worker.tasks.joined(separator: ","),
                 "\(worker.runningJobs.count)",
                 Text.age(worker.lastHeartbeatAt, now: now) + " ago", Text.span(now.timeIntervalSince(worker.startedAt)),
             ])

@@ -163,24 +163,27 @@ extension Dashboard {
     /// A caller limited to queues (`cluster` false) gets no link to pages it may not see.
     static func trouble(_ queues: [QueueStatus], blockedLanes: Int, cluster: Bool) -> [Overview.Trouble] {
         func jobs(_ count: Int) -> String { count == 1 ? "1 job" : "\(count) jobs" }
+        // Work waiting for a worker: the fix is on the workers page, for a caller who may see it.
+        func needsWorker(_ queue: QueueStatus, _ text: String) -> Overview.Trouble {
+            Overview.Trouble(
+                text: text, link: cluster ? "/ui/workers" : "/ui/jobs?queue=\(query(queue.name))&state=available",
+                action: cluster ? "Workers" : "See them")
+        }
         var trouble: [Overview.Trouble] = []
         for queue in queues where !queue.paused && queue.unserved {
-            let available = queue.counts[.available] ?? 0
             trouble.append(
-                Overview.Trouble(
-                    text: "Queue \(queue.name): \(jobs(available)) available and no live worker serves it; "
-                        + "start one with --queue \(queue.name).",
-                    link: cluster ? "/ui/workers" : "/ui/jobs?queue=\(query(queue.name))&state=available",
-                    action: cluster ? "Workers" : "See them"))
+                needsWorker(
+                    queue,
+                    "Queue \(queue.name): \(jobs(queue.counts[.available] ?? 0)) available and no live worker serves it; "
+                        + "start one with --queue \(queue.name)."))
         }
         for queue in queues where !queue.paused && !queue.unservedTasks.isEmpty {
             let tasks = queue.unservedTasks.map { "task \($0)" }.joined(separator: ", ")
             trouble.append(
-                Overview.Trouble(
-                    text: "Queue \(queue.name): its oldest available jobs include \(tasks), which no live worker "
-                        + "serving \(queue.name) runs; start one that registers it.",
-                    link: cluster ? "/ui/workers" : "/ui/jobs?queue=\(query(queue.name))&state=available",
-                    action: cluster ? "Workers" : "See them"))
+                needsWorker(
+                    queue,
+                    "Queue \(queue.name): its oldest available jobs include \(tasks), which no live worker "
+                        + "serving \(queue.name) runs; start one that registers it."))
         }
         for queue in queues where queue.paused && (queue.counts[.available] ?? 0) > 0 {
             trouble.append(

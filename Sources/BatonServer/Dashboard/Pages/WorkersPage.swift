@@ -19,6 +19,8 @@ extension Dashboard {
             var tasks: String
             var started: String
             var heartbeat: String
+            /// Its last heartbeat is older than its lease (the overview flags it).
+            var silent: Bool
             var running: [Job]
         }
 
@@ -36,7 +38,7 @@ extension Dashboard {
                 id: worker.id, host: worker.host, pid: worker.pid, queues: worker.queues.joined(separator: ", "),
                 tasks: worker.tasks.joined(separator: ", "),
                 started: DashboardText.relative(worker.startedAt, now: now),
-                heartbeat: DashboardText.relative(worker.lastHeartbeatAt, now: now),
+                heartbeat: DashboardText.relative(worker.lastHeartbeatAt, now: now), silent: !worker.alive,
                 running: worker.runningJobs.map { Workers.Row.Job(id: "\($0)", link: "/ui/jobs/\($0)") })
         }
         return page("workers", title: "Workers", section: .workers, session: session, Workers(rows: rows))

@@ -56,7 +56,10 @@ struct CachedPlanTests {
             for plan in updates { #expect(!plan.contains("Nested Loop"), "\(plan)") }
             let handedOn = plans.filter { AutoExplain.query(of: $0).hasPrefix("SELECT array_agg(j.id)") }
             #expect(handedOn.count == (queueLimit ? 2 : 0), "the look-up of hops handed on: \(plans)")
-            for plan in plans {
+            // The functions' statements, not the test's own calls of them: the flush's call reads
+            // the running jobs through `jobs_running` whole, by design, and is logged when a
+            // loaded machine makes it slow.
+            for plan in plans where !AutoExplain.query(of: plan).hasPrefix("SELECT count(*) FROM ") {
                 #expect(Self.wholeIndexScans(of: "jobs", in: plan).isEmpty, "\(plan)")
             }
             // In lanes one job of each runs at a time: 20, then the other 80 heads and the 20 handed

@@ -87,7 +87,7 @@ final class Fetcher: Service, Sendable, CustomStringConvertible {
                     if Task.isCancelled { return }
                     logger.warning(
                         "claim failed; retrying", metadata: ["queue": "\(queue)", "error": "\(error.logDescription)"])
-                    try? await Task.sleep(for: backoff)
+                    await store.pool.waitToRetry(after: backoff)
                     backoff = min(backoff * 2, .seconds(2))
                 }
             }

@@ -39,6 +39,24 @@ import Testing
         }
     }
 
+    @Test func aLoopWaitingForTheDatabaseIsToldWhenItIsBackOnly() {
+        var machine = Machine(patience: .seconds(1))
+        #expect(
+            machine.waitForReturn(machine.makeWaiterID(), waiter: "early") == false, "not away: nothing to wait for")
+        _ = machine.connectionLost(now: Self.at(milliseconds: 0))
+        _ = machine.probeFailed(now: Self.at(milliseconds: 10), description: "connection refused")
+        let withdrawn = machine.makeWaiterID()
+        let waits = machine.waitForReturn(machine.makeWaiterID(), waiter: "fetcher")
+        let cancelledWaits = machine.waitForReturn(withdrawn, waiter: "cancelled")
+        #expect(waits && cancelledWaits)
+        let cancelled = machine.withdraw(withdrawn)
+        #expect(cancelled == "cancelled")
+        let failed = machine.probeFailed(now: Self.at(milliseconds: 260), description: "connection refused")
+        #expect(failed.waiters.isEmpty, "a failed probe does not end the wait")
+        let back = machine.probeSucceeded(now: Self.at(milliseconds: 510), poolIdle: true)
+        #expect(back.waiters == ["fetcher"])
+    }
+
     @Test func anOutageIsToldOnceAndKeepsItsStartAndItsLatestCause() {
         var machine = Machine(patience: .seconds(1))
         #expect(machine.connectionLost(now: Self.at(milliseconds: 0)) == true)

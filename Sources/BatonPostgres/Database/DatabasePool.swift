@@ -319,6 +319,35 @@ public final class DatabasePool: Service, Sendable {
         return state.withLock { $0.machine.away?.description } ?? "the pool has closed"
     }
 
+    /// Waits `delay` before a loop tries a failed statement again, or less: until the database
+    /// is back, if it is taken to be away now. A worker claims again within a ``probeInterval``
+    /// of a failover or a restart, not at the end of a backoff grown during the outage.
+    public func waitToRetry(after delay: Duration) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { try? await Task.sleep(for: delay) }
+            group.addTask {
+                if await !self.waitForReturn() { try? await Task.sleep(for: delay) }
+            }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+
+    /// Returns once a probe connects, true; false at once if the database is not taken to be away.
+    private func waitForReturn() async -> Bool {
+        let id = state.withLock { $0.machine.makeWaiterID() }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (waiter: CheckedContinuation<Bool, Never>) in
+                let waits = state.withLock { state in
+                    !Task.isCancelled && state.machine.waitForReturn(id, waiter: waiter)
+                }
+                if !waits { waiter.resume(returning: false) }
+            }
+        } onCancel: {
+            state.withLock { $0.machine.withdraw(id) }?.resume(returning: true)
+        }
+    }
+
     /// Connects, once per ``probeInterval``, until a server that will do answers.
     private func probeUntilReachable() async {
         while !Task.isCancelled {

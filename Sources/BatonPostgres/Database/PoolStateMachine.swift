@@ -45,6 +45,9 @@ struct PoolStateMachine<Waiter> {
     private var probing = false
     private var nextWaiter = 0
     private var waiters: [Int: Waiter] = [:]
+    /// Those waiting for the database to be back (``waitForReturn(_:waiter:)``), told by a
+    /// successful probe only.
+    private var returning: [Int: Waiter] = [:]
 
     init(patience: Duration) {
         self.patience = patience
@@ -72,9 +75,17 @@ struct PoolStateMachine<Waiter> {
         return .wait(startProbe: startProbe())
     }
 
-    /// The statement `id` stopped waiting (cancelled): its waiter, if it was still kept.
+    /// Someone (a worker's loop between two tries) waits for the database to be back: `waiter`
+    /// is kept until a probe connects, unless the database is not taken to be away (false: go on).
+    mutating func waitForReturn(_ id: Int, waiter: Waiter) -> Bool {
+        guard away != nil, !closed else { return false }
+        returning[id] = waiter
+        return true
+    }
+
+    /// `id` stopped waiting (cancelled): its waiter, if it was still kept.
     mutating func withdraw(_ id: Int) -> Waiter? {
-        waiters.removeValue(forKey: id)
+        waiters.removeValue(forKey: id) ?? returning.removeValue(forKey: id)
     }
 
     /// A probe could not connect (or found only servers of the wrong role). Returns whether the
@@ -94,7 +105,7 @@ struct PoolStateMachine<Waiter> {
     /// it has not lost them all (the server refused only new connections, as when
     /// `max_connections` is reached), and its connections will do.
     mutating func probeSucceeded(now: ContinuousClock.Instant, poolIdle: Bool) -> Reconnected {
-        var reconnected = Reconnected(away: away, waiters: takeWaiters())
+        var reconnected = Reconnected(away: away, waiters: takeWaiters() + takeReturning())
         if away != nil, poolIdle, !closed {
             generation += 1
             reconnected.newGeneration = generation
@@ -116,7 +127,7 @@ struct PoolStateMachine<Waiter> {
     /// The pool shuts down: the waiters to resume with "away".
     mutating func close() -> [Waiter] {
         closed = true
-        return takeWaiters()
+        return takeWaiters() + takeReturning()
     }
 
     private func answeredRecently(_ now: ContinuousClock.Instant) -> Bool {
@@ -133,6 +144,11 @@ struct PoolStateMachine<Waiter> {
     private mutating func takeWaiters() -> [Waiter] {
         defer { waiters = [:] }
         return Array(waiters.values)
+    }
+
+    private mutating func takeReturning() -> [Waiter] {
+        defer { returning = [:] }
+        return Array(returning.values)
     }
 }
 

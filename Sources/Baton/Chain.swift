@@ -123,6 +123,32 @@ public struct Chain<Output: Codable & Sendable>: Sendable {
         return adding(.group(specs, name: name), failure: failure)
     }
 
+    /// Runs every member concurrently, each a sub-chain of stages fed this chain's output; the
+    /// chain goes on with their outputs (each its last stage's) in member order once all succeed.
+    /// A member that fails for good fails the job. Each member is built on the chain it is given,
+    /// which holds no stage yet: its first stage takes this chain's `Output`, and every member
+    /// ends with a `Result`, as the compiler checks.
+    ///
+    /// ```swift
+    /// Chain(input: batch)
+    ///     .group([
+    ///         { $0.then(Render()).then(Upload(), lane: "customer-7") },
+    ///         { $0.then(Archive()) },
+    ///     ])
+    ///     .then(Summarise())   // fed [Receipt]
+    /// ```
+    public func group<Result>(name: String? = nil, _ members: [(Chain<Output>) -> Chain<Result>]) -> Chain<[Result]> {
+        var failure = encodingFailure
+        var specs: [StageSpec] = []
+        for member in members {
+            let chain = member(Chain(input: .null, stages: [], encodingFailure: nil, types: []))
+            failure = failure ?? chain.encodingFailure
+            // A member of one stage is stored as that stage, as `group(_:)` stores it.
+            specs.append(chain.stages.count == 1 ? chain.stages[0] : .chain(chain.stages))
+        }
+        return adding(.group(specs, name: name), failure: failure)
+    }
+
     /// Waits, holding no worker, for the signal `signal` from outside: a payment provider's
     /// webhook, a person's approval. `POST /v1/jobs/{id}/signals/{signal}` delivers it (with an
     /// admin token, or the one-time token an earlier stage got from
@@ -158,13 +184,13 @@ public struct Chain<Output: Codable & Sendable>: Sendable {
         modifyingLastTask { $0.retry = policy }
     }
 
-    /// Runs the stage added last (each member, for a group) on the workers serving `queue` rather
+    /// Runs the stage added last (each member of one stage, for a group) on the workers serving `queue` rather
     /// than the job's queue: a pool with a GPU, a host with a licence.
     public func queue(_ queue: String) -> Chain {
         modifyingLastTask { $0.queue = queue }
     }
 
-    /// Counts the starts of the stage added last (each member, for a group) against the rate
+    /// Counts the starts of the stage added last (each member of one stage, for a group) against the rate
     /// limit `key` (set with `BatonClient.setRateLimit`, `PUT /v1/rate-limits/{key}` or
     /// `baton rate-limits set`): it starts only when the key has a token.
     public func rate(_ key: String) -> Chain {
@@ -183,18 +209,22 @@ public struct Chain<Output: Codable & Sendable>: Sendable {
         case .task(var task):
             change(&task)
             copy.stages[last].body = .task(task)
-        case .group(var members):
-            for index in members.indices {
-                if case .task(var task) = members[index].body {
-                    change(&task)
-                    members[index].body = .task(task)
-                }
-            }
-            copy.stages[last].body = .group(members)
-        case .await:
+        case .group(let members):
+            copy.stages[last].body = .group(members.map { Self.modifyingTasks(of: $0, change) })
+        case .await, .chain:
             break
         }
         return copy
+    }
+
+    /// A group member with `change` made to its task; a sub-chain's stages are set where the
+    /// member is built.
+    private static func modifyingTasks(of member: StageSpec, _ change: (inout TaskStage) -> Void) -> StageSpec {
+        guard case .task(var task) = member.body else { return member }
+        var member = member
+        change(&task)
+        member.body = .task(task)
+        return member
     }
 
     /// The chain as data, validated; `finish` and `goto` rules are checked against the stages'

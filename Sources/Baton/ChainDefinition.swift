@@ -28,6 +28,12 @@ public struct ChainDefinition: Sendable, Hashable {
         try input.checkStorable(at: "input")
         guard !stages.isEmpty else { throw .invalidChain(path: "stages", reason: "a chain needs at least one stage") }
         try Self.validate(stages, path: "stages", check: check)
+        try Self.checkRules(of: stages, path: "stages")
+    }
+
+    /// What holds within one chain (the job's, or a sub-chain member's): `goto` jumps forward to a
+    /// stage of that chain, stage names and awaited signals are unique in it.
+    private static func checkRules(of stages: [StageSpec], path: String) throws(BatonError) {
         var seen = Set<String>()
         var signals = Set<String>()
         let positions = Dictionary(
@@ -38,21 +44,21 @@ public struct ChainDefinition: Sendable, Hashable {
                 guard case .goto(let target) = flow.action else { continue }
                 guard let position = positions[target] else {
                     throw .invalidChain(
-                        path: "stages[\(index)].next[\(rule)].goto", reason: "no stage is named \"\(target)\"")
+                        path: "\(path)[\(index)].next[\(rule)].goto", reason: "no stage is named \"\(target)\"")
                 }
                 // Forward only: a loop is a `repeat`, whose max bounds it.
                 guard position > index else {
                     throw .invalidChain(
-                        path: "stages[\(index)].next[\(rule)].goto",
+                        path: "\(path)[\(index)].next[\(rule)].goto",
                         reason: "stage \"\(target)\" is not after this one: goto only jumps forward (repeat loops)")
                 }
             }
             if let name = stage.name, !seen.insert(name).inserted {
-                throw .invalidChain(path: "stages[\(index)].name", reason: "stage name \"\(name)\" is used twice")
+                throw .invalidChain(path: "\(path)[\(index)].name", reason: "stage name \"\(name)\" is used twice")
             }
             // A signal names one stage of its job: its delivery and its token say which.
             if let signal = stage.awaited?.signal, !signals.insert(signal).inserted {
-                throw .invalidChain(path: "stages[\(index)].await", reason: "signal \"\(signal)\" is awaited twice")
+                throw .invalidChain(path: "\(path)[\(index)].await", reason: "signal \"\(signal)\" is awaited twice")
             }
         }
     }
@@ -74,8 +80,20 @@ public struct ChainDefinition: Sendable, Hashable {
                     throw .invalidChain(path: "\(here).group", reason: "a group needs at least one member")
                 }
                 try validate(members, path: "\(here).group", check: check, inGroup: true)
+            case .chain(let stages):
+                // The member's job runs them as its chain: anything a chain may hold, in order.
+                guard inGroup else {
+                    throw .invalidChain(
+                        path: "\(here).stages", reason: "a sub-chain is a group member: put it in a group")
+                }
+                guard !stages.isEmpty else {
+                    throw .invalidChain(path: "\(here).stages", reason: "a sub-chain needs at least one stage")
+                }
+                try validate(stages, path: "\(here).stages", check: check)
+                try checkRules(of: stages, path: "\(here).stages")
             case .await(let stage):
-                // A member is a job of its own that nobody outside knows the id of.
+                // A member of one stage is a job of its own that nobody outside knows the id of (a
+                // sub-chain's await stage is signalled at its member's id, as the parent lists it).
                 guard !inGroup else {
                     throw .invalidChain(path: "\(here).await", reason: "a group member cannot await a signal")
                 }

@@ -3,12 +3,16 @@
 /// A task stage runs a registered task with its `args`; with a `lane` it is *ordered*. A group stage
 /// runs its members concurrently (as child jobs) and hands the array of their outputs, in member
 /// order, to the next stage. An await stage waits, holding no worker, for a signal from outside
-/// (`POST /v1/jobs/{id}/signals/{name}`), whose JSON payload is its output.
+/// (`POST /v1/jobs/{id}/signals/{name}`), whose JSON payload is its output. A sub-chain is a group
+/// member of several stages, run in order by the member's job; its last stage's output is the
+/// member's.
 public struct StageSpec: Sendable, Hashable, Codable {
     public enum Body: Sendable, Hashable {
         case task(TaskStage)
         case group([StageSpec])
         case await(AwaitStage)
+        /// Only as a group member: its stages, a chain of their own.
+        case chain([StageSpec])
     }
 
     /// Referenced by later stages to read this stage's output.
@@ -37,6 +41,12 @@ public struct StageSpec: Sendable, Hashable, Codable {
         StageSpec(name: name, .group(members))
     }
 
+    /// A group member that runs `stages` in order, the first fed the group's input; the last
+    /// one's output is the member's.
+    public static func chain(_ stages: [StageSpec], name: String? = nil) -> StageSpec {
+        StageSpec(name: name, .chain(stages))
+    }
+
     public static func awaitSignal(
         _ signal: String, name: String? = nil, timeout: Duration = AwaitStage.defaultTimeout, maxAttempts: Int = 1
     ) -> StageSpec {
@@ -58,7 +68,7 @@ public struct StageSpec: Sendable, Hashable, Codable {
     package var hasArgs: Bool {
         switch body {
         case .task(let task): task.args != [:]
-        case .group(let members): members.contains(where: \.hasArgs)
+        case .group(let stages), .chain(let stages): stages.contains(where: \.hasArgs)
         case .await: false
         }
     }
@@ -69,17 +79,18 @@ public struct StageSpec: Sendable, Hashable, Codable {
         return nil
     }
 
-    /// What the stage runs, for logs and metrics: its task, `group` or `await`.
+    /// What the stage runs, for logs and metrics: its task, `group`, `await` or `chain`.
     public var kind: String {
         switch body {
         case .task(let task): task.task
         case .group: "group"
         case .await: "await"
+        case .chain: "chain"
         }
     }
 
     enum CodingKeys: String, CodingKey {
-        case name, task, args, lane, retry, timeout = "timeout_ms", group, await, maxAttempts = "max_attempts"
+        case name, task, args, lane, retry, timeout = "timeout_ms", group, await, maxAttempts = "max_attempts", stages
         case `repeat`, next, queue, rate
     }
 
@@ -88,6 +99,8 @@ public struct StageSpec: Sendable, Hashable, Codable {
         name = try container.decodeIfPresent(String.self, forKey: .name)
         if let members = try container.decodeIfPresent([StageSpec].self, forKey: .group) {
             body = .group(members)
+        } else if let stages = try container.decodeIfPresent([StageSpec].self, forKey: .stages) {
+            body = .chain(stages)
         } else if let signal = try container.decodeIfPresent(String.self, forKey: .await) {
             body = .await(
                 AwaitStage(
@@ -129,8 +142,8 @@ public struct StageSpec: Sendable, Hashable, Codable {
 
     /// The stored form: `{"task", "name"?, "args"?, "lane"?, "queue"?, "rate"?, "retry"?, "timeout_ms"?, "repeat"?,
     /// "next"?}`,
-    /// `{"name"?, "group": [...]}` or `{"await", "name"?, "timeout_ms"?, "max_attempts"?}` (the
-    /// schema's `expire_waits` reads the last two); `Codable` encoding writes exactly this. Fields at their
+    /// `{"name"?, "group": [...]}`, `{"await", "name"?, "timeout_ms"?, "max_attempts"?}` (the
+    /// schema's `expire_waits` reads the last two) or, as a group member, `{"name"?, "stages": [...]}`; `Codable` encoding writes exactly this. Fields at their
     /// defaults (`{}` args, `RetryPolicy.default`, `TaskStage.defaultTimeout`) are left out, which
     /// keeps job rows small (docs/benchmarks.md#chains-stored-without-their-defaults); decoding fills
     /// them in.
@@ -140,6 +153,8 @@ public struct StageSpec: Sendable, Hashable, Codable {
         switch body {
         case .group(let members):
             fields["group"] = .array(members.map(\.json))
+        case .chain(let stages):
+            fields["stages"] = .array(stages.map(\.json))
         case .task(let task):
             fields["task"] = .string(task.task)
             if task.args != [:] { fields["args"] = task.args }

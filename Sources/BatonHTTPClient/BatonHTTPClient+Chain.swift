@@ -38,17 +38,24 @@ extension BatonHTTPClient {
 }
 
 extension Components.Schemas.JobRequest {
-    /// A chain as the API's JSON: what `BatonHTTPClient.enqueue(_:queue:…)` sends.
-    public init(_ chain: ChainDefinition) {
-        self.init(input: chain.input, stages: chain.stages.map(Components.Schemas.StageRequest.init))
+    /// A chain as the API's JSON: what `BatonHTTPClient.enqueue(_:queue:…)` sends. Throws for a
+    /// sub-chain outside a group, which the JSON cannot say.
+    public init(_ chain: ChainDefinition) throws(BatonError) {
+        self.init(input: chain.input, stages: try chain.stages.map { (stage) throws(BatonError) in try .init(stage) })
     }
 }
 
 extension Components.Schemas.StageRequest {
-    public init(_ stage: StageSpec) {
+    public init(_ stage: StageSpec) throws(BatonError) {
         switch stage.body {
         case .group(let members):
-            self = .GroupStageRequest(.init(name: stage.name, group: members.map(Self.init)))
+            self = .GroupStageRequest(
+                .init(
+                    name: stage.name,
+                    group: try members.map { (member) throws(BatonError) in try .init(member) }))
+        case .chain:
+            // Only a group member is a sub-chain (`GroupMemberRequest`).
+            throw .invalidChain(path: "stages", reason: "a sub-chain is a group member: put it in a group")
         case .await(let awaited):
             self = .AwaitStageRequest(
                 .init(
@@ -77,6 +84,17 @@ extension Components.Schemas.StageRequest {
                     next: task.next.isEmpty
                         ? nil : task.next.compactMap { try? $0.json.decode(as: Components.Schemas.FlowRule.self) })
             )
+        }
+    }
+}
+
+extension Components.Schemas.GroupMemberRequest {
+    public init(_ member: StageSpec) throws(BatonError) {
+        if case .chain(let stages) = member.body {
+            self = .SubChainRequest(
+                .init(name: member.name, stages: try stages.map { (stage) throws(BatonError) in try .init(stage) }))
+        } else {
+            self = .StageRequest(try .init(member))
         }
     }
 }

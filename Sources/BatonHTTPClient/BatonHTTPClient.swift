@@ -93,7 +93,7 @@ public struct BatonHTTPClient: Sendable {
         _ chain: Chain<Output>, queue: String = "default", priority: Int = 0, runAt: Date? = nil,
         idempotencyKey: String? = nil, metadata: JSONValue = [:], unchecked: Bool = false
     ) async throws -> Handle<Output> {
-        var request = JobRequest(try chain.definition())
+        var request = try JobRequest(try chain.definition())
         request.queue = queue
         request.priority = Int32(clamping: priority)
         request.runAt = runAt

@@ -108,6 +108,9 @@ struct Executor: Sendable {
         case .group:
             // A group stage: first its members start; once they are all done, their outputs are its output.
             return .ended(job.groupOutput.map { .succeeded(output: $0) } ?? .fanOut)
+        case .chain:
+            // Only a group member is a sub-chain, and its job's chain is the sub-chain's stages.
+            return .ended(.failed(error: "a sub-chain is not a stage of its own", retry: .never))
         case .await(let awaited):
             // The signal's payload is the stage's output; until it comes, the job waits without us.
             do {

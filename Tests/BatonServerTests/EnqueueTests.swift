@@ -54,6 +54,17 @@ struct EnqueueTests {
         (#"{"stages": [{"task": "noop", "queue": ""}]}"#, 400, "stages[0].queue"),
         (#"{"stages": [{"task": "noop"}, {"task": "noop", "queue": "gpu"}]}"#, 422, "stages[1].queue"),
         (#"{"stages": [{"group": [{"task": "noop", "queue": "gpu"}]}]}"#, 422, "stages[0].group[0].queue"),
+        // A sub-chain: only as a group member, with a stage at least, its stages checked as a chain's.
+        (#"{"stages": [{"stages": [{"task": "noop"}]}]}"#, 400, "stages[0]"),
+        (#"{"stages": [{"group": [{"stages": []}]}]}"#, 400, "stages[0].group[0].stages"),
+        (
+            #"{"stages": [{"group": [{"stages": [{"task": "noop", "timeout": "x"}]}]}]}"#, 400,
+            "stages[0].group[0].stages[0].timeout"
+        ),
+        (
+            #"{"stages": [{"group": [{"stages": [{"task": "noop"}, {"task": "nope"}]}]}]}"#, 422,
+            "stages[0].group[0].stages[1].task"
+        ),
     ]
 
     @Test func badInputIsRefusedWithItsPathAndWritesNothing() async throws {

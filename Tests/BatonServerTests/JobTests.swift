@@ -45,6 +45,43 @@ struct JobTests {
         }
     }
 
+    /// A group member that is a sub-chain (issue 48), declared as JSON: its job runs the stages in
+    /// order (one in a lane) and the member's output is its last stage's; the job is found by a
+    /// sub-chain stage's args.
+    @Test func aSubChainMemberRunsItsStagesAndHandsOnTheLast() async throws {
+        try await withServer { server async throws in
+            let id = try await server.enqueue([
+                "input": 1,
+                "stages": [
+                    [
+                        "group": [
+                            [
+                                "name": "three",
+                                "stages": [
+                                    ["task": "add", "args": ["n": 1]],
+                                    ["task": "add", "args": ["n": 10, "customer": "c-48"], "lane": "customer-48"],
+                                    ["task": "add", "args": ["n": 100]],
+                                ],
+                            ],
+                            ["task": "add", "args": ["n": 1000]],
+                        ]
+                    ],
+                    ["task": "sum"],
+                ],
+            ])
+            let job = try await server.job(id) { $0["state"] == "completed" }
+            #expect(job["output"] == 1113)  // 112 + 1001
+            let members = job["stages"]?.items.first?["members"]?.items ?? []
+            #expect(members.map { $0["output"] } == [112, 1001])
+            #expect(members.map { $0["task"] } == ["add", "add"])
+            let member = try await server.call(.GET, "/v1/jobs/\(members.first?["id"]?.int64 ?? 0)")
+            #expect(member["stages"]?.items.map { $0["output"] } == [2, 12, 112])
+            #expect(member["stages"]?.items.dropFirst().first?["lane"] == "customer-48")
+            let found = try await server.call(.GET, "/v1/jobs?args.customer=c-48")
+            #expect(found["jobs"]?.items.map { $0["id"] } == [.number(JSONNumber(id))], "\(found.text)")
+        }
+    }
+
     @Test func cancelStopsARunningJob() async throws {
         try await withServer { server async throws in
             let id = try await server.enqueue([

@@ -89,8 +89,8 @@ struct PgBouncerTests {
 
                     // Ordered stages over 6 lanes, behind a background stage, across both workers.
                     let lanes = 6
-                    let jobs = (0..<120).map { index in
-                        BatonHTTPClient.JobRequest(
+                    let jobs = try (0..<120).map { index in
+                        try BatonHTTPClient.JobRequest(
                             ChainDefinition(
                                 input: .number(index),
                                 stages: [

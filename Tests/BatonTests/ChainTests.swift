@@ -55,6 +55,30 @@ struct ChainTests {
         #expect(members.map(\.lane) == [nil, "l"])
     }
 
+    /// Members built as sub-chains: each starts from the group's input type and ends with the
+    /// same type (the compiler checks both); one of a single stage is stored as that stage.
+    @Test func aGroupOfSubChainsStoresEachMembersStages() throws {
+        let chain: Chain<[Bool]> = Chain(input: Order(id: 1, total: 1))
+            .group(
+                name: "both",
+                [
+                    { $0.then(Render(template: "a")).then(Deliver(), lane: "customer-1") },
+                    { $0.then(Render(template: "b")).then(Deliver()) },
+                ])
+        let definition = try chain.definition()
+        guard case .group(let members) = definition.stages[0].body, case .chain(let first) = members[0].body else {
+            Issue.record("not a group of sub-chains")
+            return
+        }
+        #expect(first.map(\.task?.task) == ["Render", "deliver"])
+        #expect(first.map(\.lane) == [nil, "customer-1"])
+        let stored = definition.stages[0].json["group"]?.arrayValue?[0]["stages"]?.arrayValue?[1]
+        #expect(stored?["lane"] == "customer-1")
+
+        let single: Chain<[Invoice]> = Chain(input: Order(id: 1, total: 1)).group([{ $0.then(Render(template: "a")) }])
+        #expect(try single.definition().stages[0].json == ["group": [["task": "Render", "args": ["template": "a"]]]])
+    }
+
     @Test func theStoredFormRoundTrips() throws {
         let stages: [StageSpec] = [
             .task(
@@ -62,6 +86,9 @@ struct ChainTests {
                 retry: .linear(initial: .milliseconds(250), max: .seconds(5), jitter: 0.25, attempts: 4),
                 timeout: .milliseconds(1500)),
             .group([.task("noop"), .group([.task("sleep", args: ["ms": 5])])], name: "fan"),
+            .group([
+                .chain([.task("a", lane: "l"), .group([.task("b")]), .awaitSignal("go")], name: "sub"), .task("c"),
+            ]),
         ]
         let text = try JSONValue(encoding: stages).jsonText
         #expect(try JSONValue(parsing: text).decode(as: [StageSpec].self) == stages)
@@ -89,6 +116,20 @@ struct ChainTests {
         (
             ChainDefinition(stages: [.task("a"), .group([.task("b"), .group([.task("")])])]),
             "stages[1].group[1].group[0].task"
+        ),
+        (ChainDefinition(stages: [.chain([.task("a")])]), "stages[0].stages"),
+        (ChainDefinition(stages: [.group([.chain([])])]), "stages[0].group[0].stages"),
+        (ChainDefinition(stages: [.group([.chain([.task("a"), .task("")])])]), "stages[0].group[0].stages[1].task"),
+        (
+            ChainDefinition(stages: [
+                .task("a", name: "end"),
+                .group([.chain([.task("a", next: [FlowRule(if: .truthy("output"), .goto("end"))]), .task("b")])]),
+            ]),
+            "stages[1].group[0].stages[0].next[0].goto"
+        ),
+        (
+            ChainDefinition(stages: [.group([.chain([.awaitSignal("s"), .awaitSignal("s")])])]),
+            "stages[0].group[0].stages[1].await"
         ),
     ])
     func invalidChainsAreRefusedWithThePathOfTheFault(definition: ChainDefinition, path: String) {

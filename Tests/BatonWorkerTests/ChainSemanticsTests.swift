@@ -95,6 +95,48 @@ struct ChainSemanticsTests {
         }
     }
 
+    /// Members of several stages (issue 48): each member's job runs its sub-chain in order, a
+    /// laned stage in its lane, and the group hands on each member's last output, in member order.
+    /// A member whose sub-chain holds a group fans out again; a failed sub-chain fails the group.
+    @Test func aGroupOfSubChainsHandsOnEachMembersLastOutput() async throws {
+        try await TestDatabase.with { db async throws in
+            try await withWorker(db, tasks: testTasks) { baton, _ async throws in
+                let fan = Chain(input: 10)
+                    .group(
+                        name: "fan",
+                        [
+                            { $0.then(Add(n: 1)).then(Add(n: 3)).then(Multiply(by: 2), lane: "sub-lane") },  // 28
+                            { $0.then(Multiply(by: 3)) },  // 30
+                            { $0.group([Add(n: 1), Add(n: 2)]).then(Sum()) },  // 23
+                        ]
+                    )
+                    .then(Sum())
+                let job = try await baton.enqueue(fan)
+                #expect(try await job.result() == 81)
+                let members = try #require(try await db.store.jobWithMembers(job.id)?.members)
+                #expect(members.map(\.output) == [28, 30, 23])
+                #expect(members.map(\.state) == [.completed, .completed, .completed])
+                let first = try #require(try await db.store.job(members[0].id))
+                #expect(first.results.map(\.output) == [11, 14, 28])
+                #expect(first.lane == "sub-lane", "its last stage ran in its lane")
+
+                let failing = ChainDefinition(
+                    input: 1,
+                    stages: [
+                        .group([
+                            .chain([.task("Add", args: ["n": 1]), .task("Refuse", retry: .none)]),
+                            .task("Add", args: ["n": 1]),
+                        ]),
+                        .task("Sum"),
+                    ])
+                let id = try await baton.enqueue([NewJob(chain: failing)])[0].id
+                let record = try await baton.waitUntilFinished(id, timeout: .seconds(20))
+                #expect(record.state == .discarded)
+                #expect(record.lastError?.contains("group member 0 was discarded: refused on purpose") == true)
+            }
+        }
+    }
+
     @Test func aFailedAttemptIsRetriedAfterItsBackoffUntilItSucceeds() async throws {
         try await TestDatabase.with { db async throws in
             try await withWorker(db, tasks: testTasks) { baton, _ async throws in

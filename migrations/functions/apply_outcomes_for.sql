@@ -78,7 +78,8 @@ BEGIN
     SELECT array_agg(DISTINCT x.l) INTO v_lanes FROM (
         SELECT j.lane FROM jobs j WHERE j.id = ANY(v_ids) AND j.lane IS NOT NULL
         UNION ALL SELECT unnest(v_lanes)
-        UNION ALL SELECT m ->> 'lane' FROM jobs p, jsonb_array_elements(p.chain -> p.stage -> 'group') m
+        UNION ALL SELECT coalesce(m -> 'stages' -> 0, m) ->> 'lane'
+                  FROM jobs p, jsonb_array_elements(p.chain -> p.stage -> 'group') m
                   WHERE p.id = ANY(v_spawn)
     ) x(l) WHERE x.l IS NOT NULL;
     IF v_lanes IS NOT NULL THEN
@@ -239,22 +240,27 @@ BEGIN
     END IF;
 
     -- Fan out: one member job per group entry, each fed the group stage's input; their queues are
-    -- woken.
+    -- woken. A member is a stage (its job's chain of one) or a sub-chain (`stages`): its job starts
+    -- at the first stage, in that stage's queue and lane.
     IF v_spawn IS NOT NULL THEN
         RETURN QUERY
         WITH members AS (
         INSERT INTO jobs (queue, priority, state, chain, stage_count, input, metadata, lane, lane_ready_at,
                           parent_id, parent_stage, member_index, rate_key)
-        SELECT coalesce(m.value ->> 'queue', p.queue), p.priority,
-               CASE WHEN m.value ->> 'lane' IS NULL THEN 'available' ELSE 'waiting' END::job_state,
-               jsonb_build_array(m.value), 1,
+        SELECT coalesce(f.stage ->> 'queue', p.queue), p.priority,
+               CASE WHEN f.stage ->> 'lane' IS NULL THEN 'available' ELSE 'waiting' END::job_state,
+               f.chain, jsonb_array_length(f.chain),
                CASE WHEN jsonb_array_length(p.results) = 0 THEN p.input ELSE p.results -> -1 -> 'output' END,
-               p.metadata, m.value ->> 'lane', clock_timestamp(), p.id, p.stage, (m.ordinality - 1)::int,
-               CASE WHEN v_scoped THEN stage_rate_key(m.value, coalesce(m.value ->> 'queue', p.queue))
-                    ELSE coalesce(m.value ->> 'rate', '') END
+               p.metadata, f.stage ->> 'lane', clock_timestamp(), p.id, p.stage, (m.ordinality - 1)::int,
+               CASE WHEN v_scoped THEN stage_rate_key(f.stage, coalesce(f.stage ->> 'queue', p.queue))
+                    ELSE coalesce(f.stage ->> 'rate', '') END
         FROM unnest(v_applied) a
         JOIN jobs p ON p.id = a.id
         CROSS JOIN LATERAL jsonb_array_elements(p.chain -> p.stage -> 'group') WITH ORDINALITY m
+        CROSS JOIN LATERAL (
+            SELECT c.chain, c.chain -> 0 AS stage
+            FROM (SELECT coalesce(m.value -> 'stages', jsonb_build_array(m.value)) AS chain) c
+        ) f
         WHERE a.kind = 'spawn'
         RETURNING jobs.queue
         )
@@ -269,11 +275,12 @@ BEGIN
         FROM (SELECT a.parent_id, count(*) AS n FROM unnest(v_applied) a
               WHERE a.parent_id IS NOT NULL AND a.state = 'completed' GROUP BY a.parent_id) d
         WHERE p.id = d.parent_id AND p.state = 'waiting' AND p.pending IS NOT NULL;
-        -- ...and the last one hands the parent its members' outputs, in member order. A separate
-        -- statement: its snapshot sees members completed by other transactions meanwhile.
+        -- ...and the last one hands the parent its members' outputs (each its last stage's), in
+        -- member order. A separate statement: its snapshot sees members completed by other
+        -- transactions meanwhile.
         RETURN QUERY
         UPDATE jobs p SET state = 'available', run_at = now(), pending = NULL,
-            group_output = (SELECT jsonb_agg(c.results -> 0 -> 'output' ORDER BY c.member_index)
+            group_output = (SELECT jsonb_agg(c.results -> -1 -> 'output' ORDER BY c.member_index)
                             FROM jobs c WHERE c.parent_id = p.id AND c.parent_stage = p.stage)
         WHERE p.id IN (SELECT a.parent_id FROM unnest(v_applied) a WHERE a.state = 'completed')
           AND p.state = 'waiting' AND p.pending = 0

@@ -14,7 +14,8 @@ public struct InvalidRequestBody: Error, Sendable, Hashable, CustomStringConvert
 ///
 /// The generated types decode with any decoder, but a stage that is neither a task nor a group
 /// fails as a whole (`oneOf`, no discriminator); here a stage is read as the form its keys say it
-/// is (an object with `group` is a group stage), so that its own error comes out.
+/// is (an object with `group` is a group stage, a group member with `stages` a sub-chain), so
+/// that its own error comes out.
 public enum RequestBody {
     public static func decode<T: Decodable>(_ type: T.Type, from json: JSONValue) throws(InvalidRequestBody) -> T {
         do {
@@ -34,13 +35,24 @@ public enum RequestBody {
             return InvalidRequestBody(path: rendered, reason: reason(rendered.isEmpty ? "the body" : rendered))
         }
         switch error {
-        case .valueNotFound(let type, let context) where type == Components.Schemas.StageRequest.self:
-            // Neither form decoded: read the stage as the form it says it is, for its own error.
+        case .valueNotFound(let type, let context)
+        where type == Components.Schemas.StageRequest.self || type == Components.Schemas.GroupMemberRequest.self:
+            // No form decoded: read the stage (or member) as the form it says it is, for its own error.
             let path = prefix + context.codingPath
+            if type == Components.Schemas.StageRequest.self, document.value(at: path)?["stages"] != nil {
+                return failure(context.codingPath) { "\($0) is a sub-chain, which only a group member can be" }
+            }
             if let stage = document.value(at: path) {
                 let form: any Decodable.Type =
-                    stage["group"] != nil
-                    ? Components.Schemas.GroupStageRequest.self : Components.Schemas.TaskStageRequest.self
+                    if type == Components.Schemas.GroupMemberRequest.self, stage["stages"] != nil {
+                        Components.Schemas.SubChainRequest.self
+                    } else if stage["group"] != nil {
+                        Components.Schemas.GroupStageRequest.self
+                    } else if stage["await"] != nil {
+                        Components.Schemas.AwaitStageRequest.self
+                    } else {
+                        Components.Schemas.TaskStageRequest.self
+                    }
                 do {
                     _ = try stage.decode(as: form)
                 } catch let inner as DecodingError {

@@ -23,9 +23,9 @@ extension Store {
             """
             SELECT \(unescaped: Self.recordColumns), \(unescaped: waitFacts), \(unescaped: progressColumn),
                 (SELECT json_agg(json_build_array(m.parent_stage, m.member_index, m.id, m.state, m.attempt,
-                        CASE WHEN m.state = 'completed' THEN m.results -> 0 -> 'output' END, m.errors,
+                        CASE WHEN m.state = 'completed' THEN m.results -> -1 -> 'output' END, m.errors,
                         m.chain -> m.stage ->> 'task', m.chain -> m.stage ->> 'lane',
-                        CASE WHEN m.state = 'completed' THEN m.results -> 0 ->> 'log' END)
+                        CASE WHEN m.state = 'completed' THEN m.results -> -1 ->> 'log' END)
                     ORDER BY m.parent_stage, m.member_index)
                  FROM \(unescaped: schema).jobs m WHERE m.parent_id = j.id)::text
             FROM \(unescaped: schema).jobs j WHERE id = \(id)

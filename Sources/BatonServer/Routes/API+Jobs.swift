@@ -166,6 +166,7 @@ extension API {
                     paths[task.task] = "\(path)[\(index)].task"
                     names.append(task.task)
                 case .group(let members): collect(members, at: "\(path)[\(index)].group")
+                case .chain(let stages): collect(stages, at: "\(path)[\(index)].stages")
                 case .task, .await: break
                 }
             }

@@ -36,7 +36,11 @@ extension API {
             func walk(_ stages: [StageSpec], at path: String) throws {
                 for (position, stage) in stages.enumerated() {
                     if let queue = stage.task?.queue { try checkQueue(queue, path: "\(path)[\(position)].queue") }
-                    if case .group(let members) = stage.body { try walk(members, at: "\(path)[\(position)].group") }
+                    switch stage.body {
+                    case .group(let members): try walk(members, at: "\(path)[\(position)].group")
+                    case .chain(let stages): try walk(stages, at: "\(path)[\(position)].stages")
+                    case .task, .await: break
+                    }
                 }
             }
             try walk(job.chain.stages, at: prefix(index) + "stages")

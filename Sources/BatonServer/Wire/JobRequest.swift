@@ -76,23 +76,37 @@ struct JobReader {
         guard list.count <= ChainDefinition.maxStages else {
             throw invalid(path, "at most \(ChainDefinition.maxStages) stages or members, got \(list.count)")
         }
-        return try list.enumerated().map { index, stage in
-            let here = "\(path)[\(index)]"
-            switch stage {
-            case .GroupStageRequest(let group):
-                return .group(try stages(group.group, at: "\(here).group"), name: group.name)
-            case .TaskStageRequest(let task):
-                return try self.task(task, at: here)
-            case .AwaitStageRequest(let stage):
-                let attempts = stage.maxAttempts ?? 1
-                guard (1...10_000).contains(attempts) else {
-                    throw invalid("\(here).max_attempts", "\(here).max_attempts must be an integer within 1...10000")
-                }
-                return .awaitSignal(
-                    stage._await, name: stage.name,
-                    timeout: try stage.timeout.map { try duration($0, at: "\(here).timeout") }
-                        ?? AwaitStage.defaultTimeout,
-                    maxAttempts: Int(attempts))
+        return try list.enumerated().map { index, stage in try self.stage(stage, at: "\(path)[\(index)]") }
+    }
+
+    private func stage(_ stage: Components.Schemas.StageRequest, at here: String) throws -> StageSpec {
+        switch stage {
+        case .GroupStageRequest(let group):
+            return .group(try members(group.group, at: "\(here).group"), name: group.name)
+        case .TaskStageRequest(let task):
+            return try self.task(task, at: here)
+        case .AwaitStageRequest(let stage):
+            let attempts = stage.maxAttempts ?? 1
+            guard (1...10_000).contains(attempts) else {
+                throw invalid("\(here).max_attempts", "\(here).max_attempts must be an integer within 1...10000")
+            }
+            return .awaitSignal(
+                stage._await, name: stage.name,
+                timeout: try stage.timeout.map { try duration($0, at: "\(here).timeout") }
+                    ?? AwaitStage.defaultTimeout,
+                maxAttempts: Int(attempts))
+        }
+    }
+
+    private func members(_ list: [Components.Schemas.GroupMemberRequest], at path: String) throws -> [StageSpec] {
+        guard list.count <= ChainDefinition.maxStages else {
+            throw invalid(path, "at most \(ChainDefinition.maxStages) stages or members, got \(list.count)")
+        }
+        return try list.enumerated().map { index, member in
+            switch member {
+            case .StageRequest(let stage): try self.stage(stage, at: "\(path)[\(index)]")
+            case .SubChainRequest(let chain):
+                .chain(try stages(chain.stages, at: "\(path)[\(index)].stages"), name: chain.name)
             }
         }
     }

@@ -10,6 +10,17 @@ public struct ChainDefinition: Sendable, Hashable {
     public var input: JSONValue
     public var stages: [StageSpec]
 
+    /// The chain features this version of Baton reads that workers of earlier versions cannot:
+    /// `sub-chain`, a group member of several stages. A job stores those its chain uses
+    /// (``features``), a worker registers these, and a worker is given only jobs whose features
+    /// it reads, so that a rolling upgrade never hands a chain to a worker that cannot read it.
+    public static let readableFeatures: Set<String> = ["sub-chain"]
+
+    /// The features of ``readableFeatures`` this chain uses, sorted.
+    public var features: [String] {
+        StageSpec.usesSubChains(stages) ? ["sub-chain"] : []
+    }
+
     public init(input: JSONValue = .null, stages: [StageSpec]) {
         self.input = input
         self.stages = stages

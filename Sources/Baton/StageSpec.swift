@@ -73,6 +73,17 @@ public struct StageSpec: Sendable, Hashable, Codable {
         }
     }
 
+    /// Whether a group among `stages`, or within their members, has a sub-chain member.
+    static func usesSubChains(_ stages: [StageSpec]) -> Bool {
+        stages.contains { stage in
+            switch stage.body {
+            case .chain: true
+            case .group(let members): usesSubChains(members)
+            case .task, .await: false
+            }
+        }
+    }
+
     /// The signal an await stage waits for.
     public var awaited: AwaitStage? {
         if case .await(let stage) = body { return stage }

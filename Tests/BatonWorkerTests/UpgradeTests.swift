@@ -106,6 +106,9 @@ struct UpgradeTests {
     /// made by 0019_schema.sql alone.
     static func backToVersion19(_ db: TestDatabase) async throws {
         let schema = db.configuration.schema
+        // 0025_chain_features.sql
+        try await db.pool.execute("ALTER TABLE \(unescaped: schema).jobs DROP COLUMN features")
+        try await db.pool.execute("ALTER TABLE \(unescaped: schema).workers DROP COLUMN features")
         // 0024_top_level_counts.sql
         try await db.pool.execute("DROP INDEX \(unescaped: schema).jobs_state_id")
         try await db.pool.execute(

@@ -66,6 +66,8 @@ DECLARE
     v_scoped boolean := scoped_rate_limits();
     -- Hops handed on, their next stage being rate limited.
     v_handed bigint[];
+    -- The chain features the worker reads (migration 25), for the lanes' hand-over.
+    v_features text[];
 BEGIN
     SELECT array_agg(b.id), array_agg(b.id) FILTER (WHERE b.kind = 'spawn'),
            array_agg(b.lane) FILTER (WHERE b.lane IS NOT NULL), bool_or(b.kind = 'await'),
@@ -246,14 +248,15 @@ BEGIN
         RETURN QUERY
         WITH members AS (
         INSERT INTO jobs (queue, priority, state, chain, stage_count, input, metadata, lane, lane_ready_at,
-                          parent_id, parent_stage, member_index, rate_key)
+                          parent_id, parent_stage, member_index, rate_key, features)
         SELECT coalesce(f.stage ->> 'queue', p.queue), p.priority,
                CASE WHEN f.stage ->> 'lane' IS NULL THEN 'available' ELSE 'waiting' END::job_state,
                f.chain, jsonb_array_length(f.chain),
                CASE WHEN jsonb_array_length(p.results) = 0 THEN p.input ELSE p.results -> -1 -> 'output' END,
                p.metadata, f.stage ->> 'lane', clock_timestamp(), p.id, p.stage, (m.ordinality - 1)::int,
                CASE WHEN v_scoped THEN stage_rate_key(f.stage, coalesce(f.stage ->> 'queue', p.queue))
-                    ELSE coalesce(f.stage ->> 'rate', '') END
+                    ELSE coalesce(f.stage ->> 'rate', '') END,
+               p.features
         FROM unnest(v_applied) a
         JOIN jobs p ON p.id = a.id
         CROSS JOIN LATERAL jsonb_array_elements(p.chain -> p.stage -> 'group') WITH ORDINALITY m
@@ -298,6 +301,7 @@ BEGIN
     -- wider lane an older holder may still wait for a worker: it is a candidate too, and the
     -- oldest go first, so that a lane's stages start in the order they were admitted.
     IF v_lanes IS NOT NULL THEN
+        SELECT w.features INTO v_features FROM workers w WHERE w.id = p_worker;
         RETURN QUERY
         WITH admitted AS MATERIALIZED (
             SELECT * FROM lane_admissions(v_lanes)
@@ -311,13 +315,22 @@ BEGIN
               AND (SELECT o.lane = h.lane AND o.lane_slot = h.lane_slot AND o.state = 'available'
                    FROM jobs o WHERE o.id = h.job_id)
         ), heads AS (
-            SELECT c.id, c.slot, c.admitted, j.queue, j.lane_ready_at,
-                   (p_tasks IS NULL OR NOT (j.chain -> j.stage ? 'task') OR j.chain -> j.stage ->> 'task' = ANY (p_tasks))
-                   -- a rate-limited stage starts with a token, which only a claim takes
-                   AND j.rate_key = ''
-                   -- the next holder of a lane in a paused queue waits for resume, like any job.
-                   AND NOT EXISTS (SELECT 1 FROM paused_queues q WHERE q.queue = j.queue) AS runnable
-            FROM candidates c JOIN jobs j ON j.id = c.id
+            -- Each candidate looked up by its key: a join was planned, on a small table, as a
+            -- hash of every entry of the primary key.
+            SELECT c.id, c.slot, c.admitted, j.queue, j.lane_ready_at, j.runnable
+            FROM candidates c
+            CROSS JOIN LATERAL (
+                SELECT j.queue, j.lane_ready_at,
+                       (p_tasks IS NULL OR NOT (j.chain -> j.stage ? 'task')
+                        OR j.chain -> j.stage ->> 'task' = ANY (p_tasks))
+                       -- a chain this worker reads (migration 25)
+                       AND (j.features IS NULL OR j.features <@ v_features)
+                       -- a rate-limited stage starts with a token, which only a claim takes
+                       AND j.rate_key = ''
+                       -- the next holder of a lane in a paused queue waits for resume, like any job.
+                       AND NOT EXISTS (SELECT 1 FROM paused_queues q WHERE q.queue = j.queue) AS runnable
+                FROM jobs j WHERE j.id = c.id OFFSET 0
+            ) j
         ), decided AS (
             SELECT r.id, r.queue, r.slot, r.admitted, r.runnable AND r.n <= coalesce(s.slots, 0) AS taken
             FROM (SELECT heads.*, row_number() OVER (PARTITION BY heads.queue, heads.runnable
@@ -335,7 +348,9 @@ BEGIN
             FROM decided d
             -- An older holder is taken only if no worker claimed it meanwhile (re-checked on the
             -- row as it is once a claim holding it commits); one not taken is left as it is.
-            WHERE j.id = d.id AND (d.admitted OR (d.taken AND j.state = 'available'))
+            -- (the ids as an index condition too: joined alone, the update could scan the key whole)
+            WHERE j.id = d.id AND j.id = ANY (ARRAY(SELECT d.id FROM decided d))
+              AND (d.admitted OR (d.taken AND j.state = 'available'))
             RETURNING d.taken, d.admitted, j.id, j.queue, j.stage, j.attempt, j.chain::text AS chain,
                 (CASE WHEN jsonb_array_length(j.results) = 0 THEN j.input ELSE j.results -> -1 -> 'output' END)::text AS input,
                 CASE WHEN jsonb_array_length(j.results) = 0 THEN NULL ELSE j.results::text END AS results,

@@ -11,7 +11,8 @@
 -- seconds since the stage became claimable (`run_at`, or the job's creation when a caller backdated
 -- `run_at`), the worker's pickup latency.
 -- `p_tasks`: the tasks the worker runs; a task stage of another task is left for a worker that
--- runs it (group and await stages are every worker's). NULL: any.
+-- runs it (group and await stages are every worker's). NULL: any. A job whose chain uses features
+-- (migration 25) that the worker's row does not list is left for a worker that reads them.
 --
 -- Stages without a rate limit key first; then, while slots are left, each key with stages
 -- available here (found by a skip scan of the index: one probe per key) takes what its bucket
@@ -44,10 +45,14 @@ DECLARE
     v_tokens float8;
     v_refilled timestamptz;
     v_next float8;
+    v_features text[];
 BEGIN
     IF EXISTS (SELECT 1 FROM paused_queues q WHERE q.queue = p_queue) THEN
         RETURN;
     END IF;
+    -- The chain features the worker reads (migration 25; NULL, none: a worker that registered
+    -- none, or no row): a job whose chain uses others is left for a worker that reads them.
+    SELECT w.features INTO v_features FROM workers w WHERE w.id = p_worker;
     FOR v_key IN
         -- '' (no key) first, then each key with stages available here: one index probe each.
         WITH RECURSIVE k(key) AS (
@@ -91,6 +96,7 @@ BEGIN
                   AND (p_tasks IS NULL OR n.task IS NULL OR n.task = ANY (p_tasks))
                   -- a subquery, not a join: one probe of the job by its key for each row read
                   AND (SELECT s.state = 'available' AND s.queue = p_queue AND s.rate_key = v_key
+                              AND (s.features IS NULL OR s.features <@ v_features)
                        FROM jobs s WHERE s.id = n.job_id)
                 ORDER BY n.priority, n.run_at, n.job_id
                 LIMIT CASE WHEN v_bucket.key IS NULL THEN v_left ELSE least(v_left, floor(v_bucket.tokens)::int) END

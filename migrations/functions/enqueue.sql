@@ -4,7 +4,10 @@
 -- that the control plane answers without reading the jobs back; new jobs outside lanes are
 -- answered from the insert's RETURNING.
 --   p_jobs: [{"queue", "priority", "run_at"?, "chain", "input", "metadata", "key"?, "owner"?,
---             "key_owners"?, "unique_key"?, "unique_states"?, "home_queue"?, "no_tags"?}, …]
+--             "key_owners"?, "unique_key"?, "unique_states"?, "home_queue"?, "no_tags"?, "features"?}, …]
+-- `features`: the chain features the job's chain uses (`sub-chain`: a group member of several
+-- stages); only workers that read them all are given the job (migration 25). A caller that
+-- writes such a chain names them, as the Swift store does.
 -- `no_tags`: the caller has seen that the job has no metadata and no stage with args, so nothing to
 -- find it by (`tags_of`) need be looked for (a caller of the version before sends none: then it is).
 -- `queue` is the first stage's (its own, when it names one; then `home_queue` is the job's).
@@ -58,21 +61,23 @@ BEGIN
                     ELSE coalesce(i.chain -> 0 ->> 'rate', '') END AS rate_key
         FROM ROWS FROM (jsonb_to_recordset(p_jobs)
                 AS (queue text, priority smallint, run_at timestamptz, chain jsonb, input jsonb, metadata jsonb,
-                    key text, owner text, unique_key text, unique_states job_state[], home_queue text))
+                    key text, owner text, unique_key text, unique_states job_state[], home_queue text,
+                    features text[]))
             WITH ORDINALITY AS i(queue, priority, run_at, chain, input, metadata, key, owner, unique_key,
-                                 unique_states, home_queue, ord)
+                                 unique_states, home_queue, features, ord)
     ), plain AS (
         -- Jobs without a key of either kind: a plain insert. Naming an arbiter, even an index a
         -- NULL key never enters, made each row a speculative insertion: a lock taken and released
         -- and a confirmation record in the WAL per job (docs/benchmarks.md#what-the-wal-holds).
         INSERT INTO jobs (id, queue, priority, state, run_at, chain, stage_count, input, metadata, lane,
-                          lane_ready_at, enqueued_by, home_queue, rate_key)
+                          lane_ready_at, enqueued_by, home_queue, rate_key, features)
         SELECT i.new_id, coalesce(i.queue, 'default'), coalesce(i.priority, 0),
                CASE WHEN i.run_at > now() THEN 'scheduled'
                     WHEN i.chain -> 0 ->> 'lane' IS NOT NULL THEN 'waiting'
                     ELSE 'available' END::job_state,
                coalesce(i.run_at, now()), i.chain, jsonb_array_length(i.chain), coalesce(i.input, 'null'),
-               coalesce(i.metadata, '{}'), i.chain -> 0 ->> 'lane', i.ready_at, i.owner, i.home_queue, i.rate_key
+               coalesce(i.metadata, '{}'), i.chain -> 0 ->> 'lane', i.ready_at, i.owner, i.home_queue, i.rate_key,
+               nullif(i.features, '{}')
         FROM input i WHERE i.unique_key IS NULL AND i.key IS NULL ORDER BY i.ord
         RETURNING jobs.id, jobs.queue, jobs.state, jobs.run_at, jobs.created_at
     ), keyed AS (
@@ -80,14 +85,14 @@ BEGIN
         -- arbiter (only those two can conflict on a new job).
         INSERT INTO jobs (id, queue, priority, state, run_at, chain, stage_count, input, metadata,
                           idempotency_key, lane, lane_ready_at, enqueued_by, unique_key, unique_states, home_queue,
-                          rate_key)
+                          rate_key, features)
         SELECT i.new_id, coalesce(i.queue, 'default'), coalesce(i.priority, 0),
                CASE WHEN i.run_at > now() THEN 'scheduled'
                     WHEN i.chain -> 0 ->> 'lane' IS NOT NULL THEN 'waiting'
                     ELSE 'available' END::job_state,
                coalesce(i.run_at, now()), i.chain, jsonb_array_length(i.chain), coalesce(i.input, 'null'),
                coalesce(i.metadata, '{}'), i.key, i.chain -> 0 ->> 'lane', i.ready_at, i.owner, i.unique_key,
-               i.unique_states, i.home_queue, i.rate_key
+               i.unique_states, i.home_queue, i.rate_key, nullif(i.features, '{}')
         FROM input i WHERE i.unique_key IS NOT NULL OR i.key IS NOT NULL ORDER BY i.ord
         ON CONFLICT DO NOTHING
         RETURNING jobs.id, jobs.queue, jobs.state, jobs.run_at, jobs.created_at

@@ -85,6 +85,8 @@ extension Store {
                 'paused', EXISTS (SELECT 1 FROM \(schema).paused_queues p WHERE p.queue = j.queue),
                 'queue_workers', count(*),
                 'task_workers', count(*) FILTER (WHERE j.chain -> j.stage ->> 'task' = ANY (w.tasks)),
+                'features', j.features,
+                'feature_workers', count(*) FILTER (WHERE j.features IS NULL OR j.features <@ w.features),
                 'pending', j.pending, 'snoozed', j.snoozed,
                 -- the rate limit of an available stage: key, rate, period, tokens now, ms to the next
                 'rate', (SELECT json_build_array(r.key, r.rate, r.per_ms, t.tokens,
@@ -156,7 +158,7 @@ extension Store {
                 runAt: RFC3339.parse(fields[2].stringValue ?? "") ?? Date(),
                 held: try fields[3].decode(as: Int.self))
         }
-        return WaitFacts(
+        var facts = WaitFacts(
             queuePaused: json["paused"] == .bool(true),
             queueWorkers: try json["queue_workers"]?.decode(as: Int.self) ?? 0,
             taskWorkers: try json["task_workers"]?.decode(as: Int.self) ?? 0, laneHead: head,
@@ -172,6 +174,9 @@ extension Store {
                     tokens: fields[3].numberValue?.double ?? 0,
                     nextIn: .milliseconds(Int64((fields[4].numberValue?.double ?? 0).rounded(.up))))
             })
+        facts.features = json["features"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        facts.featureWorkers = try json["feature_workers"]?.decode(as: Int.self) ?? 0
+        return facts
     }
 
     /// Ids of the group members of `parent` at `stage`, in member order.

@@ -183,17 +183,20 @@ extension Store {
 extension Store {
     // MARK: workers
 
-    /// Records (or refreshes) a worker: what it serves, its lease (it counts as live while its
-    /// last heartbeat is younger), and its first heartbeat.
+    /// Records (or refreshes) a worker: what it serves, the chain features it reads (all this
+    /// version's unless told), its lease (it counts as live while its last heartbeat is younger),
+    /// and its first heartbeat.
     package func registerWorker(
-        id: String, host: String, pid: Int, queues: [String], tasks: [String], lease: Duration = .seconds(15)
+        id: String, host: String, pid: Int, queues: [String], tasks: [String], lease: Duration = .seconds(15),
+        features: [String] = ChainDefinition.readableFeatures.sorted()
     ) async throws {
         try await pool.execute(
             """
-            INSERT INTO \(unescaped: schema).workers (id, host, pid, queues, tasks, lease)
-            VALUES (\(id), \(host), \(pid), \(queues), \(tasks), \(lease.milliseconds) * interval '1 millisecond')
+            INSERT INTO \(unescaped: schema).workers (id, host, pid, queues, tasks, lease, features)
+            VALUES (\(id), \(host), \(pid), \(queues), \(tasks), \(lease.milliseconds) * interval '1 millisecond',
+                    \(features))
             ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid, queues = excluded.queues,
-                tasks = excluded.tasks, lease = excluded.lease, heartbeat_at = now()
+                tasks = excluded.tasks, lease = excluded.lease, features = excluded.features, heartbeat_at = now()
             """, logger: logger)
     }
 

@@ -123,9 +123,9 @@ extension Store {
     }
 
     /// The batch as `enqueue` reads it: `[{"queue", "priority", "run_at"?, "chain", "input", "metadata",
-    /// "key"?, "owner"?, "key_owners"?, "no_tags"?}, …]`, written straight to JSON text (no `Codable` on
-    /// this path). `no_tags` spares the database looking for what a job without metadata or args is
-    /// found by.
+    /// "key"?, "owner"?, "key_owners"?, "no_tags"?, "features"?}, …]`, written straight to JSON text (no
+    /// `Codable` on this path). `no_tags` spares the database looking for what a job without metadata
+    /// or args is found by; `features` are those its chain uses (``ChainDefinition/features``).
     private static func enqueueBatch(_ jobs: [ValidJob]) -> String {
         var batch: [UInt8] = []
         batch.reserveCapacity(jobs.count * 300)
@@ -170,6 +170,11 @@ extension Store {
             }
             if job.metadata.objectValue?.isEmpty ?? true, !job.chain.stages.contains(where: \.hasArgs) {
                 batch.append(contentsOf: ",\"no_tags\":true".utf8)
+            }
+            let features = job.chain.features
+            if !features.isEmpty {
+                batch.append(contentsOf: ",\"features\":".utf8)
+                JSONValue.array(features.map(JSONValue.string)).write(into: &batch)
             }
             if let unique = job.unique {
                 batch.append(contentsOf: ",\"unique_key\":".utf8)

@@ -12,6 +12,9 @@ public struct WaitReason: Sendable, Hashable {
         case noWorker = "no-worker"
         /// Live workers serve its queue, but none runs its current stage's task.
         case noWorkerForTask = "no-worker-for-task"
+        /// Live workers serve its queue, but none reads a feature its chain uses (workers of an
+        /// earlier version, during a rolling upgrade).
+        case noWorkerForFeature = "no-worker-for-feature"
         /// It is scheduled for later (``until``).
         case scheduled
         /// An attempt failed; the next is due at ``until``.
@@ -63,6 +66,9 @@ package struct WaitFacts: Sendable, Hashable {
     package var queueWorkers: Int
     /// Of those, the ones that run the job's current task.
     package var taskWorkers: Int
+    /// The chain features the job uses, and how many of the queue's live workers read them all.
+    package var features: [String] = []
+    package var featureWorkers = 0
     /// The job holding the lane the job waits in, if known.
     package var laneHead: LaneHead? = nil
     /// Jobs waiting in that lane ahead of this one.
@@ -134,6 +140,13 @@ extension WaitReason {
                 WaitReason(
                     kind: .noWorkerForTask,
                     message: "no live worker serving queue \(queue) runs task \(quoted(task))"))
+        } else if !facts.features.isEmpty, facts.featureWorkers == 0 {
+            let features = facts.features.map(quoted).joined(separator: ", ")
+            reasons.append(
+                WaitReason(
+                    kind: .noWorkerForFeature,
+                    message: "no live worker serving queue \(queue) reads its chain (it uses \(features)); "
+                        + "workers of an earlier version are to be upgraded"))
         }
         switch job.state {
         case .scheduled:

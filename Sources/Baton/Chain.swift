@@ -149,6 +149,25 @@ public struct Chain<Output: Codable & Sendable>: Sendable {
         return adding(.group(specs, name: name), failure: failure)
     }
 
+    /// Runs a sub-chain once per element of this chain's output, an array, each fed its element;
+    /// the chain goes on with their outputs (each its last stage's) in element order, `[]` for an
+    /// empty array. Each run is built on the chain it is given, which holds no stage yet: the
+    /// compiler checks that it takes an `Element` and that the next stage takes the results. A
+    /// run that fails for good fails the job.
+    ///
+    /// ```swift
+    /// Chain(input: batch)
+    ///     .then(ListInvoices())                       // -> [Invoice]
+    ///     .map { $0.then(Render()).then(Upload(), lane: "uploads") }
+    ///     .then(Summarise())                          // fed [Receipt]
+    /// ```
+    public func map<Element: Codable & Sendable, Result>(
+        name: String? = nil, _ body: (Chain<Element>) -> Chain<Result>
+    ) -> Chain<[Result]> where Output == [Element] {
+        let run = body(Chain<Element>(input: .null, stages: [], encodingFailure: nil, types: []))
+        return adding(.map(run.stages, name: name), failure: encodingFailure ?? run.encodingFailure)
+    }
+
     /// Waits, holding no worker, for the signal `signal` from outside: a payment provider's
     /// webhook, a person's approval. `POST /v1/jobs/{id}/signals/{signal}` delivers it (with an
     /// admin token, or the one-time token an earlier stage got from
@@ -211,7 +230,7 @@ public struct Chain<Output: Codable & Sendable>: Sendable {
             copy.stages[last].body = .task(task)
         case .group(let members):
             copy.stages[last].body = .group(members.map { Self.modifyingTasks(of: $0, change) })
-        case .await, .chain:
+        case .await, .chain, .map:
             break
         }
         return copy

@@ -11,15 +11,14 @@ public struct ChainDefinition: Sendable, Hashable {
     public var stages: [StageSpec]
 
     /// The chain features this version of Baton reads that workers of earlier versions cannot:
-    /// `sub-chain`, a group member of several stages. A job stores those its chain uses
-    /// (``features``), a worker registers these, and a worker is given only jobs whose features
-    /// it reads, so that a rolling upgrade never hands a chain to a worker that cannot read it.
-    public static let readableFeatures: Set<String> = ["sub-chain"]
+    /// `sub-chain`, a group member of several stages, and `map`, a stage over an array. A job
+    /// stores those its chain uses (``features``), a worker registers these, and a worker is given
+    /// only jobs whose features it reads, so that a rolling upgrade never hands a chain to a worker
+    /// that cannot read it.
+    public static let readableFeatures: Set<String> = ["map", "sub-chain"]
 
     /// The features of ``readableFeatures`` this chain uses, sorted.
-    public var features: [String] {
-        StageSpec.usesSubChains(stages) ? ["sub-chain"] : []
-    }
+    public var features: [String] { StageSpec.features(of: stages).sorted() }
 
     public init(input: JSONValue = .null, stages: [StageSpec]) {
         self.input = input
@@ -91,6 +90,14 @@ public struct ChainDefinition: Sendable, Hashable {
                     throw .invalidChain(path: "\(here).group", reason: "a group needs at least one member")
                 }
                 try validate(members, path: "\(here).group", check: check, inGroup: true)
+            case .map(let map):
+                try FlowCondition.check(map.path, at: "\(here).map", of: "a map")
+                guard !map.stages.isEmpty else {
+                    throw .invalidChain(path: "\(here).stages", reason: "a map runs at least one stage per element")
+                }
+                // Each element's member job runs them as its chain.
+                try validate(map.stages, path: "\(here).stages", check: check)
+                try checkRules(of: map.stages, path: "\(here).stages")
             case .chain(let stages):
                 // The member's job runs them as its chain: anything a chain may hold, in order.
                 guard inGroup else {

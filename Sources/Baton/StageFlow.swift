@@ -35,7 +35,9 @@ public enum FlowCondition: Sendable, Hashable {
         }
     }
 
-    private static func value(at path: String, in output: JSONValue) -> JSONValue? {
+    /// The value at a dotted `path` (its first name, `output` or `input`, is `output` itself), or
+    /// nil if it names nothing.
+    static func value(at path: String, in output: JSONValue) -> JSONValue? {
         var value = output
         for segment in path.split(separator: ".").dropFirst() {
             switch value {
@@ -57,13 +59,18 @@ public enum FlowCondition: Sendable, Hashable {
 
     /// Checks the path's form; `where` is the JSON path of the field, for the error.
     func check(at field: String) throws(BatonError) {
+        try Self.check(path, at: field, of: "a condition")
+    }
+
+    /// Checks a dotted path's form (`output.body.next_cursor`); `what` has it, for the error.
+    static func check(_ path: String, at field: String, of what: String) throws(BatonError) {
         let segments = path.split(separator: ".", omittingEmptySubsequences: false)
         guard let root = segments.first, root == "output" || root == "input" else {
             throw .invalidChain(
-                path: field, reason: "a condition's path starts at output or input (e.g. output.body.next_cursor)")
+                path: field, reason: "\(what)'s path starts at output or input (e.g. output.body.next_cursor)")
         }
         guard segments.count <= Self.maxPathDepth else {
-            throw .invalidChain(path: field, reason: "a condition's path nests at most \(Self.maxPathDepth) deep")
+            throw .invalidChain(path: field, reason: "\(what)'s path nests at most \(Self.maxPathDepth) deep")
         }
         guard
             segments.allSatisfy({
@@ -220,7 +227,7 @@ extension JSONValue {
 }
 
 extension Substring {
-    fileprivate var trimmingSpaces: String {
+    var trimmingSpaces: String {
         String(drop(while: { $0 == " " }).reversed().drop(while: { $0 == " " }).reversed())
     }
 }

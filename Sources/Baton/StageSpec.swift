@@ -13,6 +13,7 @@ public struct StageSpec: Sendable, Hashable, Codable {
         case await(AwaitStage)
         /// Only as a group member: its stages, a chain of their own.
         case chain([StageSpec])
+        case map(MapStage)
     }
 
     /// Referenced by later stages to read this stage's output.
@@ -47,6 +48,11 @@ public struct StageSpec: Sendable, Hashable, Codable {
         StageSpec(name: name, .chain(stages))
     }
 
+    /// Runs `stages` once per element of the array at `path` in the stage's input (see ``MapStage``).
+    public static func map(over path: String = "output", _ stages: [StageSpec], name: String? = nil) -> StageSpec {
+        StageSpec(name: name, .map(MapStage(over: path, stages: stages)))
+    }
+
     public static func awaitSignal(
         _ signal: String, name: String? = nil, timeout: Duration = AwaitStage.defaultTimeout, maxAttempts: Int = 1
     ) -> StageSpec {
@@ -69,19 +75,23 @@ public struct StageSpec: Sendable, Hashable, Codable {
         switch body {
         case .task(let task): task.args != [:]
         case .group(let stages), .chain(let stages): stages.contains(where: \.hasArgs)
+        case .map(let map): map.stages.contains(where: \.hasArgs)
         case .await: false
         }
     }
 
-    /// Whether a group among `stages`, or within their members, has a sub-chain member.
-    static func usesSubChains(_ stages: [StageSpec]) -> Bool {
-        stages.contains { stage in
+    /// The chain features (``ChainDefinition/readableFeatures``) `stages` use, at any depth.
+    static func features(of stages: [StageSpec]) -> Set<String> {
+        var features: Set<String> = []
+        for stage in stages {
             switch stage.body {
-            case .chain: true
-            case .group(let members): usesSubChains(members)
-            case .task, .await: false
+            case .chain(let stages): features.formUnion(Self.features(of: stages).union(["sub-chain"]))
+            case .group(let members): features.formUnion(Self.features(of: members))
+            case .map(let map): features.formUnion(Self.features(of: map.stages).union(["map"]))
+            case .task, .await: break
             }
         }
+        return features
     }
 
     /// The signal an await stage waits for.
@@ -90,18 +100,20 @@ public struct StageSpec: Sendable, Hashable, Codable {
         return nil
     }
 
-    /// What the stage runs, for logs and metrics: its task, `group`, `await` or `chain`.
+    /// What the stage runs, for logs and metrics: its task, `group`, `await`, `chain` or `map`.
     public var kind: String {
         switch body {
         case .task(let task): task.task
         case .group: "group"
         case .await: "await"
         case .chain: "chain"
+        case .map: "map"
         }
     }
 
     enum CodingKeys: String, CodingKey {
-        case name, task, args, lane, retry, timeout = "timeout_ms", group, await, maxAttempts = "max_attempts", stages
+        case name, task, args, lane, retry, timeout = "timeout_ms", group, await, maxAttempts = "max_attempts", stages,
+            map
         case `repeat`, next, queue, rate
     }
 
@@ -110,6 +122,11 @@ public struct StageSpec: Sendable, Hashable, Codable {
         name = try container.decodeIfPresent(String.self, forKey: .name)
         if let members = try container.decodeIfPresent([StageSpec].self, forKey: .group) {
             body = .group(members)
+        } else if let path = try container.decodeIfPresent(String.self, forKey: .map) {
+            body = .map(
+                MapStage(
+                    over: MapStage.path(of: path),
+                    stages: try container.decodeIfPresent([StageSpec].self, forKey: .stages) ?? []))
         } else if let stages = try container.decodeIfPresent([StageSpec].self, forKey: .stages) {
             body = .chain(stages)
         } else if let signal = try container.decodeIfPresent(String.self, forKey: .await) {
@@ -154,7 +171,8 @@ public struct StageSpec: Sendable, Hashable, Codable {
     /// The stored form: `{"task", "name"?, "args"?, "lane"?, "queue"?, "rate"?, "retry"?, "timeout_ms"?, "repeat"?,
     /// "next"?}`,
     /// `{"name"?, "group": [...]}`, `{"await", "name"?, "timeout_ms"?, "max_attempts"?}` (the
-    /// schema's `expire_waits` reads the last two) or, as a group member, `{"name"?, "stages": [...]}`; `Codable` encoding writes exactly this. Fields at their
+    /// schema's `expire_waits` reads the last two), `{"name"?, "map": "{{path}}", "stages": [...]}` or, as a
+    /// group member, `{"name"?, "stages": [...]}`; `Codable` encoding writes exactly this. Fields at their
     /// defaults (`{}` args, `RetryPolicy.default`, `TaskStage.defaultTimeout`) are left out, which
     /// keeps job rows small (docs/benchmarks.md#chains-stored-without-their-defaults); decoding fills
     /// them in.
@@ -166,6 +184,9 @@ public struct StageSpec: Sendable, Hashable, Codable {
             fields["group"] = .array(members.map(\.json))
         case .chain(let stages):
             fields["stages"] = .array(stages.map(\.json))
+        case .map(let map):
+            fields["map"] = .string(map.template)
+            fields["stages"] = .array(map.stages.map(\.json))
         case .task(let task):
             fields["task"] = .string(task.task)
             if task.args != [:] { fields["args"] = task.args }

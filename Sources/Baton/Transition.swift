@@ -7,6 +7,9 @@ public enum StageOutcome: Sendable, Hashable {
     case failed(error: StageError, retry: RetryRequest)
     /// The stage is a group: its members are to be started.
     case fanOut
+    /// The stage is a map over these elements (a JSON array's text, not empty): a member is to
+    /// start for each.
+    case fanOutOver(elements: String)
     /// The stage awaits a signal that has not come: the job is to wait for it.
     case awaiting
     /// The task asked to run again after this delay, its attempt not counted (``Snooze``); with
@@ -43,6 +46,9 @@ public enum Transition: Sendable, Hashable {
     case discard(error: StageError)
     /// Start the group's members; the job waits for them.
     case spawn
+    /// Start a map's members, one per element of `elements` (a JSON array's text); the job waits
+    /// for them.
+    case spawnOver(elements: String)
     /// Put the stage back untouched, its attempt not counted: a draining worker ran out of grace.
     case release
     /// Wait, holding no worker, for the signal the stage awaits, up to `timeout`.
@@ -68,6 +74,8 @@ public enum Transition: Sendable, Hashable {
         switch outcome {
         case .fanOut:
             return .spawn
+        case .fanOutOver(let elements):
+            return .spawnOver(elements: elements)
         case .awaiting:
             return .await(timeout: stage.awaited?.timeout ?? AwaitStage.defaultTimeout)
         case .snoozed(let delay, let pausing):

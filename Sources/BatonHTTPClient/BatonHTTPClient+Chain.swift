@@ -53,6 +53,11 @@ extension Components.Schemas.StageRequest {
                 .init(
                     name: stage.name,
                     group: try members.map { (member) throws(BatonError) in try .init(member) }))
+        case .map(let map):
+            self = .MapStageRequest(
+                .init(
+                    name: stage.name, map: "{{\(map.path)}}",
+                    stages: try map.stages.map { (stage) throws(BatonError) in try .init(stage) }))
         case .chain:
             // Only a group member is a sub-chain (`GroupMemberRequest`).
             throw .invalidChain(path: "stages", reason: "a sub-chain is a group member: put it in a group")

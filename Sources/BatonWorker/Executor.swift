@@ -108,6 +108,21 @@ struct Executor: Sendable {
         case .group:
             // A group stage: first its members start; once they are all done, their outputs are its output.
             return .ended(job.groupOutput.map { .succeeded(output: $0) } ?? .fanOut)
+        case .map(let map):
+            // A map: its members start, one per element of its input's array; once they are all
+            // done, their outputs are its output. An empty array is its own output.
+            if let output = job.groupOutput { return .ended(.succeeded(output: output)) }
+            guard let input = try? JSONValue(parsing: job.input) else {
+                return .ended(.failed(error: StageError("map: its input is not JSON"), retry: .never))
+            }
+            switch map.elements(of: input) {
+            case .success(let elements) where elements.isEmpty:
+                return .ended(.succeeded(output: "[]"))
+            case .success(let elements):
+                return .ended(.fanOutOver(elements: JSONValue.array(elements).jsonText))
+            case .failure(let error):
+                return .ended(.failed(error: error, retry: .never))
+            }
         case .chain:
             // Only a group member is a sub-chain, and its job's chain is the sub-chain's stages.
             return .ended(.failed(error: "a sub-chain is not a stage of its own", retry: .never))

@@ -181,7 +181,7 @@ final class StageRunner: Service, Sendable {
                 metadata: metadata(["error": "\(error)", "retry_in": "\(DurationFormat.format(delay))"]))
         case .discard(let error):
             logger.error("stage failed; job discarded", metadata: metadata(["error": "\(error)"]))
-        case .hop, .advance, .complete, .spawn:
+        case .hop, .advance, .complete, .spawn, .spawnOver:
             logger.debug("stage done", metadata: metadata())
         case .release:
             logger.info("stage put back: the worker is stopping", metadata: metadata())

@@ -26,7 +26,7 @@ struct WorkerMetrics: Sendable {
         let task = tasks.label(task)
         let outcome: String
         switch transition {
-        case .hop, .advance, .complete, .spawn: outcome = "succeeded"
+        case .hop, .advance, .complete, .spawn, .spawnOver: outcome = "succeeded"
         case .retry, .discard: outcome = "failed"
         case .release: outcome = "released"
         case .await: outcome = "awaiting"
@@ -46,7 +46,7 @@ struct WorkerMetrics: Sendable {
         case .discard:
             made.counter("baton_jobs_discarded_total", queue: queue, task: task).increment()
             history.discarded(queue: queue)
-        case .spawn, .release, .await, .snooze:
+        case .spawn, .spawnOver, .release, .await, .snooze:
             break
         }
     }

@@ -82,6 +82,34 @@ struct JobTests {
         }
     }
 
+    /// A map declared as JSON (issue 48): the array at a path of the input, a sub-chain of three
+    /// stages per element (the second in a lane); the job's output is the results in element
+    /// order, each number exactly as the stages passed it on.
+    @Test func aMapOverAListHandsOnEachElementsResult() async throws {
+        try await withServer { server async throws in
+            let numbers: [JSONValue] = (1...50).map { .number(JSONNumber("\($0).5")!) }
+            let id = try await server.enqueue([
+                "input": ["numbers": .array(numbers)],
+                "stages": [
+                    ["task": "noop"],
+                    [
+                        "map": "{{output.numbers}}",
+                        "stages": [["task": "noop"], ["task": "noop", "lane": "fan-out"], ["task": "noop"]],
+                    ],
+                    ["task": "noop"],
+                ],
+            ])
+            let job = try await server.job(id) { $0["state"] == "completed" }
+            #expect(job["output"] == .array(numbers))
+            let stage = job["stages"]?.items.dropFirst().first
+            #expect(stage?["members"]?.items.count == 50)
+            let refused = try await server.call(
+                .POST, "/v1/jobs", body: ["stages": [["map": "{{numbers}}", "stages": [["task": "noop"]]]]])
+            #expect(refused.status == 400)
+            #expect(refused["path"] == "stages[0].map", "\(refused.text)")
+        }
+    }
+
     @Test func cancelStopsARunningJob() async throws {
         try await withServer { server async throws in
             let id = try await server.enqueue([

@@ -79,6 +79,36 @@ struct ChainTests {
         #expect(try single.definition().stages[0].json == ["group": [["task": "Render", "args": ["template": "a"]]]])
     }
 
+    /// A map over the output before it: its runs are typed from the array's element to one result
+    /// type; its JSON form names the path as a template; the chain says it uses `map`.
+    @Test func aMapRunsASubChainPerElement() throws {
+        let chain: Chain<[Bool]> = Chain(input: [Order(id: 1, total: 1), Order(id: 2, total: 2)])
+            .map(name: "each") { $0.then(Render(template: "a")).then(Deliver(), lane: "d") }
+        let definition = try chain.definition()
+        #expect(
+            definition.stages[0].json
+                == [
+                    "name": "each", "map": "{{output}}",
+                    "stages": [["task": "Render", "args": ["template": "a"]], ["task": "deliver", "lane": "d"]],
+                ])
+        #expect(definition.features == ["map"])
+        let nested = ChainDefinition(stages: [.map([.group([.chain([.task("a")])])])])
+        #expect(nested.features == ["map", "sub-chain"])
+        let stored = try JSONValue(parsing: #"{"map": "{{ output.items }}", "stages": [{"task": "a"}]}"#)
+        #expect(try stored.decode(as: StageSpec.self) == .map(over: "output.items", [.task("a")]))
+
+        let map = MapStage(over: "output.items", stages: [.task("a")])
+        #expect(try map.elements(of: ["items": [1, "x"]]).get() == [1, "x"])
+        for (input, found) in [(["items": 7], "a number"), (["other": []], "nothing is there")] as [(JSONValue, String)]
+        {
+            guard case .failure(let error) = map.elements(of: input) else {
+                Issue.record("\(input) mapped")
+                continue
+            }
+            #expect(error.message.contains("map over output.items: \(found)"), "\(error.message)")
+        }
+    }
+
     @Test func theStoredFormRoundTrips() throws {
         let stages: [StageSpec] = [
             .task(
@@ -131,6 +161,10 @@ struct ChainTests {
             ChainDefinition(stages: [.group([.chain([.awaitSignal("s"), .awaitSignal("s")])])]),
             "stages[0].group[0].stages[1].await"
         ),
+        (ChainDefinition(stages: [.map([])]), "stages[0].stages"),
+        (ChainDefinition(stages: [.map(over: "items", [.task("a")])]), "stages[0].map"),
+        (ChainDefinition(stages: [.map(over: "output.a b", [.task("a")])]), "stages[0].map"),
+        (ChainDefinition(stages: [.map([.task("a"), .task("")])]), "stages[0].stages[1].task"),
     ])
     func invalidChainsAreRefusedWithThePathOfTheFault(definition: ChainDefinition, path: String) {
         #expect {

@@ -137,6 +137,45 @@ struct ChainSemanticsTests {
         }
     }
 
+    /// A map (issue 48): a sub-chain per element, a laned stage in it, a map inside a map; the
+    /// next stage gets the results in element order; an empty array goes straight on; something
+    /// else than an array, or a failed element, fails the job with a clear error.
+    @Test func aMapRunsItsStagesPerElementAndHandsOnTheResultsInOrder() async throws {
+        try await TestDatabase.with { db async throws in
+            try await withWorker(db, tasks: testTasks) { baton, _ async throws in
+                let mapped = try await baton.enqueue(
+                    Chain(input: [1, 2, 3, 4, 5])
+                        .map { $0.then(Add(n: 1)).then(Multiply(by: 10), lane: "map-lane") }
+                        .then(Sum()))
+                #expect(try await mapped.result() == 200)
+                let members = try #require(try await db.store.jobWithMembers(mapped.id)?.members)
+                #expect(members.map(\.output) == [20, 30, 40, 50, 60])
+
+                let nested = ChainDefinition(
+                    input: [[1, 2], [3], []],
+                    stages: [.map([.map([.task("Add", args: ["n": 1])]), .task("Sum")])])
+                let nestedID = try await baton.enqueue([NewJob(chain: nested)])[0].id
+                let nestedRecord = try await baton.waitUntilFinished(nestedID, timeout: .seconds(30))
+                #expect(nestedRecord.state == .completed)
+                #expect(nestedRecord.output == [5, 4, 0])
+
+                let empty = try await baton.enqueue(Chain(input: [Int]()).map { $0.then(Add(n: 1)) }.then(Sum()))
+                #expect(try await empty.result() == 0)
+
+                let notArray = ChainDefinition(
+                    input: ["items": 7], stages: [.map(over: "output.items", [.task("Add")])])
+                let failing = ChainDefinition(input: [1, 2], stages: [.map([.task("Refuse", retry: .none)])])
+                let ids = try await baton.enqueue([NewJob(chain: notArray), NewJob(chain: failing)]).map(\.id)
+                let refused = try await baton.waitUntilFinished(ids[0], timeout: .seconds(20))
+                #expect(refused.state == .discarded)
+                #expect(refused.lastError == "map over output.items: a number found, not an array")
+                let failed = try await baton.waitUntilFinished(ids[1], timeout: .seconds(20))
+                #expect(failed.state == .discarded)
+                #expect(failed.lastError?.contains("refused on purpose") == true)
+            }
+        }
+    }
+
     @Test func aFailedAttemptIsRetriedAfterItsBackoffUntilItSucceeds() async throws {
         try await TestDatabase.with { db async throws in
             try await withWorker(db, tasks: testTasks) { baton, _ async throws in

@@ -83,6 +83,9 @@ BEGIN
         UNION ALL SELECT coalesce(m -> 'stages' -> 0, m) ->> 'lane'
                   FROM jobs p, jsonb_array_elements(p.chain -> p.stage -> 'group') m
                   WHERE p.id = ANY(v_spawn)
+        -- (a map's members all start at its first stage)
+        UNION ALL SELECT p.chain -> p.stage -> 'stages' -> 0 ->> 'lane'
+                  FROM jobs p WHERE p.id = ANY(v_spawn) AND p.chain -> p.stage ? 'map'
     ) x(l) WHERE x.l IS NOT NULL;
     IF v_lanes IS NOT NULL THEN
         PERFORM lock_lanes(v_lanes);
@@ -114,7 +117,7 @@ BEGIN
     WITH b AS (
         SELECT * FROM jsonb_to_recordset(p_batch)
             AS b(id bigint, stage int, attempt int, kind text, output jsonb, error text, code text, details jsonb,
-                 delay_ms bigint, lane text, target int, queue text, log text)
+                 delay_ms bigint, lane text, target int, queue text, log text, elements jsonb)
     ), upd AS (
         UPDATE jobs j SET
             state = (CASE b.kind
@@ -161,7 +164,8 @@ BEGIN
             worker_id = CASE WHEN b.kind = 'hop' THEN j.worker_id END,
             attempted_at = CASE WHEN b.kind = 'hop' THEN now() ELSE j.attempted_at END,
             finished_at = CASE WHEN b.kind IN ('complete', 'discard') THEN now() END,
-            pending = CASE WHEN b.kind = 'spawn' THEN jsonb_array_length(j.chain -> j.stage -> 'group')
+            pending = CASE WHEN b.kind = 'spawn'
+                           THEN coalesce(jsonb_array_length(b.elements), jsonb_array_length(j.chain -> j.stage -> 'group'))
                            ELSE j.pending END,
             group_output = CASE WHEN b.kind IN ('retry', 'release', 'snooze') THEN j.group_output END,
             snoozed = b.kind = 'snooze'
@@ -241,9 +245,10 @@ BEGIN
                   NULL::text, NULL::text;
     END IF;
 
-    -- Fan out: one member job per group entry, each fed the group stage's input; their queues are
-    -- woken. A member is a stage (its job's chain of one) or a sub-chain (`stages`): its job starts
-    -- at the first stage, in that stage's queue and lane.
+    -- Fan out: one member job per group entry, each fed the group stage's input, or per element of
+    -- a map (the outcome's `elements`), each fed its element; their queues are woken. A member is
+    -- a stage (its job's chain of one) or a sub-chain (`stages`; a map's are its `stages`): its
+    -- job starts at the first stage, in that stage's queue and lane.
     IF v_spawn IS NOT NULL THEN
         RETURN QUERY
         WITH members AS (
@@ -252,17 +257,27 @@ BEGIN
         SELECT coalesce(f.stage ->> 'queue', p.queue), p.priority,
                CASE WHEN f.stage ->> 'lane' IS NULL THEN 'available' ELSE 'waiting' END::job_state,
                f.chain, jsonb_array_length(f.chain),
-               CASE WHEN jsonb_array_length(p.results) = 0 THEN p.input ELSE p.results -> -1 -> 'output' END,
+               CASE WHEN m.mapped THEN m.value
+                    WHEN jsonb_array_length(p.results) = 0 THEN p.input ELSE p.results -> -1 -> 'output' END,
                p.metadata, f.stage ->> 'lane', clock_timestamp(), p.id, p.stage, (m.ordinality - 1)::int,
                CASE WHEN v_scoped THEN stage_rate_key(f.stage, coalesce(f.stage ->> 'queue', p.queue))
                     ELSE coalesce(f.stage ->> 'rate', '') END,
                p.features
         FROM unnest(v_applied) a
         JOIN jobs p ON p.id = a.id
-        CROSS JOIN LATERAL jsonb_array_elements(p.chain -> p.stage -> 'group') WITH ORDINALITY m
+        CROSS JOIN LATERAL (
+            SELECT g.value, g.ordinality, false AS mapped
+            FROM jsonb_array_elements(p.chain -> p.stage -> 'group') WITH ORDINALITY g
+            UNION ALL
+            SELECT e.value, e.ordinality, true
+            FROM jsonb_array_elements((SELECT x -> 'elements' FROM jsonb_array_elements(p_batch) x
+                                       WHERE (x ->> 'id')::bigint = p.id)) WITH ORDINALITY e
+            WHERE p.chain -> p.stage ? 'map'
+        ) m
         CROSS JOIN LATERAL (
             SELECT c.chain, c.chain -> 0 AS stage
-            FROM (SELECT coalesce(m.value -> 'stages', jsonb_build_array(m.value)) AS chain) c
+            FROM (SELECT CASE WHEN m.mapped THEN p.chain -> p.stage -> 'stages'
+                              ELSE coalesce(m.value -> 'stages', jsonb_build_array(m.value)) END AS chain) c
         ) f
         WHERE a.kind = 'spawn'
         RETURNING jobs.queue

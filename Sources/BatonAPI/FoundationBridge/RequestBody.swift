@@ -39,13 +39,17 @@ public enum RequestBody {
         where type == Components.Schemas.StageRequest.self || type == Components.Schemas.GroupMemberRequest.self:
             // No form decoded: read the stage (or member) as the form it says it is, for its own error.
             let path = prefix + context.codingPath
-            if type == Components.Schemas.StageRequest.self, document.value(at: path)?["stages"] != nil {
+            if type == Components.Schemas.StageRequest.self, let stage = document.value(at: path),
+                stage["stages"] != nil, stage["map"] == nil
+            {
                 return failure(context.codingPath) { "\($0) is a sub-chain, which only a group member can be" }
             }
             if let stage = document.value(at: path) {
                 let form: any Decodable.Type =
                     if type == Components.Schemas.GroupMemberRequest.self, stage["stages"] != nil {
                         Components.Schemas.SubChainRequest.self
+                    } else if stage["map"] != nil {
+                        Components.Schemas.MapStageRequest.self
                     } else if stage["group"] != nil {
                         Components.Schemas.GroupStageRequest.self
                     } else if stage["await"] != nil {

@@ -365,6 +365,8 @@ extension Store {
                 json += "\"kind\":\"discard\",\(failure(error))"
             case .spawn:
                 json += "\"kind\":\"spawn\""
+            case .spawnOver(let elements):
+                json += "\"kind\":\"spawn\",\"elements\":\(elements)"
             case .release:
                 json += "\"kind\":\"release\""
             case .snooze(let delay, let pause):

@@ -167,6 +167,7 @@ extension API {
                     names.append(task.task)
                 case .group(let members): collect(members, at: "\(path)[\(index)].group")
                 case .chain(let stages): collect(stages, at: "\(path)[\(index)].stages")
+                case .map(let map): collect(map.stages, at: "\(path)[\(index)].stages")
                 case .task, .await: break
                 }
             }

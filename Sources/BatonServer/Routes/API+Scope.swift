@@ -39,6 +39,7 @@ extension API {
                     switch stage.body {
                     case .group(let members): try walk(members, at: "\(path)[\(position)].group")
                     case .chain(let stages): try walk(stages, at: "\(path)[\(position)].stages")
+                    case .map(let map): try walk(map.stages, at: "\(path)[\(position)].stages")
                     case .task, .await: break
                     }
                 }

@@ -65,7 +65,12 @@ extension Components.Schemas.Stage {
             state = .pending
             attempts = 0
         }
-        var isGroup: Bool { if case .group = spec.body { true } else { false } }
+        var isGroup: Bool {
+            switch spec.body {
+            case .group, .map: true
+            case .task, .await, .chain: false
+            }
+        }
         self.init(
             index: index, name: spec.name, task: spec.task?.task, args: spec.task?.args, _await: spec.awaited?.signal,
             lane: spec.lane, queue: spec.task?.queue, rate: spec.task?.rate, state: state,

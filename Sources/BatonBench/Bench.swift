@@ -30,6 +30,12 @@ struct Bench: AsyncParsableCommand {
     var databaseURL: String?
     @Option(help: "Jobs to run.") var jobs: Int = 10_000
     @Option(help: "Stages per job.") var chain: Int = 1
+    @Option(
+        help: ArgumentHelp(
+            "Each job maps over this many elements, the --chain stages running once per element (0: no map).",
+            discussion: "Rates, CPU and WAL are then per element (a run of the stages), the figure to compare "
+                + "with as many independent jobs of the same stages."))
+    var map: Int = 0
     @Option(help: "Ordered lanes the jobs are spread over (0: background stages only).") var lanes: Int = 0
     @Option(help: "How many stages of each lane run at once (its width).") var laneWidth: Int = 1
     @Option(help: "Every stage names the rate limit key \"bench\", limited to RATE per second (0: no key).")
@@ -110,6 +116,7 @@ struct Bench: AsyncParsableCommand {
 
     func validate() throws {
         guard jobs >= 1, chain >= 1, chain <= ChainDefinition.maxStages, lanes >= 0, concurrency >= 1,
+            (0...1_000_000).contains(map),
             pickupSamples >= 0, LaneSetting.widths.contains(laneWidth), (networkDelay ?? 0) >= 0,
             (networkDelay ?? 0) <= 1000, retained >= 0, !prune || retained > 0, (2...30).contains(days),
             rateLimit == 0 || RateLimit.rates.contains(rateLimit), (0...100_000).contains(offeredRate),
@@ -117,7 +124,8 @@ struct Bench: AsyncParsableCommand {
             holdAfter.map({ DurationFormat.parse($0) != nil }) ?? true
         else {
             throw ValidationError(
-                "--jobs, --chain (≤ 100) and --concurrency must be positive; --lanes ≥ 0; --lane-width 1 to 10000; "
+                "--jobs, --chain (≤ 100) and --concurrency must be positive; --map 0 to 1000000; --lanes ≥ 0; "
+                    + "--lane-width 1 to 10000; "
                     + "--rate-limit 0 to 1000000; --network-delay 0 to 1000 (ms); --retained ≥ 0, and > 0 with --prune; "
                     + "--days 2 to 30; --offered-rate 0 to 100000; --duration and --window positive durations "
                     + "(\"30s\", \"10m\"); --hold-after a duration")
@@ -239,16 +247,21 @@ struct Bench: AsyncParsableCommand {
         return tasks
     }
 
+    /// What is counted as a job in rates, CPU and WAL: each element with `--map`.
+    var units: Int { map > 0 ? jobs * map : jobs }
+
     func makeJobs(_ range: Range<Int>, now: Date = Date()) -> [NewJob] {
         range.map { index in
             let lane = lanes > 0 ? "lane-\(index % lanes)" : nil
+            let stages = Array(
+                repeating: StageSpec.task(
+                    "bench", lane: lane, retry: .constant(mixed ? .seconds(1) : .zero, attempts: 3),
+                    rate: rateLimit > 0 ? "bench" : nil), count: chain)
             return NewJob(
-                chain: ChainDefinition(
-                    input: .number(index),
-                    stages: Array(
-                        repeating: .task(
-                            "bench", lane: lane, retry: .constant(mixed ? .seconds(1) : .zero, attempts: 3),
-                            rate: rateLimit > 0 ? "bench" : nil), count: chain)),
+                chain: map > 0
+                    ? ChainDefinition(
+                        input: .array((0..<map).map { .number(JSONNumber(index * map + $0)) }), stages: [.map(stages)])
+                    : ChainDefinition(input: .number(index), stages: stages),
                 queue: "bench", priority: mixed ? index % 3 : 0,
                 runAt: dueAfter(index).map { now + $0.seconds })
         }
@@ -278,7 +291,7 @@ struct Bench: AsyncParsableCommand {
         let database = pool.configuration
         // Enqueue as a Swift service would: through the client, whose waker NOTIFYs the worker.
         let baton = BatonClient(pool: pool, logger: logger)
-        let timings = Timings(stages: jobs * chain, timed: chain > 1 || mode == .steady)
+        let timings = Timings(stages: units * chain, timed: chain > 1 || mode == .steady)
         let tasks = try await prepare(baton, recording: timings)
         let statsAvailable = await resetStatementStatistics(pool)
         let worker = Worker(
@@ -289,8 +302,8 @@ struct Bench: AsyncParsableCommand {
                 retention: Retention(completed: .seconds(30 * 86400))),
             logger: logger)
         let group = ServiceGroup(services: [baton, worker], logger: logger)
-        let total = jobs * chain
-        let batch = 1000
+        let total = units * chain
+        let batch = map > 0 ? max(1, 1000 / map) : 1000
 
         // The log from the first enqueue to the last outcome (the idle pickup samples excluded).
         let walStart = await WALUse.position(pool)
@@ -346,7 +359,8 @@ struct Bench: AsyncParsableCommand {
             var finished = 0
             let settle = clock.now
             repeat {
-                finished = try await count(pool, "state = 'completed' AND queue = 'bench' AND id > \(after)")
+                finished = try await count(
+                    pool, "state = 'completed' AND queue = 'bench' AND parent_id IS NULL AND id > \(after)")
                 if finished >= jobs { break }
                 try await Task.sleep(for: .milliseconds(20))
             } while clock.now - settle < .seconds(30)
@@ -393,22 +407,22 @@ struct Bench: AsyncParsableCommand {
             await group.triggerGracefulShutdown()
             try await running.waitForAll()
             var wal: WALUse?
-            if let walStart, let walEnd { wal = await WALUse.between(walStart, walEnd, jobs: jobs, pool: pool) }
+            if let walStart, let walEnd { wal = await WALUse.between(walStart, walEnd, jobs: units, pool: pool) }
             return Report(
-                mode: mode.rawValue, jobs: jobs, stages: total, lanes: lanes, laneWidth: laneWidth,
+                mode: mode.rawValue, jobs: units, stages: total, map: map, lanes: lanes, laneWidth: laneWidth,
                 rateLimit: rateLimit,
                 concurrency: concurrency,
-                enqueuePerSecond: Double(jobs) / max(enqueueSeconds, 1e-9),
-                processPerSecond: Double(jobs) / max(processSeconds, 1e-9),
+                enqueuePerSecond: Double(units) / max(enqueueSeconds, 1e-9),
+                processPerSecond: Double(units) / max(processSeconds, 1e-9),
                 stagesPerSecond: Double(total) / max(processSeconds, 1e-9),
                 pickupP50: percentile(pickups, 0.5), pickupP99: percentile(pickups, 0.99),
                 callToStartP50: percentile(callToStart, 0.5), callToStartP99: percentile(callToStart, 0.99),
                 hopP50: percentile(hops, 0.5), hopP99: percentile(hops, 0.99),
                 lost: jobs - finished, statementsPerJob: statements, networkDelay: networkDelay,
                 roundTripsPerJob: roundTripsPerJob, roundTripsPerPickup: roundTripsPerPickup, wal: wal,
-                batonCPUPerJob: (cpuEnd.baton - cpuStart.baton) * 1000 / Double(jobs),
+                batonCPUPerJob: (cpuEnd.baton - cpuStart.baton) * 1000 / Double(units),
                 postgresCPUPerJob: cpuEnd.postgres.flatMap { end in
-                    cpuStart.postgres.map { (end - $0) * 1000 / Double(jobs) }
+                    cpuStart.postgres.map { (end - $0) * 1000 / Double(units) }
                 },
                 retention: prune ? RetentionReport(pruneSeconds: processSeconds) : nil)
         }
@@ -580,8 +594,11 @@ final class Timings: StageRecorder {
 
 struct Report {
     var mode: String
+    /// Jobs, or with `map`, elements: the unit of every rate and per-job figure.
     var jobs: Int
     var stages: Int
+    /// Elements per map (0: no map).
+    var map = 0
     var lanes: Int
     var laneWidth: Int
     var rateLimit: Int
@@ -613,7 +630,8 @@ struct Report {
     var json: String {
         let number = JSONValue.measured
         var fields: [String: JSONValue] = [
-            "mode": .string(mode), "jobs": .number(jobs), "stages": .number(stages), "lanes": .number(lanes),
+            "mode": .string(mode), "jobs": .number(jobs), "stages": .number(stages), "map": .number(map),
+            "lanes": .number(lanes),
             "lane_width": .number(laneWidth), "rate_limit_per_s": .number(rateLimit),
             "concurrency": .number(concurrency), "enqueue_per_s": number(enqueuePerSecond),
             "process_per_s": number(processPerSecond), "stages_per_s": number(stagesPerSecond),
@@ -651,7 +669,7 @@ struct Report {
     var summary: String {
         func f(_ value: Double, _ digits: Int = 0) -> String { String(format: "%.\(digits)f", value) }
         return """
-            baton-bench: \(mode), \(jobs) jobs × \(stages / max(jobs, 1)) stages, \(lanes == 0 ? "background" : "\(lanes) lanes" + (laneWidth > 1 ? " of width \(laneWidth)" : "")), concurrency \(concurrency)
+            baton-bench: \(mode), \(jobs) \(map > 0 ? "elements of maps of \(map) (jobs below: elements)" : "jobs") × \(stages / max(jobs, 1)) stages, \(lanes == 0 ? "background" : "\(lanes) lanes" + (laneWidth > 1 ? " of width \(laneWidth)" : "")), concurrency \(concurrency)
               enqueue     \(f(enqueuePerSecond)) jobs/s
               process     \(f(processPerSecond)) jobs/s (\(f(stagesPerSecond)) stages/s)
               pickup      p50 \(f(pickupP50, 2)) ms   p99 \(f(pickupP99, 2)) ms   (from the enqueue's call: p50 \(f(callToStartP50, 2)) ms   p99 \(f(callToStartP99, 2)) ms)

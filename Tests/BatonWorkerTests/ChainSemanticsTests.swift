@@ -340,6 +340,21 @@ struct ChainSemanticsTests {
         }
     }
 
+    /// Cancelling a job whose map runs cancels every run not finished, and stops those running.
+    @Test func cancellingAMapCancelsItsRuns() async throws {
+        try await TestDatabase.with { db async throws in
+            try await withWorker(db, tasks: testTasks) { baton, worker async throws in
+                let job = try await baton.enqueue(Chain(input: [1, 2, 3]).map { $0.then(Hang(seconds: 600)) })
+                try await eventually("the runs to start") { worker.runningJobs.count == 3 }
+                #expect(try await job.cancel())
+                try await eventually("the runs to stop") { worker.runningJobs.isEmpty }
+                let members = try #require(try await db.store.jobWithMembers(job.id)?.members)
+                #expect(members.map(\.state) == [.cancelled, .cancelled, .cancelled])
+                #expect(try await job.record().state == .cancelled)
+            }
+        }
+    }
+
     @Test func anEnqueueInsideARolledBackTransactionLeavesNoJob() async throws {
         try await TestDatabase.with { db async throws in
             try await withWorker(db, tasks: testTasks) { baton, _ async throws in

@@ -94,6 +94,12 @@ public struct StageSpec: Sendable, Hashable, Codable {
         return features
     }
 
+    /// A map stage's array and stages.
+    public var map: MapStage? {
+        if case .map(let map) = body { return map }
+        return nil
+    }
+
     /// The signal an await stage waits for.
     public var awaited: AwaitStage? {
         if case .await(let stage) = body { return stage }

@@ -15,9 +15,14 @@ extension Store {
         return try rows.first.map { try Self.jobRecord($0, waitFactsAt: 21) }
     }
 
-    /// The job with this id and its group members, read in one statement: one snapshot, so that
-    /// a parent is never seen still running beside the members its fan-out has just started (two
-    /// statements could see either side of that commit). Nil if there is no such job.
+    /// How many members of a stage ``jobWithMembers(_:)`` lists (a group has at most this many;
+    /// a map may have a hundred thousand, counted by ``JobRecord/memberCounts``).
+    package static let membersListed = 100
+
+    /// The job with this id and its group members (the first ``membersListed`` of each stage, and
+    /// how many are in each state), read in one statement: one snapshot, so that a parent is never
+    /// seen still running beside the members its fan-out has just started (two statements could
+    /// see either side of that commit). Nil if there is no such job.
     package func jobWithMembers(_ id: Int64) async throws -> (job: JobRecord, members: [MemberRecord])? {
         let rows = try await pool.read(
             """
@@ -27,11 +32,24 @@ extension Store {
                         m.chain -> m.stage ->> 'task', m.chain -> m.stage ->> 'lane',
                         CASE WHEN m.state = 'completed' THEN m.results -> -1 ->> 'log' END)
                     ORDER BY m.parent_stage, m.member_index)
-                 FROM \(unescaped: schema).jobs m WHERE m.parent_id = j.id)::text
+                 FROM generate_series(0, j.stage_count - 1) s(stage)
+                 CROSS JOIN LATERAL (
+                     SELECT * FROM \(unescaped: schema).jobs m WHERE m.parent_id = j.id AND m.parent_stage = s.stage
+                     ORDER BY m.member_index LIMIT \(unescaped: "\(Self.membersListed)")) m)::text,
+                (SELECT json_agg(json_build_array(c.parent_stage, c.state, c.n))
+                 FROM (SELECT m.parent_stage, m.state, count(*) AS n FROM \(unescaped: schema).jobs m
+                       WHERE m.parent_id = j.id GROUP BY m.parent_stage, m.state) c)::text
             FROM \(unescaped: schema).jobs j WHERE id = \(id)
             """, logger: logger)
         guard let row = rows.first else { return nil }
-        let job = try Self.jobRecord(row, waitFactsAt: 21)
+        var job = try Self.jobRecord(row, waitFactsAt: 21)
+        for count in try JSONValue(parsing: try Array(row)[24].decode(String?.self) ?? "[]").arrayValue ?? [] {
+            guard let fields = count.arrayValue, fields.count == 3,
+                let state = JobState(rawValue: fields[1].stringValue ?? "")
+            else { continue }
+            job.memberCounts[try fields[0].decode(as: Int.self), default: [:]][state] = try fields[2].decode(
+                as: Int.self)
+        }
         let members = try JSONValue(parsing: try Array(row)[23].decode(String?.self) ?? "[]").arrayValue ?? []
         return (
             job,

@@ -73,12 +73,16 @@ extension Components.Schemas.Stage {
         }
         self.init(
             index: index, name: spec.name, task: spec.task?.task, args: spec.task?.args, _await: spec.awaited?.signal,
+            map: spec.map.map { "{{\($0.path)}}" },
             lane: spec.lane, queue: spec.task?.queue, rate: spec.task?.rate, state: state,
             attempts: attempts, runs: runs.count,
             maxAttempts: spec.task?.retry.maxAttempts ?? spec.awaited?.maxAttempts, startedAt: startedAt,
             finishedAt: result?.finishedAt.flatMap(RFC3339.parse), output: result?.output ?? .null, log: result?.log,
             errors: job.errors.filter { $0.stage == index }.map(Components.Schemas.AttemptError.init),
             members: isGroup ? members.map(Components.Schemas.Member.init) : nil,
+            memberCounts: job.memberCounts[index].map { counts in
+                .init(additionalProperties: Dictionary(uniqueKeysWithValues: counts.map { ($0.rawValue, $1) }))
+            },
             progress: job.progress.first { $0.stage == index }.map(Components.Schemas.StageProgress.init))
     }
 }

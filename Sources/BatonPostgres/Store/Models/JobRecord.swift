@@ -66,6 +66,9 @@ public struct JobRecord: Sendable {
     /// Why it is not running now, if it has not finished; filled by reads of one job
     /// (``BatonClient/job(_:)``), not by listings.
     public var waitingFor: [WaitReason] = []
+    /// For each group or map stage that started members: how many are in each state, all counted
+    /// (``Store/jobWithMembers(_:)`` lists the first ``Store/membersListed`` of each).
+    public var memberCounts: [Int: [JobState: Int]] = [:]
     /// What the tasks of its stages last reported (``StageContext/progress(_:_:checkpoint:)``),
     /// one entry per stage that did, in stage order; filled by reads of one job, as `waitingFor`.
     public var progress: [Progress] = []

@@ -28,6 +28,8 @@ extension Dashboard {
             var arrow: Bool
             var members: [Member]
             var isGroup: Bool
+            /// "150,000 members: 149,990 completed, 10 running", when not all are listed.
+            var memberCounts: String?
         }
 
         struct Stage: Sendable {
@@ -71,6 +73,9 @@ extension Dashboard {
             var stageOutput: String?
             var timeline: [Attempt]
             var members: [Node.Member]
+            var memberCounts: String?
+            /// "Members", or "The first 100 members" when not all are listed.
+            var membersHeading: String
             var progress: Progress?
         }
 
@@ -216,7 +221,8 @@ extension Dashboard {
     static func view(_ job: Components.Schemas.Job, now: Date) -> JobView {
         let finished = ["completed", "discarded", "cancelled"].contains(job.state.rawValue)
         func label(_ stage: Components.Schemas.Stage) -> String {
-            stage.name ?? stage.task ?? stage._await.map { "await \($0)" } ?? "group"
+            stage.name ?? stage.task ?? stage._await.map { "await \($0)" } ?? stage.map.map { "map over \($0)" }
+                ?? "group"
         }
         func members(_ stage: Components.Schemas.Stage) -> [JobView.Node.Member] {
             (stage.members ?? []).map {
@@ -226,11 +232,21 @@ extension Dashboard {
                     link: "/ui/jobs/\($0.id)", state: $0.state.rawValue)
             }
         }
+        /// Every member counted by state, for a stage that has more than are listed.
+        func memberCounts(_ stage: Components.Schemas.Stage) -> String? {
+            guard let counts = stage.memberCounts?.additionalProperties,
+                counts.values.reduce(0, +) > (stage.members?.count ?? 0)
+            else { return nil }
+            let total = counts.values.reduce(0, +)
+            let states = counts.sorted { $0.value > $1.value || ($0.value == $1.value && $0.key < $1.key) }
+                .map { "\($0.value) \($0.key)" }
+            return "\(total) members: " + states.joined(separator: ", ")
+        }
         let chain = job.stages.map { stage in
             JobView.Node(
                 label: label(stage), lane: stage.lane, state: stage.state.rawValue,
                 current: stage.index == job.currentStage && !finished, arrow: stage.index > 0, members: members(stage),
-                isGroup: stage.members != nil)
+                isGroup: stage.members != nil, memberCounts: memberCounts(stage))
         }
         let stages = job.stages.map { stage in
             JobView.Stage(
@@ -246,7 +262,9 @@ extension Dashboard {
                 },
                 args: stage.args.flatMap { $0 == [:] ? nil : DashboardText.json($0) },
                 stageOutput: stage.state == .completed ? DashboardText.json(stage.output) : nil,
-                timeline: timeline(stage), members: members(stage),
+                timeline: timeline(stage), members: members(stage), memberCounts: memberCounts(stage),
+                membersHeading: memberCounts(stage) == nil
+                    ? "Members" : "The first \(stage.members?.count ?? 0) members",
                 progress: stage.progress.map { progress in
                     JobView.Progress(
                         value: progress.fraction.map { "\($0)" },

@@ -309,6 +309,19 @@ struct AdminCLITests {
             #expect(
                 try await Self.baton(["jobs", "show", "\(chain)", "--json"], server).json(JobView.self).output == 34)
 
+            // A map of more runs than are listed: counted by state, the first 100 shown.
+            let mapped = try await server.enqueue([
+                "input": .array((0..<120).map { .number(JSONNumber($0)) }),
+                "stages": [["map": "{{output}}", "stages": [["task": "add", "args": ["n": 1]]]]],
+            ])
+            _ = try await server.job(mapped) { $0["state"] == "completed" }
+            let map = try await Self.baton(["jobs", "show", "\(mapped)"], server)
+            #expect(
+                map.lines.contains { $0.hasPrefix("└─ 1/1 map over {{output}} [120 members: 120 completed]") },
+                "\(map.out)")
+            #expect(map.lines.contains { $0.contains("member 100 add  job") })
+            #expect(map.lines.contains { $0.hasSuffix("   (the first 100 of 120 shown)") }, "\(map.out)")
+
             // The path a repeat and a goto took: runs folded, the stage passed over skipped.
             let looped = try await server.enqueue(serverTestLoopedChain)
             _ = try await server.job(looped) { $0["state"] == "completed" }

@@ -119,8 +119,21 @@ struct JobTree {
         return switch (stage.name, stage.task) {
         case (let name?, let task?) where name != task: Text.printable("\(name) (\(task))")
         case (_, let task?): Text.printable(task)
-        case (let name, nil): Text.printable(name ?? "group") + " [\(Text.count(stage.members?.count ?? 0, "member"))]"
+        case (let name, nil):
+            Text.printable(name ?? stage.map.map { "map over \($0)" } ?? "group") + " [\(memberSummary(stage))]"
         }
+    }
+
+    /// "3 members", or every member by state when there are more than are listed (a map's first
+    /// 100): "150 members: 140 completed, 10 running".
+    private func memberSummary(_ stage: StageView) -> String {
+        let listed = stage.members?.count ?? 0
+        guard let counts = stage.memberCounts?.additionalProperties, counts.values.reduce(0, +) > listed else {
+            return Text.count(listed, "member")
+        }
+        let states = counts.sorted { $0.value > $1.value || ($0.value == $1.value && $0.key < $1.key) }
+            .map { "\($0.value) \($0.key)" }
+        return Text.count(counts.values.reduce(0, +), "member") + ": " + states.joined(separator: ", ")
     }
 
     private func details(of stage: StageView) -> [String] {
@@ -139,6 +152,8 @@ struct JobTree {
                 lines.append(line)
                 lines += member.errors.flatMap(errorLines).map { (last ? "     " : "│    ") + $0 }
             }
+            let total = stage.memberCounts?.additionalProperties.values.reduce(0, +) ?? members.count
+            if total > members.count { lines.append("   (the first \(members.count) of \(total) shown)") }
         }
         if stage.state == .completed, stage.members == nil {
             lines.append("→ " + Text.preview(stage.output, limit: console.width))

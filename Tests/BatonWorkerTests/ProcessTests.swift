@@ -230,6 +230,53 @@ struct ProcessTests {
         }
     }
 
+    /// A worker killed in the middle of a map (issue 48): the runs it was running go back after its
+    /// lease and run again elsewhere, the others run once, and the map hands on every element's
+    /// result in element order; nothing is lost, nothing runs twice but what the kill cut.
+    @Test func aMapGoesOnThroughAKilledWorker() async throws {
+        try await TestDatabase.with { db async throws in
+            try await db.createRunsTable()
+            let gate = try await Gate(db)
+            let doomed = try await WorkerProcess(url: db.url, queue: "default:8", lease: .seconds(1))
+            let elements: [JSONValue] = (0..<40).map { .string("element-\($0)") }
+            let id = try await db.store.enqueue([
+                NewJob(
+                    chain: ChainDefinition(
+                        input: .array(elements),
+                        stages: [
+                            .map([record(["gate": .number(gate.key)], attempts: 3), record([:], attempts: 3)])
+                        ]))
+            ])[0].id
+            try await eventually("eight runs to be running") {
+                try await count(db, "state = 'running' AND parent_id IS NOT NULL") == 8
+            }
+            doomed.signal(SIGKILL)
+            _ = try await doomed.waitForExit()
+            let workers = [
+                try await WorkerProcess(url: db.url, queue: "default:8", lease: .seconds(1)),
+                try await WorkerProcess(url: db.url, queue: "default:8", lease: .seconds(1)),
+            ]
+            try await gate.open()
+            try await eventually(timeout: .seconds(60), "the map to complete") {
+                try await db.store.job(id)?.state == .completed
+            }
+            for worker in workers { worker.signal(SIGTERM) }
+            for worker in workers { #expect(try await worker.waitForExit() == 0) }
+            #expect(try await db.store.job(id)?.output == .array(elements))
+            // Each run's first stage ended once (a run records as it ends): the eight the kill cut
+            // (held by the gate, so they never ended) on their second attempt, the others on their first.
+            let schema = db.configuration.schema
+            let runs = try await db.values(
+                """
+                SELECT count(*)::int || '/' || count(DISTINCT r.job) || '/' || count(*) FILTER (WHERE r.attempt = 2)
+                FROM \(unescaped: schema).test_runs r
+                JOIN \(unescaped: schema).jobs m ON m.id = r.job AND m.parent_id = \(id)
+                WHERE r.stage = 0
+                """, as: String.self)
+            #expect(runs == ["40/40/8"], "ended / runs / on a second attempt: \(runs)")
+        }
+    }
+
     @Test func aKilledWorkersStageFinishesElsewhereAfterTheLease() async throws {
         try await TestDatabase.with { db async throws in
             try await db.createRunsTable()

@@ -153,7 +153,8 @@ public struct Chain<Output: Codable & Sendable>: Sendable {
     /// the chain goes on with their outputs (each its last stage's) in element order, `[]` for an
     /// empty array. Each run is built on the chain it is given, which holds no stage yet: the
     /// compiler checks that it takes an `Element` and that the next stage takes the results. A
-    /// run that fails for good fails the job.
+    /// run that fails for good fails the job. With `concurrency`, at most that many runs are
+    /// unfinished at once, started in element order.
     ///
     /// ```swift
     /// Chain(input: batch)
@@ -162,10 +163,11 @@ public struct Chain<Output: Codable & Sendable>: Sendable {
     ///     .then(Summarise())                          // fed [Receipt]
     /// ```
     public func map<Element: Codable & Sendable, Result>(
-        name: String? = nil, _ body: (Chain<Element>) -> Chain<Result>
+        name: String? = nil, concurrency: Int? = nil, _ body: (Chain<Element>) -> Chain<Result>
     ) -> Chain<[Result]> where Output == [Element] {
         let run = body(Chain<Element>(input: .null, stages: [], encodingFailure: nil, types: []))
-        return adding(.map(run.stages, name: name), failure: encodingFailure ?? run.encodingFailure)
+        return adding(
+            .map(concurrency: concurrency, run.stages, name: name), failure: encodingFailure ?? run.encodingFailure)
     }
 
     /// Waits, holding no worker, for the signal `signal` from outside: a payment provider's

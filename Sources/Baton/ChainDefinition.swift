@@ -95,6 +95,10 @@ public struct ChainDefinition: Sendable, Hashable {
                 guard !map.stages.isEmpty else {
                     throw .invalidChain(path: "\(here).stages", reason: "a map runs at least one stage per element")
                 }
+                if let concurrency = map.concurrency, !(1...MapStage.maxConcurrency).contains(concurrency) {
+                    throw .invalidChain(
+                        path: "\(here).concurrency", reason: "must be within 1...\(MapStage.maxConcurrency)")
+                }
                 // Each element's member job runs them as its chain.
                 try validate(map.stages, path: "\(here).stages", check: check)
                 try checkRules(of: map.stages, path: "\(here).stages")

@@ -4,17 +4,24 @@
 /// straight on with `[]`; something else than an array fails the stage for good, naming the path
 /// and what was found. A member that fails for good fails the map, as in a group.
 ///
-/// Every element starts at once (no bound on how many are in flight yet), and the members are
-/// written in one statement: the map's cost is one insert per element, not a round trip.
+/// Without a bound every element starts at once, the members written in one statement; with
+/// `concurrency`, that many start at once and each run that completes starts the next element, in
+/// element order (the others wait in a table of their own, not as jobs).
 public struct MapStage: Sendable, Hashable {
+    /// The highest bound on runs at once.
+    public static let maxConcurrency = 100_000
+
     /// Where the array is: `output` (the stage's whole input) or a dotted path in it
     /// (`output.invoices`), as in flow conditions. Written `"{{output.invoices}}"` in JSON.
     public var path: String
     public var stages: [StageSpec]
+    /// At most this many runs unfinished at once; nil: no bound.
+    public var concurrency: Int?
 
-    public init(over path: String = "output", stages: [StageSpec]) {
+    public init(over path: String = "output", stages: [StageSpec], concurrency: Int? = nil) {
         self.path = path
         self.stages = stages
+        self.concurrency = concurrency
     }
 
     /// What the stage's input gives: its elements, or why it is not an array.

@@ -49,8 +49,10 @@ public struct StageSpec: Sendable, Hashable, Codable {
     }
 
     /// Runs `stages` once per element of the array at `path` in the stage's input (see ``MapStage``).
-    public static func map(over path: String = "output", _ stages: [StageSpec], name: String? = nil) -> StageSpec {
-        StageSpec(name: name, .map(MapStage(over: path, stages: stages)))
+    public static func map(
+        over path: String = "output", concurrency: Int? = nil, _ stages: [StageSpec], name: String? = nil
+    ) -> StageSpec {
+        StageSpec(name: name, .map(MapStage(over: path, stages: stages, concurrency: concurrency)))
     }
 
     public static func awaitSignal(
@@ -120,7 +122,7 @@ public struct StageSpec: Sendable, Hashable, Codable {
     enum CodingKeys: String, CodingKey {
         case name, task, args, lane, retry, timeout = "timeout_ms", group, await, maxAttempts = "max_attempts", stages,
             map
-        case `repeat`, next, queue, rate
+        case `repeat`, next, queue, rate, concurrency
     }
 
     public init(from decoder: any Decoder) throws {
@@ -132,7 +134,8 @@ public struct StageSpec: Sendable, Hashable, Codable {
             body = .map(
                 MapStage(
                     over: MapStage.path(of: path),
-                    stages: try container.decodeIfPresent([StageSpec].self, forKey: .stages) ?? []))
+                    stages: try container.decodeIfPresent([StageSpec].self, forKey: .stages) ?? [],
+                    concurrency: try container.decodeIfPresent(Int.self, forKey: .concurrency)))
         } else if let stages = try container.decodeIfPresent([StageSpec].self, forKey: .stages) {
             body = .chain(stages)
         } else if let signal = try container.decodeIfPresent(String.self, forKey: .await) {
@@ -177,7 +180,7 @@ public struct StageSpec: Sendable, Hashable, Codable {
     /// The stored form: `{"task", "name"?, "args"?, "lane"?, "queue"?, "rate"?, "retry"?, "timeout_ms"?, "repeat"?,
     /// "next"?}`,
     /// `{"name"?, "group": [...]}`, `{"await", "name"?, "timeout_ms"?, "max_attempts"?}` (the
-    /// schema's `expire_waits` reads the last two), `{"name"?, "map": "{{path}}", "stages": [...]}` or, as a
+    /// schema's `expire_waits` reads the last two), `{"name"?, "map": "{{path}}", "stages": [...], "concurrency"?}` or, as a
     /// group member, `{"name"?, "stages": [...]}`; `Codable` encoding writes exactly this. Fields at their
     /// defaults (`{}` args, `RetryPolicy.default`, `TaskStage.defaultTimeout`) are left out, which
     /// keeps job rows small (docs/benchmarks.md#chains-stored-without-their-defaults); decoding fills
@@ -193,6 +196,7 @@ public struct StageSpec: Sendable, Hashable, Codable {
         case .map(let map):
             fields["map"] = .string(map.template)
             fields["stages"] = .array(map.stages.map(\.json))
+            if let concurrency = map.concurrency { fields["concurrency"] = .number(JSONNumber(concurrency)) }
         case .task(let task):
             fields["task"] = .string(task.task)
             if task.args != [:] { fields["args"] = task.args }

@@ -57,7 +57,8 @@ extension Components.Schemas.StageRequest {
             self = .MapStageRequest(
                 .init(
                     name: stage.name, map: "{{\(map.path)}}",
-                    stages: try map.stages.map { (stage) throws(BatonError) in try .init(stage) }))
+                    stages: try map.stages.map { (stage) throws(BatonError) in try .init(stage) },
+                    concurrency: map.concurrency))
         case .chain:
             // Only a group member is a sub-chain (`GroupMemberRequest`).
             throw .invalidChain(path: "stages", reason: "a sub-chain is a group member: put it in a group")

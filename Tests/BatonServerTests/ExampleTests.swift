@@ -34,4 +34,29 @@ struct ExampleTests {
             #expect(child.standardOutput == "completed {\"order\":9007199254740993}\n")
         }
     }
+
+    /// `Examples/http/fan-out.json`, which the README posts: a map of 50 numbers, ten runs at a
+    /// time, each three stages with the second in a lane, gathered in order; the same with 2,000.
+    @Test func theFanOutExampleGathersEveryElementInOrder() async throws {
+        let readme = try String(contentsOf: Self.root.appending(path: "README.md"), encoding: .utf8)
+        #expect(readme.contains("-d @Examples/http/fan-out.json"))
+        let example = try JSONValue(
+            parsing: try String(contentsOf: Self.root.appending(path: "Examples/http/fan-out.json"), encoding: .utf8))
+        try await withServer { server async throws in
+            let id = try await server.enqueue(example)
+            let job = try await server.job(id) { $0["state"] == "completed" }
+            #expect(job["output"] == example["input"])
+
+            guard case .object(var large) = example else { return }
+            let numbers = JSONValue.array((1...2000).map { .number(JSONNumber($0)) })
+            large["input"] = numbers
+            let big = try await server.enqueue(.object(large))
+            // 2,000 runs through one lane of width 1: longer than `job(_:until:)` waits on a loaded machine.
+            let done = try await eventually(timeout: .seconds(150), "the 2,000-element map to complete") {
+                let reply = try await server.call(.GET, "/v1/jobs/\(big)?wait=1s").json
+                return reply["state"] == "completed" ? reply : nil
+            }
+            #expect(done["output"] == numbers)
+        }
+    }
 }

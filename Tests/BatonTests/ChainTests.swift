@@ -165,6 +165,7 @@ struct ChainTests {
         (ChainDefinition(stages: [.map(over: "items", [.task("a")])]), "stages[0].map"),
         (ChainDefinition(stages: [.map(over: "output.a b", [.task("a")])]), "stages[0].map"),
         (ChainDefinition(stages: [.map([.task("a"), .task("")])]), "stages[0].stages[1].task"),
+        (ChainDefinition(stages: [.map(concurrency: 0, [.task("a")])]), "stages[0].concurrency"),
     ])
     func invalidChainsAreRefusedWithThePathOfTheFault(definition: ChainDefinition, path: String) {
         #expect {

@@ -340,6 +340,32 @@ struct ChainSemanticsTests {
         }
     }
 
+    /// A map with `concurrency` 3 over 20 elements, each run a laned-free two-stage sub-chain:
+    /// never more than 3 runs at once (the gauge counts its first stage's), 3 reached, every
+    /// result in element order; the elements not yet started wait in `map_elements`, not as jobs.
+    @Test func aMapWithABoundRunsAtMostThatManyAtOnce() async throws {
+        try await TestDatabase.with { db async throws in
+            var tasks = testTasks
+            tasks.register(Gauge.self)
+            try await withWorker(db, tasks: tasks) { baton, _ async throws in
+                let job = try await baton.enqueue(
+                    Chain(input: Array(0..<20)).map(concurrency: 3) { $0.then(Gauge()).then(Add(n: 1)) })
+                try await eventually("the first runs to start") {
+                    try await db.values(
+                        "SELECT count(*)::int FROM \(unescaped: db.configuration.schema).map_elements", as: Int.self
+                    )
+                    .first ?? 0 > 0
+                }
+                #expect(try await job.result() == (0..<20).map { $0 * 2 + 1 })
+                #expect(Gauge.state.withLock { $0.most } == 3)
+                #expect(
+                    try await db.values(
+                        "SELECT count(*)::int FROM \(unescaped: db.configuration.schema).map_elements", as: Int.self)
+                        == [0])
+            }
+        }
+    }
+
     /// Cancelling a job whose map runs cancels every run not finished, and stops those running.
     @Test func cancellingAMapCancelsItsRuns() async throws {
         try await TestDatabase.with { db async throws in
@@ -420,5 +446,19 @@ struct Charge: BatonTask {
 
     func run(_ input: Int, context: StageContext) async throws -> Int {
         throw TaskFailure.permanent("card declined", code: "card_declined", details: Self.declined)
+    }
+}
+
+/// Counts how many of its runs are under way at once (`most`), each holding 30 ms; doubles.
+struct Gauge: BatonTask {
+    static let state = Mutex((now: 0, most: 0))
+    func run(_ input: Int, context: StageContext) async throws -> Int {
+        Self.state.withLock { state in
+            state.now += 1
+            state.most = max(state.most, state.now)
+        }
+        defer { Self.state.withLock { $0.now -= 1 } }
+        try await Task.sleep(for: .milliseconds(30))
+        return input * 2
     }
 }

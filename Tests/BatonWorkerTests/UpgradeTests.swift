@@ -106,6 +106,8 @@ struct UpgradeTests {
     /// made by 0019_schema.sql alone.
     static func backToVersion19(_ db: TestDatabase) async throws {
         let schema = db.configuration.schema
+        // 0026_map_elements.sql
+        try await db.pool.execute("DROP TABLE \(unescaped: schema).map_elements")
         // 0025_chain_features.sql
         try await db.pool.execute("ALTER TABLE \(unescaped: schema).jobs DROP COLUMN features")
         try await db.pool.execute("ALTER TABLE \(unescaped: schema).workers DROP COLUMN features")

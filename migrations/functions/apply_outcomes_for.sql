@@ -83,9 +83,13 @@ BEGIN
         UNION ALL SELECT coalesce(m -> 'stages' -> 0, m) ->> 'lane'
                   FROM jobs p, jsonb_array_elements(p.chain -> p.stage -> 'group') m
                   WHERE p.id = ANY(v_spawn)
-        -- (a map's members all start at its first stage)
+        -- (a map's runs all start at its first stage, at its fan-out or, with a bound, as the runs
+        -- before them complete)
         UNION ALL SELECT p.chain -> p.stage -> 'stages' -> 0 ->> 'lane'
                   FROM jobs p WHERE p.id = ANY(v_spawn) AND p.chain -> p.stage ? 'map'
+        UNION ALL SELECT p.chain -> p.stage -> 'stages' -> 0 ->> 'lane'
+                  FROM jobs m JOIN jobs p ON p.id = m.parent_id
+                  WHERE m.id = ANY(v_ids) AND p.chain -> p.stage ? 'concurrency'
     ) x(l) WHERE x.l IS NOT NULL;
     IF v_lanes IS NOT NULL THEN
         PERFORM lock_lanes(v_lanes);
@@ -250,6 +254,16 @@ BEGIN
     -- a stage (its job's chain of one) or a sub-chain (`stages`; a map's are its `stages`): its
     -- job starts at the first stage, in that stage's queue and lane.
     IF v_spawn IS NOT NULL THEN
+        -- A map with a bound (`concurrency`): the elements beyond it wait in `map_elements`
+        -- (migration 26), any left from an earlier fan-out of the stage (a retry) dropped first.
+        DELETE FROM map_elements e USING unnest(v_applied) a WHERE a.kind = 'spawn' AND e.parent_id = a.id;
+        INSERT INTO map_elements (parent_id, stage, index, value)
+        SELECT p.id, p.stage, (e.ordinality - 1)::int, e.value
+        FROM unnest(v_applied) a
+        JOIN jobs p ON p.id = a.id
+        CROSS JOIN LATERAL jsonb_array_elements((SELECT x -> 'elements' FROM jsonb_array_elements(p_batch) x
+                                                 WHERE (x ->> 'id')::bigint = p.id)) WITH ORDINALITY e
+        WHERE a.kind = 'spawn' AND e.ordinality > (p.chain -> p.stage ->> 'concurrency')::int;
         RETURN QUERY
         WITH members AS (
         INSERT INTO jobs (queue, priority, state, chain, stage_count, input, metadata, lane, lane_ready_at,
@@ -273,6 +287,7 @@ BEGIN
             FROM jsonb_array_elements((SELECT x -> 'elements' FROM jsonb_array_elements(p_batch) x
                                        WHERE (x ->> 'id')::bigint = p.id)) WITH ORDINALITY e
             WHERE p.chain -> p.stage ? 'map'
+              AND e.ordinality <= coalesce((p.chain -> p.stage ->> 'concurrency')::int, e.ordinality)
         ) m
         CROSS JOIN LATERAL (
             SELECT c.chain, c.chain -> 0 AS stage
@@ -293,6 +308,18 @@ BEGIN
         FROM (SELECT a.parent_id, count(*) AS n FROM unnest(v_applied) a
               WHERE a.parent_id IS NOT NULL AND a.state = 'completed' GROUP BY a.parent_id) d
         WHERE p.id = d.parent_id AND p.state = 'waiting' AND p.pending IS NOT NULL;
+        -- A map with a bound: as many runs start as completed, the next elements in order (after
+        -- the highest started, through `jobs_parent`). The update above holds each parent's row,
+        -- so a concurrent batch's runs of the same map start after this one's commit, and see them.
+        RETURN QUERY
+        SELECT DISTINCT 'wake', NULL::bigint, x.q, NULL::int, NULL::int, NULL::text, NULL::text, NULL::text,
+               NULL::text, NULL::text
+        FROM (SELECT map_runs_start(p.id, (SELECT max(m.member_index) + 1 FROM jobs m
+                                            WHERE m.parent_id = p.id AND m.parent_stage = p.stage), d.n::int) AS q
+              FROM (SELECT a.parent_id, count(*) AS n FROM unnest(v_applied) a
+                    WHERE a.parent_id IS NOT NULL AND a.state = 'completed' GROUP BY a.parent_id) d
+              JOIN jobs p ON p.id = d.parent_id
+              WHERE p.state = 'waiting' AND p.chain -> p.stage ? 'concurrency') x;
         -- ...and the last one hands the parent its members' outputs (each its last stage's), in
         -- member order. A separate statement: its snapshot sees members completed by other
         -- transactions meanwhile.

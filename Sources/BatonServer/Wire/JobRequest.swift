@@ -85,7 +85,8 @@ struct JobReader {
             return .group(try members(group.group, at: "\(here).group"), name: group.name)
         case .MapStageRequest(let map):
             return .map(
-                over: MapStage.path(of: map.map), try stages(map.stages, at: "\(here).stages"), name: map.name)
+                over: MapStage.path(of: map.map), concurrency: map.concurrency,
+                try stages(map.stages, at: "\(here).stages"), name: map.name)
         case .TaskStageRequest(let task):
             return try self.task(task, at: here)
         case .AwaitStageRequest(let stage):

@@ -191,6 +191,12 @@ public struct StageContext: Sendable {
     public func jobInput<T: Decodable>(as type: T.Type) async throws -> T {
         try await jobInput().decode(as: T.self)
     }
+
+    /// For a run of a map (or a group member), its element's index (its member's place, 0-based);
+    /// nil for a job that is no member. Read from the database when asked.
+    public func memberIndex() async throws -> Int? {
+        try await attemptProgress.services.memberIndex()
+    }
 }
 
 /// Keeps what a task logs during one attempt (the worker's `StageLog`).

@@ -10,6 +10,8 @@ package protocol StageServices: Sendable {
     func signalToken(for signal: String) async throws -> String
     /// The job's input: what its first stage was given.
     func jobInput() async throws -> JSONValue
+    /// The job's place in its group or map (0-based), nil for a job that is no member.
+    func memberIndex() async throws -> Int?
 }
 
 /// A test's stage services: the checkpoint and job input it was given, reports kept by the
@@ -25,4 +27,6 @@ struct TestStageServices: StageServices {
     func signalToken(for signal: String) async throws -> String { "test-token-\(signal)" }
 
     func jobInput() async throws -> JSONValue { input }
+
+    func memberIndex() async throws -> Int? { nil }
 }

@@ -26,4 +26,8 @@ struct AttemptServices: StageServices {
         if job.stage == 0 { return try JSONValue(parsing: job.input) }
         return try await writer.store.jobInput(job.id)
     }
+
+    func memberIndex() async throws -> Int? {
+        try await writer.store.memberIndex(job.id)
+    }
 }

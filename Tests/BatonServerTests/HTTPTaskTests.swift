@@ -123,6 +123,32 @@ struct HTTPTaskTests {
         }
     }
 
+    /// A map's runs name their element and its index (`{{item}}`, `{{item_index}}`) in any stage
+    /// of the run, the element exact.
+    @Test func aMapRunNamesItsItemAndIndex() async throws {
+        try await withTargetServer({ _ in TargetServer.text("ok") }) { target async throws in
+            try await withServer(worker: Self.tasks(HTTPTaskConfiguration())) { server async throws in
+                let created = try await server.call(
+                    .POST, "/v1/jobs",
+                    raw: """
+                        {"input": [{"sku": "a", "qty": 12345678901234567890}, {"sku": "b", "qty": 2}],
+                         "stages": [{"map": "{{output}}", "stages": [
+                            {"task": "echo"},
+                            {"task": "http", "args": {"method": "POST", "url": "\(target.base)/items/{{item_index}}",
+                              "json": {"sku": "{{item.sku}}", "qty": "{{item.qty}}"}}}]}]}
+                        """)
+                let id = try #require(created["id"]?.int64, "\(created.text)")
+                let job = try await Self.finished(server, id)
+                #expect(job["state"] == "completed", "\(job)")
+                let received = target.received.map { "\($0.path) \($0.body)" }.sorted()
+                #expect(
+                    received == [
+                        #"/items/0 {"qty":12345678901234567890,"sku":"a"}"#, #"/items/1 {"qty":2,"sku":"b"}"#,
+                    ], "\(received)")
+            }
+        }
+    }
+
     /// Allocate an upload at an API, upload to the URL it answered with (its `&` intact) with the
     /// form field it gave, confirm with the id from the first answer.
     @Test func aThreeStepUploadChainPassesEachAnswerOn() async throws {

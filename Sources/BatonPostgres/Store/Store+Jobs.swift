@@ -78,6 +78,14 @@ extension Store {
         return try JSONValue(parsing: text)
     }
 
+    /// The job's place in its group or map, nil for a job that is no member. Primary key.
+    package func memberIndex(_ id: Int64) async throws -> Int? {
+        let rows = try await pool.read(
+            "SELECT member_index FROM \(unescaped: schema).jobs WHERE id = \(id)", logger: logger)
+        guard let row = rows.first else { throw BatonError.jobNotFound(id) }
+        return try row.decode(Int?.self)
+    }
+
     /// Marks the job as awaited, so that its end is notified, and returns it as it is now.
     package func watch(_ id: Int64) async throws -> JobRecord? {
         try await fetchJob(

@@ -73,12 +73,20 @@ public struct HTTPTask: Sendable {
         if paths.contains(where: { $0.count > 1 && $0[0] == "job" && $0[1] == "input" }) {
             job["input"] = try await context.jobInput()
         }
-        let scope: JSONValue = [
+        var scope: [String: JSONValue] = [
             "input": try JSONValue(parsing: input), "stages": .object(stages), "job": .object(job),
             "secrets": .object(secrets), "signals": .object(signals),
         ]
+        // `{{item}}` and `{{item_index}}`: a map run's element and its index (any member's input
+        // and place), read only when a template names them.
+        if paths.contains(where: { $0.first == "item" || $0.first == "item_index" }),
+            let index = try await context.memberIndex()
+        {
+            scope["item"] = try await context.jobInput()
+            scope["item_index"] = .number(JSONNumber(index))
+        }
         do {
-            return redact(try await perform(request, scope: scope, context: context, redact: redact)).jsonText
+            return redact(try await perform(request, scope: .object(scope), context: context, redact: redact)).jsonText
         } catch let failure as TaskFailure {
             throw TaskFailure(
                 redact(failure.message), code: failure.code, details: failure.details.map { redact($0) },

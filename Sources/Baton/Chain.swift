@@ -153,7 +153,8 @@ public struct Chain<Output: Codable & Sendable>: Sendable {
     /// the chain goes on with their outputs (each its last stage's) in element order, `[]` for an
     /// empty array. Each run is built on the chain it is given, which holds no stage yet: the
     /// compiler checks that it takes an `Element` and that the next stage takes the results. A
-    /// run that fails for good fails the job. With `concurrency`, at most that many runs are
+    /// run that fails for good fails the job (``mapCollectingFailures(name:concurrency:stopAfter:_:)``
+    /// goes on instead). With `concurrency`, at most that many runs are
     /// unfinished at once, started in element order.
     ///
     /// ```swift
@@ -168,6 +169,26 @@ public struct Chain<Output: Codable & Sendable>: Sendable {
         let run = body(Chain<Element>(input: .null, stages: [], encodingFailure: nil, types: []))
         return adding(
             .map(concurrency: concurrency, run.stages, name: name), failure: encodingFailure ?? run.encodingFailure)
+    }
+
+    /// A ``map(name:concurrency:_:)`` that goes on past failures: every element runs, and the
+    /// chain goes on with each element's result (`nil` where its run failed for good) in element
+    /// order and the runs' failures (``MapResults``). With `stopAfter`, that many failures fail the
+    /// job instead, and no more runs start.
+    ///
+    /// ```swift
+    /// Chain(input: batch)
+    ///     .then(ListInvoices())
+    ///     .mapCollectingFailures(stopAfter: 10) { $0.then(Render()).then(Upload()) }
+    ///     .then(Report())                             // fed MapResults<Receipt>
+    /// ```
+    public func mapCollectingFailures<Element: Codable & Sendable, Result>(
+        name: String? = nil, concurrency: Int? = nil, stopAfter: Int? = nil, _ body: (Chain<Element>) -> Chain<Result>
+    ) -> Chain<MapResults<Result>> where Output == [Element] {
+        let run = body(Chain<Element>(input: .null, stages: [], encodingFailure: nil, types: []))
+        return adding(
+            .map(concurrency: concurrency, failures: .continue(stopAfter: stopAfter), run.stages, name: name),
+            failure: encodingFailure ?? run.encodingFailure)
     }
 
     /// Waits, holding no worker, for the signal `signal` from outside: a payment provider's

@@ -15,7 +15,7 @@ public struct ChainDefinition: Sendable, Hashable {
     /// stores those its chain uses (``features``), a worker registers these, and a worker is given
     /// only jobs whose features it reads, so that a rolling upgrade never hands a chain to a worker
     /// that cannot read it.
-    public static let readableFeatures: Set<String> = ["map", "sub-chain"]
+    public static let readableFeatures: Set<String> = ["map", "map-failures", "sub-chain"]
 
     /// The features of ``readableFeatures`` this chain uses, sorted.
     public var features: [String] { StageSpec.features(of: stages).sorted() }
@@ -98,6 +98,10 @@ public struct ChainDefinition: Sendable, Hashable {
                 if let concurrency = map.concurrency, !(1...MapStage.maxConcurrency).contains(concurrency) {
                     throw .invalidChain(
                         path: "\(here).concurrency", reason: "must be within 1...\(MapStage.maxConcurrency)")
+                }
+                if case .continue(let stopAfter?) = map.failures, !(1...MapStage.maxConcurrency).contains(stopAfter) {
+                    throw .invalidChain(
+                        path: "\(here).stop_after", reason: "must be within 1...\(MapStage.maxConcurrency)")
                 }
                 // Each element's member job runs them as its chain.
                 try validate(map.stages, path: "\(here).stages", check: check)

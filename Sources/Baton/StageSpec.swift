@@ -50,9 +50,11 @@ public struct StageSpec: Sendable, Hashable, Codable {
 
     /// Runs `stages` once per element of the array at `path` in the stage's input (see ``MapStage``).
     public static func map(
-        over path: String = "output", concurrency: Int? = nil, _ stages: [StageSpec], name: String? = nil
+        over path: String = "output", concurrency: Int? = nil, failures: MapStage.Failures = .failTheMap,
+        _ stages: [StageSpec], name: String? = nil
     ) -> StageSpec {
-        StageSpec(name: name, .map(MapStage(over: path, stages: stages, concurrency: concurrency)))
+        StageSpec(
+            name: name, .map(MapStage(over: path, stages: stages, concurrency: concurrency, failures: failures)))
     }
 
     public static func awaitSignal(
@@ -89,7 +91,10 @@ public struct StageSpec: Sendable, Hashable, Codable {
             switch stage.body {
             case .chain(let stages): features.formUnion(Self.features(of: stages).union(["sub-chain"]))
             case .group(let members): features.formUnion(Self.features(of: members))
-            case .map(let map): features.formUnion(Self.features(of: map.stages).union(["map"]))
+            case .map(let map):
+                features.formUnion(Self.features(of: map.stages).union(["map"]))
+                // (a worker before it would hand an empty map's results on without its failures)
+                if case .continue = map.failures { features.insert("map-failures") }
             case .task, .await: break
             }
         }
@@ -122,7 +127,7 @@ public struct StageSpec: Sendable, Hashable, Codable {
     enum CodingKeys: String, CodingKey {
         case name, task, args, lane, retry, timeout = "timeout_ms", group, await, maxAttempts = "max_attempts", stages,
             map
-        case `repeat`, next, queue, rate, concurrency
+        case `repeat`, next, queue, rate, concurrency, failures, stopAfter = "stop_after"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -135,7 +140,8 @@ public struct StageSpec: Sendable, Hashable, Codable {
                 MapStage(
                     over: MapStage.path(of: path),
                     stages: try container.decodeIfPresent([StageSpec].self, forKey: .stages) ?? [],
-                    concurrency: try container.decodeIfPresent(Int.self, forKey: .concurrency)))
+                    concurrency: try container.decodeIfPresent(Int.self, forKey: .concurrency),
+                    failures: try Self.failures(in: container, decoder: decoder)))
         } else if let stages = try container.decodeIfPresent([StageSpec].self, forKey: .stages) {
             body = .chain(stages)
         } else if let signal = try container.decodeIfPresent(String.self, forKey: .await) {
@@ -173,6 +179,19 @@ public struct StageSpec: Sendable, Hashable, Codable {
         }
     }
 
+    private static func failures(
+        in container: KeyedDecodingContainer<CodingKeys>, decoder: any Decoder
+    ) throws -> MapStage.Failures {
+        let word = try container.decodeIfPresent(String.self, forKey: .failures)
+        let stopAfter = try container.decodeIfPresent(Int.self, forKey: .stopAfter)
+        do {
+            return try MapStage.failures(word, stopAfter: stopAfter, at: "map")
+        } catch {
+            throw DecodingError.dataCorrupted(
+                DecodingError.Context(codingPath: decoder.codingPath, debugDescription: "\(error)"))
+        }
+    }
+
     public func encode(to encoder: any Encoder) throws {
         try json.encode(to: encoder)
     }
@@ -180,7 +199,7 @@ public struct StageSpec: Sendable, Hashable, Codable {
     /// The stored form: `{"task", "name"?, "args"?, "lane"?, "queue"?, "rate"?, "retry"?, "timeout_ms"?, "repeat"?,
     /// "next"?}`,
     /// `{"name"?, "group": [...]}`, `{"await", "name"?, "timeout_ms"?, "max_attempts"?}` (the
-    /// schema's `expire_waits` reads the last two), `{"name"?, "map": "{{path}}", "stages": [...], "concurrency"?}` or, as a
+    /// schema's `expire_waits` reads the last two), `{"name"?, "map": "{{path}}", "stages": [...], "concurrency"?, "failures"?, "stop_after"?}` or, as a
     /// group member, `{"name"?, "stages": [...]}`; `Codable` encoding writes exactly this. Fields at their
     /// defaults (`{}` args, `RetryPolicy.default`, `TaskStage.defaultTimeout`) are left out, which
     /// keeps job rows small (docs/benchmarks.md#chains-stored-without-their-defaults); decoding fills
@@ -197,6 +216,11 @@ public struct StageSpec: Sendable, Hashable, Codable {
             fields["map"] = .string(map.template)
             fields["stages"] = .array(map.stages.map(\.json))
             if let concurrency = map.concurrency { fields["concurrency"] = .number(JSONNumber(concurrency)) }
+            if case .continue(let stopAfter) = map.failures {
+                // (the schema's functions read these two)
+                fields["failures"] = "continue"
+                if let stopAfter { fields["stop_after"] = .number(JSONNumber(stopAfter)) }
+            }
         case .task(let task):
             fields["task"] = .string(task.task)
             if task.args != [:] { fields["args"] = task.args }

@@ -30,3 +30,15 @@ extension Components.Schemas.Job.PathStep: CustomStringConvertible {
     /// `page ×37`, or the label alone for one run.
     public var description: String { runs > 1 ? "\(label) ×\(runs)" : label }
 }
+
+extension Components.Schemas.Stage {
+    /// A map stage's label: `map over {{output.items}}`, then its bound and failure policy when
+    /// it has them (`at most 10 at once, goes on past failures, stops after 3`); nil for others.
+    public var mapLabel: String? {
+        guard let map else { return nil }
+        var terms = concurrency.map { ["at most \($0) at once"] } ?? []
+        if failures == ._continue { terms.append("goes on past failures") }
+        if let stopAfter { terms.append("stops after \(stopAfter)") }
+        return "map over \(map)" + (terms.isEmpty ? "" : " (" + terms.joined(separator: ", ") + ")")
+    }
+}

@@ -10,6 +10,13 @@ package let serverTestTasks: TaskRegistry = {
     tasks.register(Sum.self)
     tasks.register(FailFirst.self)
     tasks.register(Carry.self)
+    // Hands on an even number; fails for good on anything else (a map's failures).
+    tasks.register(name: "even-only") { _, input, _ in
+        guard let n = try? input.decode(as: Int.self), n.isMultiple(of: 2) else {
+            throw TaskFailure.permanent("not even: \(input.jsonText)")
+        }
+        return input
+    }
     // What a stage sees: its input, args, the job's metadata and the first stage's output.
     tasks.register(name: "echo") { args, input, context in
         ["input": input, "args": args, "metadata": context.metadata, "first": context.output(at: 0) ?? nil]

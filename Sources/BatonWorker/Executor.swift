@@ -117,7 +117,7 @@ struct Executor: Sendable {
             }
             switch map.elements(of: input) {
             case .success(let elements) where elements.isEmpty:
-                return .ended(.succeeded(output: "[]"))
+                return .ended(.succeeded(output: map.emptyOutput.jsonText))
             case .success(let elements):
                 return .ended(.fanOutOver(elements: JSONValue.array(elements).jsonText))
             case .failure(let error):

@@ -312,12 +312,14 @@ struct AdminCLITests {
             // A map of more runs than are listed: counted by state, the first 100 shown.
             let mapped = try await server.enqueue([
                 "input": .array((0..<120).map { .number(JSONNumber($0)) }),
-                "stages": [["map": "{{output}}", "stages": [["task": "add", "args": ["n": 1]]]]],
+                "stages": [["map": "{{output}}", "stages": [["task": "add", "args": ["n": 1]]], "concurrency": 60]],
             ])
             _ = try await server.job(mapped) { $0["state"] == "completed" }
             let map = try await Self.baton(["jobs", "show", "\(mapped)"], server)
             #expect(
-                map.lines.contains { $0.hasPrefix("└─ 1/1 map over {{output}} [120 members: 120 completed]") },
+                map.lines.contains {
+                    $0.hasPrefix("└─ 1/1 map over {{output}} (at most 60 at once) [120 members: 120 completed]")
+                },
                 "\(map.out)")
             #expect(map.lines.contains { $0.contains("member 100 add  job") })
             #expect(map.lines.contains { $0.hasSuffix("   (the first 100 of 120 shown)") }, "\(map.out)")

@@ -44,7 +44,7 @@ struct CompiledPlanTests {
     /// the helpers, which run inside those that do or read a row or two by index.
     @Test func everyFunctionAClientCallsSetsJITOff() async throws {
         let helpers: Set = [
-            "fail_parents", "lane_admissions", "lane_width", "lock_lanes", "promote_lanes", "scoped_rate_limits",
+            "lane_admissions", "lane_width", "lock_lanes", "promote_lanes", "scoped_rate_limits",
             "stage_rate_key", "unfinished_members", "new_job_id", "ready_slot", "locked_old_slots", "lock_rate_keys",
             // Inlined into the statement that calls it (no settings of its own, or it would not be).
             "tags_of",

@@ -11,7 +11,7 @@ import Testing
 
     /// A group fails when one member fails for good while another still runs: retrying or deleting
     /// the parent is refused with 409 saying why, until the running member is cancelled; then the
-    /// retry starts the group again.
+    /// retry starts its failed members again, each the same job.
     @Test func aFailedGroupWithMembersRunningIsRefusedThenRetried() async throws {
         try await withServer { server async throws in
             let key = "group-\(UUID())"
@@ -39,11 +39,14 @@ import Testing
             let retried = try await server.call(.POST, "/v1/jobs/\(parent)/retry")
             #expect(retried.status == 200, "\(retried.text)")
             #expect(retried["state"] != "discarded")
-            // fail-first succeeds on its second run: the group now waits only for a new sleeper.
+            // Both members failed (one discarded, one cancelled): each starts again in place, the
+            // same job; fail-first succeeds on its second run, and the group waits for the sleeper.
             var again: JSONValue = .null
-            try await eventually("the group to run a new sleeper") {
+            try await eventually("the group to run its sleeper again, and fail-first to complete") {
                 again = try await server.call(.GET, "/v1/jobs/\(parent)").json
-                return Self.members(again).contains { $0["state"] == "running" && $0["id"]?.int64 != sleeper }
+                let members = Self.members(again)
+                return members.count == 2 && members.contains { $0["state"] == "running" && $0["id"]?.int64 == sleeper }
+                    && members.contains { $0["state"] == "completed" }
             }
             #expect(again["state"] == "waiting")
             try await server.call(.POST, "/v1/jobs/\(parent)/cancel")

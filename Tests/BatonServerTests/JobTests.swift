@@ -110,6 +110,52 @@ struct JobTests {
         }
     }
 
+    /// A map that goes on past failures, declared as JSON: every element runs; the job's output
+    /// is each result in element order (`null` where the run failed) and the failures, and the
+    /// job's page says the policy. A policy that cannot be is refused, naming its field.
+    @Test func aMapThatGoesOnHandsOnItsFailures() async throws {
+        try await withServer { server async throws in
+            let id = try await server.enqueue([
+                "input": [1, 2, 3, 4],
+                "stages": [["map": "{{output}}", "stages": [["task": "even-only"]], "failures": "continue"]],
+            ])
+            let job = try await server.job(id) { $0["state"] == "completed" }
+            #expect(
+                job["output"]
+                    == [
+                        "results": [nil, 2, nil, 4],
+                        "failures": [
+                            ["index": 0, "state": "discarded", "error": "not even: 1"],
+                            ["index": 2, "state": "discarded", "error": "not even: 3"],
+                        ],
+                    ], "\(job)")
+            #expect(job["stages"]?.items.first?["failures"] == "continue")
+            #expect(job["stages"]?.items.first?["member_counts"] == ["completed": 2, "discarded": 2])
+
+            let stopping = try await server.enqueue([
+                "input": [1, 2, 3, 4],
+                "stages": [
+                    ["map": "{{output}}", "stages": [["task": "even-only"]], "stop_after": 2, "concurrency": 1]
+                ],
+            ])
+            let stopped = try await server.job(stopping) { $0["state"] == "discarded" }
+            #expect(stopped["stages"]?.items.first?["stop_after"] == 2)
+            #expect(stopped["stages"]?.items.first?["member_counts"] == ["completed": 1, "discarded": 2], "\(stopped)")
+
+            for (stage, path) in [
+                (["failures": "all", "stop_after": 2] as JSONValue, "stages[0].stop_after"),
+                (["failures": "continue", "stop_after": 0], "stages[0].stop_after"),
+                (["failures": "sometimes"], "stages[0].failures"),
+            ] {
+                var body: [String: JSONValue] = ["map": "{{output}}", "stages": [["task": "noop"]]]
+                for (key, value) in stage.objectValue ?? [:] { body[key] = value }
+                let refused = try await server.call(.POST, "/v1/jobs", body: ["stages": [.object(body)]])
+                #expect(refused.status == 400, "\(refused.text)")
+                #expect(refused["path"]?.stringValue?.hasPrefix(path) == true, "\(stage): \(refused.text)")
+            }
+        }
+    }
+
     @Test func cancelStopsARunningJob() async throws {
         try await withServer { server async throws in
             let id = try await server.enqueue([

@@ -109,6 +109,28 @@ struct ChainTests {
         }
     }
 
+    /// A map's failure policy: stored as the schema's functions read it, read back the same;
+    /// `stop_after` alone means `continue`; a policy that cannot be is refused naming its field.
+    @Test func aMapsFailurePolicyIsStoredAndRead() throws {
+        let going = StageSpec.map(concurrency: 2, failures: .continue(stopAfter: 3), [.task("a")])
+        #expect(
+            going.json == [
+                "map": "{{output}}", "stages": [["task": "a"]], "concurrency": 2, "failures": "continue",
+                "stop_after": 3,
+            ])
+        #expect(try going.json.decode(as: StageSpec.self) == going)
+        #expect(ChainDefinition(stages: [going]).features == ["map", "map-failures"])
+        #expect(StageSpec.map([.task("a")]).json == ["map": "{{output}}", "stages": [["task": "a"]]])
+        #expect(try MapStage.failures(nil, stopAfter: 2, at: "s") == .continue(stopAfter: 2))
+        #expect(try MapStage.failures("all", stopAfter: nil, at: "s") == .failTheMap)
+        #expect(throws: BatonError.self) { try MapStage.failures("all", stopAfter: 2, at: "s") }
+        #expect(throws: BatonError.self) { try MapStage.failures("some", stopAfter: nil, at: "s") }
+        #expect(throws: BatonError.self) { try MapStage.failures("continue", stopAfter: 0, at: "s") }
+        #expect(throws: BatonError.self) {
+            try ChainDefinition(stages: [.map(failures: .continue(stopAfter: 0), [.task("a")])]).validate()
+        }
+    }
+
     @Test func theStoredFormRoundTrips() throws {
         let stages: [StageSpec] = [
             .task(

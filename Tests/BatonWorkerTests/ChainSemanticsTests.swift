@@ -381,6 +381,103 @@ struct ChainSemanticsTests {
         }
     }
 
+    /// A map that goes on past failures (issue 48) runs every element and hands on each result
+    /// in element order, `nil` where the run failed for good, with the failures; over nothing it
+    /// hands on empty lists.
+    @Test func aMapThatGoesOnHandsOnItsResultsAndFailuresInElementOrder() async throws {
+        try await TestDatabase.with { db async throws in
+            var tasks = testTasks
+            tasks.register(name: "odd-only") { _, input, _ in
+                let n = try input.decode(as: Int.self)
+                if n % 2 == 0 { throw TaskFailure.permanent("even: \(n)") }
+                return .number(JSONNumber(n * 10))
+            }
+            try await withWorker(db, tasks: tasks) { baton, _ async throws in
+                let definition = ChainDefinition(
+                    input: [1, 2, 3, 4, 5],
+                    stages: [
+                        .map(failures: .continue(stopAfter: nil), [.task("Add", args: ["n": 0]), .task("odd-only")])
+                    ])
+                let id = try await baton.enqueue([NewJob(chain: definition)])[0].id
+                let record = try await baton.waitUntilFinished(id, timeout: .seconds(30))
+                #expect(record.state == .completed)
+                let output = try (record.output ?? .null).decode(as: MapResults<Int>.self)
+                #expect(output.results == [10, nil, 30, nil, 50])
+                #expect(
+                    output.failures == [
+                        MapFailure(index: 1, state: "discarded", error: "even: 2"),
+                        MapFailure(index: 3, state: "discarded", error: "even: 4"),
+                    ])
+
+                let typed = try await baton.enqueue(
+                    Chain(input: [Int]()).mapCollectingFailures { $0.then(Add(n: 1)) })
+                #expect(try await typed.result() == MapResults<Int>(results: [], failures: []))
+            }
+        }
+    }
+
+    /// `stop_after`: a bounded map fails at its second failure and starts no more; a retry starts
+    /// again only the runs that did not complete, at the stage they stopped on, then the elements
+    /// never started, and the map completes with every result in element order.
+    @Test func aMapStopsAfterItsFailuresAndARetryRunsOnlyWhatDidNotComplete() async throws {
+        try await TestDatabase.with { db async throws in
+            let refusing = Mutex(true)
+            let runs = Mutex<[Int: Int]>([:])
+            var tasks = testTasks
+            tasks.register(name: "even-refused") { _, input, _ in
+                let n = try input.decode(as: Int.self)
+                runs.withLock { $0[n, default: 0] += 1 }
+                if n % 2 == 0, refusing.withLock({ $0 }) { throw TaskFailure.permanent("even: \(n)") }
+                return .number(JSONNumber(n))
+            }
+            try await withWorker(db, tasks: tasks) { baton, _ async throws in
+                let definition = ChainDefinition(
+                    input: .array((1...10).map { .number(JSONNumber($0)) }),
+                    stages: [
+                        .map(
+                            concurrency: 1, failures: .continue(stopAfter: 2),
+                            [.task("Add", args: ["n": 0]), .task("even-refused")])
+                    ])
+                let id = try await baton.enqueue([NewJob(chain: definition)])[0].id
+                let failed = try await baton.waitUntilFinished(id, timeout: .seconds(30))
+                #expect(failed.state == .discarded)
+                #expect(failed.lastError == "2 runs failed (stop after 2); map element 3 was discarded: even: 4")
+                #expect(runs.withLock { $0 } == [1: 1, 2: 1, 3: 1, 4: 1])
+                let unstarted = try await db.values(
+                    "SELECT count(*)::int FROM \(unescaped: db.configuration.schema).map_elements", as: Int.self)
+                #expect(unstarted == [6])
+
+                refusing.withLock { $0 = false }
+                #expect(try await baton.retry(id) != nil)
+                let retried = try await baton.waitUntilFinished(id, timeout: .seconds(30))
+                #expect(retried.state == .completed, "\(retried.errors)")
+                let numbers = JSONValue.array((1...10).map { .number(JSONNumber($0)) })
+                #expect(retried.output == ["results": numbers, "failures": []])
+                #expect(runs.withLock { $0 } == [1: 1, 2: 2, 3: 1, 4: 2, 5: 1, 6: 1, 7: 1, 8: 1, 9: 1, 10: 1])
+                // Each run that failed started again at the stage it stopped on, the same job.
+                let members = try #require(try await db.store.jobWithMembers(id)?.members)
+                #expect(.array(members.map { $0.output ?? .null }) == numbers)
+                #expect(members.map(\.id) == members.map(\.id).sorted())
+            }
+        }
+    }
+
+    /// A run that fails by running out of time for its signal fails its map, as any failed run
+    /// does (the wait's expiry used to leave the map waiting for ever).
+    @Test func aRunWhoseSignalNeverComesFailsItsMap() async throws {
+        try await TestDatabase.with { db async throws in
+            try await withWorker(db, tasks: testTasks) { baton, _ async throws in
+                let definition = ChainDefinition(
+                    input: [1, 2], stages: [.map([.awaitSignal("never", timeout: .milliseconds(200))])])
+                let id = try await baton.enqueue([NewJob(chain: definition)])[0].id
+                let record = try await baton.waitUntilFinished(id, timeout: .seconds(30))
+                #expect(record.state == .discarded)
+                #expect(record.lastError?.hasPrefix("map element ") == true, "\(record.errors)")
+                #expect(record.lastError?.contains("was discarded: no signal \"never\" within") == true)
+            }
+        }
+    }
+
     @Test func anEnqueueInsideARolledBackTransactionLeavesNoJob() async throws {
         try await TestDatabase.with { db async throws in
             try await withWorker(db, tasks: testTasks) { baton, _ async throws in

@@ -87,9 +87,8 @@ BEGIN
         -- before them complete)
         UNION ALL SELECT p.chain -> p.stage -> 'stages' -> 0 ->> 'lane'
                   FROM jobs p WHERE p.id = ANY(v_spawn) AND p.chain -> p.stage ? 'map'
-        UNION ALL SELECT p.chain -> p.stage -> 'stages' -> 0 ->> 'lane'
-                  FROM jobs m JOIN jobs p ON p.id = m.parent_id
-                  WHERE m.id = ANY(v_ids) AND p.chain -> p.stage ? 'concurrency'
+        -- (a run of a bounded map may start another, or one a retry queued, at any of its stages)
+        UNION ALL SELECT map_lanes(v_ids)
     ) x(l) WHERE x.l IS NOT NULL;
     IF v_lanes IS NOT NULL THEN
         PERFORM lock_lanes(v_lanes);
@@ -308,32 +307,31 @@ BEGIN
         FROM (SELECT a.parent_id, count(*) AS n FROM unnest(v_applied) a
               WHERE a.parent_id IS NOT NULL AND a.state = 'completed' GROUP BY a.parent_id) d
         WHERE p.id = d.parent_id AND p.state = 'waiting' AND p.pending IS NOT NULL;
-        -- A map with a bound: as many runs start as completed, the next elements in order (after
-        -- the highest started, through `jobs_parent`). The update above holds each parent's row,
-        -- so a concurrent batch's runs of the same map start after this one's commit, and see them.
+        -- A map with a bound: as many runs start as completed, the next in element order
+        -- (`map_runs_next`). The update above holds each parent's row, so a concurrent batch's runs
+        -- of the same map start after this one's commit, and see them.
         RETURN QUERY
-        SELECT DISTINCT 'wake', NULL::bigint, x.q, NULL::int, NULL::int, NULL::text, NULL::text, NULL::text,
+        SELECT DISTINCT 'wake', NULL::bigint, r.queue, NULL::int, NULL::int, NULL::text, NULL::text, NULL::text,
                NULL::text, NULL::text
-        FROM (SELECT map_runs_start(p.id, (SELECT max(m.member_index) + 1 FROM jobs m
-                                            WHERE m.parent_id = p.id AND m.parent_stage = p.stage), d.n::int) AS q
-              FROM (SELECT a.parent_id, count(*) AS n FROM unnest(v_applied) a
-                    WHERE a.parent_id IS NOT NULL AND a.state = 'completed' GROUP BY a.parent_id) d
-              JOIN jobs p ON p.id = d.parent_id
-              WHERE p.state = 'waiting' AND p.chain -> p.stage ? 'concurrency') x;
+        FROM (SELECT a.parent_id, count(*)::int AS n FROM unnest(v_applied) a
+              WHERE a.parent_id IS NOT NULL AND a.state = 'completed' GROUP BY a.parent_id) d
+        JOIN jobs p ON p.id = d.parent_id
+        CROSS JOIN LATERAL map_runs_next(p.id, d.n) r
+        WHERE p.state = 'waiting' AND p.chain -> p.stage ? 'concurrency';
         -- ...and the last one hands the parent its members' outputs (each its last stage's), in
         -- member order. A separate statement: its snapshot sees members completed by other
         -- transactions meanwhile.
         RETURN QUERY
-        UPDATE jobs p SET state = 'available', run_at = now(), pending = NULL,
-            group_output = (SELECT jsonb_agg(c.results -> -1 -> 'output' ORDER BY c.member_index)
-                            FROM jobs c WHERE c.parent_id = p.id AND c.parent_stage = p.stage)
+        UPDATE jobs p SET state = 'available', run_at = now(), pending = NULL, failed = NULL,
+            group_output = map_output(p.id, p.stage, p.chain -> p.stage @> '{"failures": "continue"}')
         WHERE p.id IN (SELECT a.parent_id FROM unnest(v_applied) a WHERE a.state = 'completed')
           AND p.state = 'waiting' AND p.pending = 0
         RETURNING 'wake', NULL::bigint, p.queue, NULL::int, NULL::int, NULL::text, NULL::text, NULL::text,
                   NULL::text, NULL::text;
 
-        RETURN QUERY SELECT 'finished', f, NULL::text, NULL::int, NULL::int, NULL::text, NULL::text, NULL::text,
-                            NULL::text, NULL::text FROM fail_parents(
+        -- Members that failed for good fail their group or map, or are counted by a map that goes on.
+        RETURN QUERY SELECT f.event, f.id, f.queue, NULL::int, NULL::int, NULL::text, NULL::text, NULL::text,
+                            NULL::text, NULL::text FROM fail_members(
             (SELECT array_agg(a.id) FROM unnest(v_applied) a WHERE a.parent_id IS NOT NULL AND a.state = 'discarded'),
             p_worker) AS f;
     END IF;

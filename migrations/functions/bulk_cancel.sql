@@ -1,5 +1,6 @@
 -- Cancels each unfinished job of `p_ids` with its unfinished members, in one pass over the set;
--- lanes they held move on, and a cancelled member fails its group (as a discarded one does).
+-- lanes they held move on, and a cancelled member fails its group (as a discarded one does, or is
+-- counted by a map that goes on past failures, which may start its next run: woken here).
 -- Returns (id, worker_id, watched) of every job cancelled, members too, so that the workers
 -- running them can stop, and (id, NULL, true) of each group failed by it. `cancel_job` is this for
 -- one job.
@@ -18,6 +19,8 @@ DECLARE
     v_workers text[];
     v_watched boolean[];
     v_members bigint[];
+    v_failed bigint[];
+    v_woken text[];
 BEGIN
     WITH RECURSIVE tree AS (
         SELECT j.id, j.lane FROM jobs j WHERE j.id = ANY(p_ids)
@@ -26,6 +29,8 @@ BEGIN
     )
     SELECT array_agg(t.id), array_agg(DISTINCT t.lane) FILTER (WHERE t.lane IS NOT NULL) INTO v_ids, v_lanes
     FROM tree t;
+    -- A cancelled run of a map that goes on past failures may start the next (`fail_members`).
+    v_lanes := nullif(coalesce(v_lanes, '{}') || ARRAY(SELECT map_lanes(v_ids)), '{}');
     IF v_lanes IS NOT NULL THEN
         PERFORM lock_lanes(v_lanes);
     END IF;
@@ -46,7 +51,11 @@ BEGIN
     INTO v_cancelled, v_workers, v_watched, v_members FROM c;
     RETURN QUERY SELECT * FROM unnest(v_cancelled, v_workers, v_watched);
     IF v_members IS NOT NULL THEN
-        RETURN QUERY SELECT f, NULL::text, true FROM fail_parents(v_members, NULL) AS f;
+        SELECT array_agg(f.id) FILTER (WHERE f.event = 'finished'),
+               array_agg(DISTINCT f.queue) FILTER (WHERE f.event = 'wake')
+        INTO v_failed, v_woken FROM fail_members(v_members, NULL) f;
+        RETURN QUERY SELECT f, NULL::text, true FROM unnest(v_failed) f;
+        PERFORM pg_notify(current_schema() || '_events', 'q:' || q) FROM unnest(v_woken) q;
     END IF;
     IF v_lanes IS NOT NULL THEN
         PERFORM promote_lanes(v_lanes);

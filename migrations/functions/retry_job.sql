@@ -1,9 +1,10 @@
 -- Run a scheduled or retryable job's stage now (its delay or backoff cut short, its attempts as
 -- they are; a lane holder waiting to retry keeps its place), or start a discarded or cancelled
--- job again at the stage it stopped on, with fresh attempts; its history (results, errors) stays. A laned stage rejoins the back of its lane. A group stage fans
--- out anew: members left from the failed run are deleted, so the job must not have members still
--- running (cancel or wait for them first). Group members are retried through their parent. A job
--- whose unique key another job holds now (the rule left it out in its final state) stays as it is.
+-- job again at the stage it stopped on, with fresh attempts (`restart_job`); its history (results,
+-- errors) stays. A laned stage rejoins the back of its lane. A group or map stage starts again only
+-- its members that did not complete, so the job must not have members still running (cancel or
+-- wait for them first). Group members are retried through their parent. A job whose unique key
+-- another job holds now (the rule left it out in its final state) stays as it is.
 -- Returns (id, queue, state) of the job, or nothing when it is not retryable; raises
 -- `no_data_found` for an unknown id.
 CREATE OR REPLACE FUNCTION retry_job(p_id bigint) RETURNS TABLE (id bigint, queue text, state job_state)
@@ -11,6 +12,8 @@ LANGUAGE plpgsql SET search_path FROM CURRENT SET jit = off AS $$
 #variable_conflict use_column
 DECLARE
     v_job jobs;
+    v_lanes text[];
+    v_queues text[];
 BEGIN
     SELECT * INTO v_job FROM jobs j WHERE j.id = p_id FOR UPDATE;
     IF NOT FOUND THEN
@@ -34,17 +37,14 @@ BEGIN
     THEN
         RETURN;
     END IF;
-    DELETE FROM jobs m WHERE m.parent_id = p_id AND m.parent_stage = v_job.stage;
-    IF v_job.lane IS NOT NULL THEN
-        PERFORM lock_lanes(ARRAY[v_job.lane]);
+    SELECT array_agg(DISTINCT r.lane) FILTER (WHERE r.lane IS NOT NULL), array_agg(DISTINCT r.queue)
+    INTO v_lanes, v_queues FROM restart_job(p_id) r;
+    IF v_lanes IS NOT NULL THEN
+        PERFORM lock_lanes(v_lanes);
+        PERFORM promote_lanes(v_lanes);
     END IF;
-    UPDATE jobs j SET
-        state = (CASE WHEN j.lane IS NULL THEN 'available' ELSE 'waiting' END)::job_state,
-        attempt = 0, run_at = now(), finished_at = NULL, worker_id = NULL, pending = NULL,
-        group_output = NULL, lane_ready_at = clock_timestamp()
-    WHERE j.id = p_id;
-    IF v_job.lane IS NOT NULL THEN
-        PERFORM promote_lanes(ARRAY[v_job.lane]);
-    END IF;
+    -- The queues of its members started again (the caller wakes the job's own).
+    PERFORM pg_notify(current_schema() || '_events', 'q:' || q)
+    FROM unnest(v_queues) q WHERE q <> v_job.queue;
     RETURN QUERY SELECT j.id, j.queue, j.state FROM jobs j WHERE j.id = p_id;
 END $$;

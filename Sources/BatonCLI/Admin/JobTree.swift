@@ -120,7 +120,7 @@ struct JobTree {
         case (let name?, let task?) where name != task: Text.printable("\(name) (\(task))")
         case (_, let task?): Text.printable(task)
         case (let name, nil):
-            Text.printable(name ?? stage.map.map { "map over \($0)" } ?? "group") + " [\(memberSummary(stage))]"
+            Text.printable(name ?? stage.mapLabel ?? "group") + " [\(memberSummary(stage))]"
         }
     }
 

@@ -84,8 +84,14 @@ struct JobReader {
         case .GroupStageRequest(let group):
             return .group(try members(group.group, at: "\(here).group"), name: group.name)
         case .MapStageRequest(let map):
+            let failures: MapStage.Failures
+            do {
+                failures = try MapStage.failures(map.failures?.rawValue, stopAfter: map.stopAfter, at: here)
+            } catch {
+                throw Problem.invalid(error, prefix: prefix)
+            }
             return .map(
-                over: MapStage.path(of: map.map), concurrency: map.concurrency,
+                over: MapStage.path(of: map.map), concurrency: map.concurrency, failures: failures,
                 try stages(map.stages, at: "\(here).stages"), name: map.name)
         case .TaskStageRequest(let task):
             return try self.task(task, at: here)

@@ -73,7 +73,9 @@ extension Components.Schemas.Stage {
         }
         self.init(
             index: index, name: spec.name, task: spec.task?.task, args: spec.task?.args, _await: spec.awaited?.signal,
-            map: spec.map.map { "{{\($0.path)}}" },
+            map: spec.map.map { "{{\($0.path)}}" }, concurrency: spec.map?.concurrency,
+            failures: spec.map.map { if case .continue = $0.failures { ._continue } else { .all } },
+            stopAfter: spec.map.flatMap { if case .continue(let stop) = $0.failures { stop } else { nil } },
             lane: spec.lane, queue: spec.task?.queue, rate: spec.task?.rate, state: state,
             attempts: attempts, runs: runs.count,
             maxAttempts: spec.task?.retry.maxAttempts ?? spec.awaited?.maxAttempts, startedAt: startedAt,

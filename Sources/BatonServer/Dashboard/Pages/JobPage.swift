@@ -221,7 +221,7 @@ extension Dashboard {
     static func view(_ job: Components.Schemas.Job, now: Date) -> JobView {
         let finished = ["completed", "discarded", "cancelled"].contains(job.state.rawValue)
         func label(_ stage: Components.Schemas.Stage) -> String {
-            stage.name ?? stage.task ?? stage._await.map { "await \($0)" } ?? stage.map.map { "map over \($0)" }
+            stage.name ?? stage.task ?? stage._await.map { "await \($0)" } ?? stage.mapLabel
                 ?? "group"
         }
         func members(_ stage: Components.Schemas.Stage) -> [JobView.Node.Member] {

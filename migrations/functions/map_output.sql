@@ -1,0 +1,17 @@
+-- What job `p_parent`'s group or map stage `p_stage` hands on once none of its members is left
+-- unfinished: their outputs (each its last stage's) in member order; with `"failures":
+-- "continue"` (`p_collect`), `{"results": [...], "failures": [...]}`, a failed member's result
+-- `null` and its failure `{"index", "state", "error"}` (its last error), in member order. Reads the
+-- members through `jobs_parent`.
+CREATE OR REPLACE FUNCTION map_output(p_parent bigint, p_stage int, p_collect boolean) RETURNS jsonb
+LANGUAGE sql STABLE SET search_path FROM CURRENT SET jit = off AS $$
+    SELECT CASE WHEN NOT p_collect THEN jsonb_agg(c.results -> -1 -> 'output' ORDER BY c.member_index)
+                ELSE jsonb_build_object(
+                    'results', coalesce(jsonb_agg(CASE WHEN c.state = 'completed' THEN c.results -> -1 -> 'output'
+                                                       ELSE 'null'::jsonb END ORDER BY c.member_index), '[]'),
+                    'failures', coalesce(jsonb_agg(jsonb_build_object(
+                                             'index', c.member_index, 'state', c.state,
+                                             'error', c.errors -> -1 -> 'error') ORDER BY c.member_index)
+                                         FILTER (WHERE c.state <> 'completed'), '[]')) END
+    FROM jobs c WHERE c.parent_id = p_parent AND c.parent_stage = p_stage
+$$;

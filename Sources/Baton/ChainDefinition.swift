@@ -39,6 +39,10 @@ public struct ChainDefinition: Sendable, Hashable {
         guard !stages.isEmpty else { throw .invalidChain(path: "stages", reason: "a chain needs at least one stage") }
         try Self.validate(stages, path: "stages", check: check)
         try Self.checkRules(of: stages, path: "stages")
+        // A first stage that maps over the job's input: what it would fail on is known now.
+        if let map = stages[0].map, case .failure(let error) = map.elements(of: input) {
+            throw .invalidChain(path: "stages[0].map", reason: error.message)
+        }
     }
 
     /// What holds within one chain (the job's, or a sub-chain member's): `goto` jumps forward to a
@@ -98,6 +102,10 @@ public struct ChainDefinition: Sendable, Hashable {
                 if let concurrency = map.concurrency, !(1...MapStage.maxConcurrency).contains(concurrency) {
                     throw .invalidChain(
                         path: "\(here).concurrency", reason: "must be within 1...\(MapStage.maxConcurrency)")
+                }
+                if let limit = map.maxElements, !(1...MapStage.elementLimit).contains(limit) {
+                    throw .invalidChain(
+                        path: "\(here).max_elements", reason: "must be within 1...\(MapStage.elementLimit)")
                 }
                 if case .continue(let stopAfter?) = map.failures, !(1...MapStage.maxConcurrency).contains(stopAfter) {
                     throw .invalidChain(

@@ -16,6 +16,9 @@
 public struct MapStage: Sendable, Hashable {
     /// The highest bound on runs at once.
     public static let maxConcurrency = 100_000
+    /// The most elements a map runs, unless it says fewer (`maxElements`): its elements travel to
+    /// the database in one outcome, and its runs are written in one transaction.
+    public static let elementLimit = 1_000_000
 
     /// Where the array is: `output` (the stage's whole input) or a dotted path in it
     /// (`output.invoices`), as in flow conditions. Written `"{{output.invoices}}"` in JSON.
@@ -24,6 +27,9 @@ public struct MapStage: Sendable, Hashable {
     /// At most this many runs unfinished at once; nil: no bound.
     public var concurrency: Int?
     public var failures: Failures
+    /// More elements than this fail the stage for good (`"max_elements"`; nil: ``elementLimit``),
+    /// or are refused at enqueue when the map is the first stage, over the job's input.
+    public var maxElements: Int?
 
     /// What a run that fails for good does to its map.
     public enum Failures: Sendable, Hashable {
@@ -36,12 +42,14 @@ public struct MapStage: Sendable, Hashable {
     }
 
     public init(
-        over path: String = "output", stages: [StageSpec], concurrency: Int? = nil, failures: Failures = .failTheMap
+        over path: String = "output", stages: [StageSpec], concurrency: Int? = nil, failures: Failures = .failTheMap,
+        maxElements: Int? = nil
     ) {
         self.path = path
         self.stages = stages
         self.concurrency = concurrency
         self.failures = failures
+        self.maxElements = maxElements
     }
 
     /// The output of a map that goes on past failures with no element: `{"results": [], "failures": []}`.
@@ -55,6 +63,11 @@ public struct MapStage: Sendable, Hashable {
     /// What the stage's input gives: its elements, or why it is not an array.
     public func elements(of input: JSONValue) -> Result<[JSONValue], StageError> {
         switch FlowCondition.value(at: path, in: input) {
+        case .array(let items)? where items.count > (maxElements ?? Self.elementLimit):
+            .failure(
+                StageError(
+                    "map over \(path): \(items.count) elements, more than its limit of \(maxElements ?? Self.elementLimit)"
+                ))
         case .array(let items)?: .success(items)
         case nil: .failure(StageError("map over \(path): nothing is there, not an array"))
         case let value?: .failure(StageError("map over \(path): \(Self.kind(of: value)) found, not an array"))

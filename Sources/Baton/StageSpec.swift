@@ -51,10 +51,14 @@ public struct StageSpec: Sendable, Hashable, Codable {
     /// Runs `stages` once per element of the array at `path` in the stage's input (see ``MapStage``).
     public static func map(
         over path: String = "output", concurrency: Int? = nil, failures: MapStage.Failures = .failTheMap,
-        _ stages: [StageSpec], name: String? = nil
+        maxElements: Int? = nil, _ stages: [StageSpec], name: String? = nil
     ) -> StageSpec {
         StageSpec(
-            name: name, .map(MapStage(over: path, stages: stages, concurrency: concurrency, failures: failures)))
+            name: name,
+            .map(
+                MapStage(
+                    over: path, stages: stages, concurrency: concurrency, failures: failures, maxElements: maxElements))
+        )
     }
 
     public static func awaitSignal(
@@ -127,7 +131,7 @@ public struct StageSpec: Sendable, Hashable, Codable {
     enum CodingKeys: String, CodingKey {
         case name, task, args, lane, retry, timeout = "timeout_ms", group, await, maxAttempts = "max_attempts", stages,
             map
-        case `repeat`, next, queue, rate, concurrency, failures, stopAfter = "stop_after"
+        case `repeat`, next, queue, rate, concurrency, failures, stopAfter = "stop_after", maxElements = "max_elements"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -141,7 +145,8 @@ public struct StageSpec: Sendable, Hashable, Codable {
                     over: MapStage.path(of: path),
                     stages: try container.decodeIfPresent([StageSpec].self, forKey: .stages) ?? [],
                     concurrency: try container.decodeIfPresent(Int.self, forKey: .concurrency),
-                    failures: try Self.failures(in: container, decoder: decoder)))
+                    failures: try Self.failures(in: container, decoder: decoder),
+                    maxElements: try container.decodeIfPresent(Int.self, forKey: .maxElements)))
         } else if let stages = try container.decodeIfPresent([StageSpec].self, forKey: .stages) {
             body = .chain(stages)
         } else if let signal = try container.decodeIfPresent(String.self, forKey: .await) {
@@ -199,7 +204,8 @@ public struct StageSpec: Sendable, Hashable, Codable {
     /// The stored form: `{"task", "name"?, "args"?, "lane"?, "queue"?, "rate"?, "retry"?, "timeout_ms"?, "repeat"?,
     /// "next"?}`,
     /// `{"name"?, "group": [...]}`, `{"await", "name"?, "timeout_ms"?, "max_attempts"?}` (the
-    /// schema's `expire_waits` reads the last two), `{"name"?, "map": "{{path}}", "stages": [...], "concurrency"?, "failures"?, "stop_after"?}` or, as a
+    /// schema's `expire_waits` reads the last two), `{"name"?, "map": "{{path}}", "stages": [...], "concurrency"?, "failures"?, "stop_after"?, "max_elements"?}`
+    /// or, as a
     /// group member, `{"name"?, "stages": [...]}`; `Codable` encoding writes exactly this. Fields at their
     /// defaults (`{}` args, `RetryPolicy.default`, `TaskStage.defaultTimeout`) are left out, which
     /// keeps job rows small (docs/benchmarks.md#chains-stored-without-their-defaults); decoding fills
@@ -221,6 +227,7 @@ public struct StageSpec: Sendable, Hashable, Codable {
                 fields["failures"] = "continue"
                 if let stopAfter { fields["stop_after"] = .number(JSONNumber(stopAfter)) }
             }
+            if let limit = map.maxElements { fields["max_elements"] = .number(JSONNumber(limit)) }
         case .task(let task):
             fields["task"] = .string(task.task)
             if task.args != [:] { fields["args"] = task.args }

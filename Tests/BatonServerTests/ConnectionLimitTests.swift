@@ -41,11 +41,14 @@ import Testing
             }
             defer { drip.cancel() }
             for _ in 0..<5 { try await Self.healthz(server) }
+            // The bound is the wait's: a dripping connection sends a line every 200 ms, which keeps
+            // any idle timer from firing, so only the header deadline closes it. (A tighter bound on
+            // the wall clock measured how loaded the machine was: on two cores shared with the rest
+            // of the suite, the event loops that close and notice the connections ran 7 s late.)
             try await eventually(timeout: .seconds(10), "every slow connection to be closed") {
                 (silent + dripping + stalled).allSatisfy(\.isClosed)
             }
-            let closedAfter = opened.duration(to: .now)
-            #expect(closedAfter < .seconds(8), "closed after \(closedAfter)")
+            #expect(opened.duration(to: .now) >= .seconds(1), "closed before the timeouts")
             #expect(dripping.allSatisfy { $0.text.isEmpty }, "a dripped request was never answered")
             try await Self.healthz(server)
         }

@@ -483,28 +483,32 @@ struct DashboardTests {
         }
     }
 
-    /// A map of more runs than are listed: the API lists the first 100 and counts every one by
-    /// state; the job page says how many, in which states, that it shows the first 100, and the
-    /// map's failure policy.
+    /// A map of more runs than are listed: the API lists the first 100 and those that failed
+    /// after them, and counts every one by state; the job page says how many, in which states,
+    /// what it lists, and the map's failure policy.
     @Test func aLargeMapListsItsFirstRunsAndCountsThemAll() async throws {
         try await withServer { server async throws in
             let id = try await server.enqueue([
                 "input": .array((0..<150).map { .number(JSONNumber($0)) }),
-                "stages": [["map": "{{output}}", "stages": [["task": "noop"]], "failures": "continue"]],
+                "stages": [["map": "{{output}}", "stages": [["task": "even-only"]], "failures": "continue"]],
             ])
             let done = try await server.job(id) { $0["state"] == "completed" }
             let stage = done["stages"]?.items.first
             #expect(stage?["map"] == "{{output}}")
-            #expect(stage?["members"]?.items.count == 100)
-            #expect(stage?["members"]?.items.last?["index"] == 99)
-            #expect(stage?["member_counts"] == ["completed": 150])
+            // The first 100, then the 25 runs after them that failed (the odd elements).
+            let listed = stage?["members"]?.items ?? []
+            #expect(listed.count == 125)
+            #expect(listed.prefix(100).map { $0["index"] } == (0..<100).map { .number(JSONNumber($0)) })
+            #expect(listed.dropFirst(100).allSatisfy { $0["state"] == "discarded" })
+            #expect(listed.last?["index"] == 149)
+            #expect(stage?["member_counts"] == ["completed": 75, "discarded": 75])
             #expect(done["output"]?["results"]?.items.count == 150)
             var reader = Visitor(base: server.base)
             try await reader.signIn(Token.read)
             let page = try await reader.get("/ui/jobs/\(id)").html
             #expect(page.contains("map over {{output}} (goes on past failures)"), "\(page)")
-            #expect(page.contains("150 members: 150 completed"), "\(page)")
-            #expect(page.contains("The first 100 members:"), "\(page)")
+            #expect(page.contains("150 members: 75 completed, 75 discarded"), "\(page)")
+            #expect(page.contains("The first 100 members, and 25 that failed after them:"), "\(page)")
         }
     }
 

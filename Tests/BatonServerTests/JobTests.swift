@@ -112,7 +112,8 @@ struct JobTests {
 
     /// A map that goes on past failures, declared as JSON: every element runs; the job's output
     /// is each result in element order (`null` where the run failed) and the failures, and the
-    /// job's page says the policy. A policy that cannot be is refused, naming its field.
+    /// job's page says the policy. A policy that cannot be is refused, naming its field, as is a
+    /// first stage's map over more of the input than its `max_elements`.
     @Test func aMapThatGoesOnHandsOnItsFailures() async throws {
         try await withServer { server async throws in
             let id = try await server.enqueue([
@@ -146,10 +147,13 @@ struct JobTests {
                 (["failures": "all", "stop_after": 2] as JSONValue, "stages[0].stop_after"),
                 (["failures": "continue", "stop_after": 0], "stages[0].stop_after"),
                 (["failures": "sometimes"], "stages[0].failures"),
+                (["max_elements": 0], "stages[0].max_elements"),
+                (["max_elements": 2], "stages[0].map"),
             ] {
                 var body: [String: JSONValue] = ["map": "{{output}}", "stages": [["task": "noop"]]]
                 for (key, value) in stage.objectValue ?? [:] { body[key] = value }
-                let refused = try await server.call(.POST, "/v1/jobs", body: ["stages": [.object(body)]])
+                let refused = try await server.call(
+                    .POST, "/v1/jobs", body: ["input": [1, 2, 3], "stages": [.object(body)]])
                 #expect(refused.status == 400, "\(refused.text)")
                 #expect(refused["path"]?.stringValue?.hasPrefix(path) == true, "\(stage): \(refused.text)")
             }

@@ -162,16 +162,42 @@ struct ChainSemanticsTests {
                 let empty = try await baton.enqueue(Chain(input: [Int]()).map { $0.then(Add(n: 1)) }.then(Sum()))
                 #expect(try await empty.result() == 0)
 
+                // Known at enqueue when the map is the first stage, over the job's input...
+                await #expect(
+                    throws: BatonError.invalidChain(
+                        path: "stages[0].map", reason: "map over output.items: a number found, not an array")
+                ) {
+                    try await baton.enqueue([
+                        NewJob(
+                            chain: ChainDefinition(
+                                input: ["items": 7], stages: [.map(over: "output.items", [.task("Add")])]))
+                    ])
+                }
+                // ...else a failure for good of the stage when it runs.
                 let notArray = ChainDefinition(
-                    input: ["items": 7], stages: [.map(over: "output.items", [.task("Add")])])
+                    input: 7, stages: [.task("Add", args: ["n": 0]), .map(over: "output", [.task("Add")])])
                 let failing = ChainDefinition(input: [1, 2], stages: [.map([.task("Refuse", retry: .none)])])
-                let ids = try await baton.enqueue([NewJob(chain: notArray), NewJob(chain: failing)]).map(\.id)
+                let tooMany = ChainDefinition(
+                    input: 1,
+                    stages: [
+                        .group([
+                            .task("Add", args: ["n": 1]), .task("Add", args: ["n": 2]), .task("Add", args: ["n": 3]),
+                        ]),
+                        .map(maxElements: 2, [.task("Add")]),
+                    ])
+                let ids = try await baton.enqueue([
+                    NewJob(chain: notArray), NewJob(chain: failing), NewJob(chain: tooMany),
+                ])
+                .map(\.id)
                 let refused = try await baton.waitUntilFinished(ids[0], timeout: .seconds(20))
                 #expect(refused.state == .discarded)
-                #expect(refused.lastError == "map over output.items: a number found, not an array")
+                #expect(refused.lastError == "map over output: a number found, not an array")
                 let failed = try await baton.waitUntilFinished(ids[1], timeout: .seconds(20))
                 #expect(failed.state == .discarded)
                 #expect(failed.lastError?.contains("refused on purpose") == true)
+                let overLimit = try await baton.waitUntilFinished(ids[2], timeout: .seconds(20))
+                #expect(overLimit.state == .discarded)
+                #expect(overLimit.lastError == "map over output: 3 elements, more than its limit of 2")
             }
         }
     }

@@ -141,8 +141,8 @@ struct JobTree {
         if let args = stage.args, args != [:] { lines.append("args " + Text.preview(args, limit: console.width)) }
         lines += stage.errors.flatMap(errorLines)
         if let members = stage.members {
-            for member in members {
-                let last = member.index == members.count - 1
+            for (offset, member) in members.enumerated() {
+                let last = offset == members.count - 1
                 var line =
                     (last ? "└─ " : "├─ ") + "member \(member.index + 1)"
                     + (member.task.map { " " + Text.printable($0) } ?? "")
@@ -153,7 +153,14 @@ struct JobTree {
                 lines += member.errors.flatMap(errorLines).map { (last ? "     " : "│    ") + $0 }
             }
             let total = stage.memberCounts?.additionalProperties.values.reduce(0, +) ?? members.count
-            if total > members.count { lines.append("   (the first \(members.count) of \(total) shown)") }
+            if total > members.count {
+                // The first ones, then any that failed after them (a large map's).
+                let first = members.enumerated().prefix { $0.offset == $0.element.index }.count
+                let failed = members.count - first
+                lines.append(
+                    "   (the first \(first) of \(total) shown"
+                        + (failed > 0 ? ", and \(failed) that failed after them)" : ")"))
+            }
         }
         if stage.state == .completed, stage.members == nil {
             lines.append("→ " + Text.preview(stage.output, limit: console.width))

@@ -19,8 +19,9 @@ extension Store {
     /// a map may have a hundred thousand, counted by ``JobRecord/memberCounts``).
     package static let membersListed = 100
 
-    /// The job with this id and its group members (the first ``membersListed`` of each stage, and
-    /// how many are in each state), read in one statement: one snapshot, so that a parent is never
+    /// The job with this id and its group members (the first ``membersListed`` of each stage, the
+    /// first ``membersListed`` that failed after them, so that a failed run of a large map is one
+    /// click away, and how many are in each state), read in one statement: one snapshot, so that a parent is never
     /// seen still running beside the members its fan-out has just started (two statements could
     /// see either side of that commit). Nil if there is no such job.
     package func jobWithMembers(_ id: Int64) async throws -> (job: JobRecord, members: [MemberRecord])? {
@@ -34,8 +35,14 @@ extension Store {
                     ORDER BY m.parent_stage, m.member_index)
                  FROM generate_series(0, j.stage_count - 1) s(stage)
                  CROSS JOIN LATERAL (
-                     SELECT * FROM \(unescaped: schema).jobs m WHERE m.parent_id = j.id AND m.parent_stage = s.stage
-                     ORDER BY m.member_index LIMIT \(unescaped: "\(Self.membersListed)")) m)::text,
+                     SELECT * FROM \(unescaped: schema).jobs m WHERE m.id IN (
+                         (SELECT f.id FROM \(unescaped: schema).jobs f
+                          WHERE f.parent_id = j.id AND f.parent_stage = s.stage
+                          ORDER BY f.member_index LIMIT \(unescaped: "\(Self.membersListed)"))
+                         UNION
+                         (SELECT f.id FROM \(unescaped: schema).jobs f
+                          WHERE f.parent_id = j.id AND f.parent_stage = s.stage AND f.state IN ('discarded', 'cancelled')
+                          ORDER BY f.member_index LIMIT \(unescaped: "\(Self.membersListed)")))) m)::text,
                 (SELECT json_agg(json_build_array(c.parent_stage, c.state, c.n))
                  FROM (SELECT m.parent_stage, m.state, count(*) AS n FROM \(unescaped: schema).jobs m
                        WHERE m.parent_id = j.id GROUP BY m.parent_stage, m.state) c)::text

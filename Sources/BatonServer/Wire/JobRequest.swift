@@ -92,6 +92,7 @@ struct JobReader {
             }
             return .map(
                 over: MapStage.path(of: map.map), concurrency: map.concurrency, failures: failures,
+                maxElements: map.maxElements,
                 try stages(map.stages, at: "\(here).stages"), name: map.name)
         case .TaskStageRequest(let task):
             return try self.task(task, at: here)

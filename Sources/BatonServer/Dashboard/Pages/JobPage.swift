@@ -242,6 +242,13 @@ extension Dashboard {
                 .map { "\($0.value) \($0.key)" }
             return "\(total) members: " + states.joined(separator: ", ")
         }
+        /// "The first 100 members", and how many that failed after them are listed too.
+        func partialHeading(_ stage: Components.Schemas.Stage) -> String {
+            let listed = stage.members ?? []
+            let first = listed.enumerated().prefix { $0.offset == $0.element.index }.count
+            let failed = listed.count - first
+            return "The first \(first) members" + (failed > 0 ? ", and \(failed) that failed after them" : "")
+        }
         let chain = job.stages.map { stage in
             JobView.Node(
                 label: label(stage), lane: stage.lane, state: stage.state.rawValue,
@@ -263,8 +270,7 @@ extension Dashboard {
                 args: stage.args.flatMap { $0 == [:] ? nil : DashboardText.json($0) },
                 stageOutput: stage.state == .completed ? DashboardText.json(stage.output) : nil,
                 timeline: timeline(stage), members: members(stage), memberCounts: memberCounts(stage),
-                membersHeading: memberCounts(stage) == nil
-                    ? "Members" : "The first \(stage.members?.count ?? 0) members",
+                membersHeading: memberCounts(stage) == nil ? "Members" : partialHeading(stage),
                 progress: stage.progress.map { progress in
                     JobView.Progress(
                         value: progress.fraction.map { "\($0)" },

@@ -141,6 +141,7 @@ struct JobTests {
             ])
             let stopped = try await server.job(stopping) { $0["state"] == "discarded" }
             #expect(stopped["stages"]?.items.first?["stop_after"] == 2)
+            #expect(stopped["stages"]?.items.first?["unstarted"] == 1)
             #expect(stopped["stages"]?.items.first?["member_counts"] == ["completed": 1, "discarded": 2], "\(stopped)")
 
             for (stage, path) in [

@@ -472,6 +472,7 @@ struct ChainSemanticsTests {
                 let unstarted = try await db.values(
                     "SELECT count(*)::int FROM \(unescaped: db.configuration.schema).map_elements", as: Int.self)
                 #expect(unstarted == [6])
+                #expect(try await db.store.jobWithMembers(id)?.job.unstartedElements == [0: 6])
 
                 refusing.withLock { $0 = false }
                 #expect(try await baton.retry(id) != nil)

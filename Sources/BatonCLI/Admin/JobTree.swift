@@ -128,12 +128,13 @@ struct JobTree {
     /// 100): "150 members: 140 completed, 10 running".
     private func memberSummary(_ stage: StageView) -> String {
         let listed = stage.members?.count ?? 0
+        let unstarted = stage.unstarted.map { "; \(Text.count($0, "element")) not started yet" } ?? ""
         guard let counts = stage.memberCounts?.additionalProperties, counts.values.reduce(0, +) > listed else {
-            return Text.count(listed, "member")
+            return Text.count(listed, "member") + unstarted
         }
         let states = counts.sorted { $0.value > $1.value || ($0.value == $1.value && $0.key < $1.key) }
             .map { "\($0.value) \($0.key)" }
-        return Text.count(counts.values.reduce(0, +), "member") + ": " + states.joined(separator: ", ")
+        return Text.count(counts.values.reduce(0, +), "member") + ": " + states.joined(separator: ", ") + unstarted
     }
 
     private func details(of stage: StageView) -> [String] {

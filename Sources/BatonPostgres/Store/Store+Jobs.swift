@@ -21,7 +21,8 @@ extension Store {
 
     /// The job with this id and its group members (the first ``membersListed`` of each stage, the
     /// first ``membersListed`` that failed after them, so that a failed run of a large map is one
-    /// click away, and how many are in each state), read in one statement: one snapshot, so that a parent is never
+    /// click away, how many are in each state, and a bounded map's elements not started yet), read
+    /// in one statement: one snapshot, so that a parent is never
     /// seen still running beside the members its fan-out has just started (two statements could
     /// see either side of that commit). Nil if there is no such job.
     package func jobWithMembers(_ id: Int64) async throws -> (job: JobRecord, members: [MemberRecord])? {
@@ -45,7 +46,10 @@ extension Store {
                           ORDER BY f.member_index LIMIT \(unescaped: "\(Self.membersListed)")))) m)::text,
                 (SELECT json_agg(json_build_array(c.parent_stage, c.state, c.n))
                  FROM (SELECT m.parent_stage, m.state, count(*) AS n FROM \(unescaped: schema).jobs m
-                       WHERE m.parent_id = j.id GROUP BY m.parent_stage, m.state) c)::text
+                       WHERE m.parent_id = j.id GROUP BY m.parent_stage, m.state) c)::text,
+                (SELECT json_agg(json_build_array(e.stage, e.n))
+                 FROM (SELECT e.stage, count(*) AS n FROM \(unescaped: schema).map_elements e
+                       WHERE e.parent_id = j.id AND e.job_id IS NULL GROUP BY e.stage) e)::text
             FROM \(unescaped: schema).jobs j WHERE id = \(id)
             """, logger: logger)
         guard let row = rows.first else { return nil }
@@ -56,6 +60,10 @@ extension Store {
             else { continue }
             job.memberCounts[try fields[0].decode(as: Int.self), default: [:]][state] = try fields[2].decode(
                 as: Int.self)
+        }
+        for count in try JSONValue(parsing: try Array(row)[25].decode(String?.self) ?? "[]").arrayValue ?? [] {
+            guard let fields = count.arrayValue, fields.count == 2 else { continue }
+            job.unstartedElements[try fields[0].decode(as: Int.self)] = try fields[1].decode(as: Int.self)
         }
         let members = try JSONValue(parsing: try Array(row)[23].decode(String?.self) ?? "[]").arrayValue ?? []
         return (

@@ -85,6 +85,7 @@ extension Components.Schemas.Stage {
             memberCounts: job.memberCounts[index].map { counts in
                 .init(additionalProperties: Dictionary(uniqueKeysWithValues: counts.map { ($0.rawValue, $1) }))
             },
+            unstarted: job.unstartedElements[index],
             progress: job.progress.first { $0.stage == index }.map(Components.Schemas.StageProgress.init))
     }
 }

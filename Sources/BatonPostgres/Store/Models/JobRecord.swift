@@ -69,6 +69,9 @@ public struct JobRecord: Sendable {
     /// For each group or map stage that started members: how many are in each state, all counted
     /// (``Store/jobWithMembers(_:)`` lists the first ``Store/membersListed`` of each).
     public var memberCounts: [Int: [JobState: Int]] = [:]
+    /// For each map stage with a bound: how many of its elements have not started yet (they are
+    /// no jobs yet, so neither listed nor in ``memberCounts``).
+    public var unstartedElements: [Int: Int] = [:]
     /// What the tasks of its stages last reported (``StageContext/progress(_:_:checkpoint:)``),
     /// one entry per stage that did, in stage order; filled by reads of one job, as `waitingFor`.
     public var progress: [Progress] = []

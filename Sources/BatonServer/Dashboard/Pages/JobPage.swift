@@ -235,12 +235,13 @@ extension Dashboard {
         /// Every member counted by state, for a stage that has more than are listed.
         func memberCounts(_ stage: Components.Schemas.Stage) -> String? {
             guard let counts = stage.memberCounts?.additionalProperties,
-                counts.values.reduce(0, +) > (stage.members?.count ?? 0)
+                counts.values.reduce(0, +) > (stage.members?.count ?? 0) || stage.unstarted != nil
             else { return nil }
             let total = counts.values.reduce(0, +)
             let states = counts.sorted { $0.value > $1.value || ($0.value == $1.value && $0.key < $1.key) }
                 .map { "\($0.value) \($0.key)" }
             return "\(total) members: " + states.joined(separator: ", ")
+                + (stage.unstarted.map { "; \($0) elements not started yet" } ?? "")
         }
         /// "The first 100 members", and how many that failed after them are listed too.
         func partialHeading(_ stage: Components.Schemas.Stage) -> String {

@@ -483,6 +483,21 @@ struct DashboardTests {
         }
     }
 
+    /// A group stage's run lasts from its fan-out to its fan-in: it took as long as its slowest
+    /// member (it used to read as the few milliseconds of the claim that handed their outputs on).
+    @Test func aGroupStageTookAsLongAsItsMembers() async throws {
+        try await withServer { server async throws in
+            let id = try await server.enqueue([
+                "stages": [["group": [["task": "noop"], ["task": "sleep", "args": ["ms": 400]]]]]
+            ])
+            let done = try await server.job(id) { $0["state"] == "completed" }
+            let stage = try #require(done["stages"]?.items.first)
+            let started = try #require(stage["started_at"]?.stringValue.flatMap(RFC3339.parse), "\(stage)")
+            let finished = try #require(stage["finished_at"]?.stringValue.flatMap(RFC3339.parse), "\(stage)")
+            #expect(finished.timeIntervalSince(started) >= 0.4, "\(stage)")
+        }
+    }
+
     /// A map of more runs than are listed: the API lists the first 100 and those that failed
     /// after them, and counts every one by state; the job page says how many, in which states,
     /// what it lists, and the map's failure policy.

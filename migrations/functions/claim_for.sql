@@ -107,7 +107,10 @@ BEGIN
                 RETURNING r.job_id
             ), moved AS (
                 UPDATE jobs j
-                SET state = 'running', attempt = j.attempt + 1, worker_id = p_worker, attempted_at = now()
+                SET state = 'running', attempt = j.attempt + 1, worker_id = p_worker,
+                    -- (a group or map stage handing on its members' outputs keeps the time it fanned
+                    -- out at: its run took from then, not from this claim)
+                    attempted_at = CASE WHEN j.group_output IS NULL THEN now() ELSE j.attempted_at END
                 -- By primary key only: the check on the row, `IS TRUE`, is no index condition.
                 -- Written as one, it let the plan find the rows through `jobs_state_id`'s
                 -- `available` range, every job's old entry included (40 ms a claim during a held

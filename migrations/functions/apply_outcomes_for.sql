@@ -301,8 +301,14 @@ BEGIN
         FROM members;
     END IF;
 
-    -- Fan in: completed members count down their parent...
     IF EXISTS (SELECT 1 FROM unnest(v_applied) a WHERE a.parent_id IS NOT NULL) THEN
+        -- Members that failed for good fail their group or map, or are counted by a map that goes
+        -- on (first: a map that fails starts no run for the members completed beside them).
+        RETURN QUERY SELECT f.event, f.id, f.queue, NULL::int, NULL::int, NULL::text, NULL::text, NULL::text,
+                            NULL::text, NULL::text FROM fail_members(
+            (SELECT array_agg(a.id) FROM unnest(v_applied) a WHERE a.parent_id IS NOT NULL AND a.state = 'discarded'),
+            p_worker) AS f;
+        -- Fan in: completed members count down their parent...
         UPDATE jobs p SET pending = p.pending - d.n
         FROM (SELECT a.parent_id, count(*) AS n FROM unnest(v_applied) a
               WHERE a.parent_id IS NOT NULL AND a.state = 'completed' GROUP BY a.parent_id) d
@@ -328,12 +334,6 @@ BEGIN
           AND p.state = 'waiting' AND p.pending = 0
         RETURNING 'wake', NULL::bigint, p.queue, NULL::int, NULL::int, NULL::text, NULL::text, NULL::text,
                   NULL::text, NULL::text;
-
-        -- Members that failed for good fail their group or map, or are counted by a map that goes on.
-        RETURN QUERY SELECT f.event, f.id, f.queue, NULL::int, NULL::int, NULL::text, NULL::text, NULL::text,
-                            NULL::text, NULL::text FROM fail_members(
-            (SELECT array_agg(a.id) FROM unnest(v_applied) a WHERE a.parent_id IS NOT NULL AND a.state = 'discarded'),
-            p_worker) AS f;
     END IF;
 
     -- The lanes' next holders: each made available, or, when this worker runs its task and has a

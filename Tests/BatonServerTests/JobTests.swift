@@ -161,6 +161,22 @@ struct JobTests {
         }
     }
 
+    /// A fairness key over HTTP (issue 49): stored, shown on the job and its page; one that is not
+    /// a name is refused naming `fair_key`.
+    @Test func aJobNamesItsFairnessKey() async throws {
+        try await withServer { server async throws in
+            let id = try await server.enqueue(["fair_key": "tenant-42", "stages": [["task": "noop"]]])
+            let job = try await server.job(id) { $0["state"] == "completed" }
+            #expect(job["fair_key"] == "tenant-42")
+            for key: JSONValue in [7, "", .string(String(repeating: "k", count: 201))] {
+                let refused = try await server.call(
+                    .POST, "/v1/jobs", body: ["fair_key": key, "stages": [["task": "noop"]]])
+                #expect(refused.status == 400, "\(key): \(refused.text)")
+                #expect(refused["path"] == "fair_key", "\(key): \(refused.text)")
+            }
+        }
+    }
+
     @Test func cancelStopsARunningJob() async throws {
         try await withServer { server async throws in
             let id = try await server.enqueue([

@@ -98,7 +98,8 @@ BEGIN
                   AND (SELECT s.state = 'available' AND s.queue = p_queue AND s.rate_key = v_key
                               AND (s.features IS NULL OR s.features <@ v_features)
                        FROM jobs s WHERE s.id = n.job_id)
-                ORDER BY n.priority, n.run_at, n.job_id
+                -- (`turn`: the due time, or a fair queue's turn: migration 28)
+                ORDER BY n.priority, n.turn, n.job_id
                 LIMIT CASE WHEN v_bucket.key IS NULL THEN v_left ELSE least(v_left, floor(v_bucket.tokens)::int) END
                 FOR UPDATE OF n SKIP LOCKED
             ), taken AS (

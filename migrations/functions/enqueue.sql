@@ -4,7 +4,10 @@
 -- that the control plane answers without reading the jobs back; new jobs outside lanes are
 -- answered from the insert's RETURNING.
 --   p_jobs: [{"queue", "priority", "run_at"?, "chain", "input", "metadata", "key"?, "owner"?,
---             "key_owners"?, "unique_key"?, "unique_states"?, "home_queue"?, "no_tags"?, "features"?}, …]
+--             "key_owners"?, "unique_key"?, "unique_states"?, "home_queue"?, "no_tags"?, "features"?,
+--             "fair_key"?}, …]
+-- `fair_key`: the key (a tenant) the job's stages take turns under in their queues (migration 28);
+-- each queue the job or a stage of its chain names becomes fair here, if it was not.
 -- `features`: the chain features the job's chain uses (`sub-chain`: a group member of several
 -- stages); only workers that read them all are given the job (migration 25). A caller that
 -- writes such a chain names them, as the Swift store does.
@@ -39,17 +42,33 @@ DECLARE
     v_taken bigint;
     -- Whether a job may have something to be found by (`tags_of`).
     v_tagged boolean;
+    -- Whether a job names a fairness key.
+    v_fair boolean;
     -- Whether a limit binds a whole queue or lane: then each stage's key is looked up.
     v_scoped boolean := scoped_rate_limits();
 BEGIN
     -- Lock the lanes entered before inserting, so that their entry time (taken after the lock)
     -- orders them the way the lane lock serialises them.
-    SELECT array_agg(DISTINCT l) FILTER (WHERE l IS NOT NULL), bool_or(t) INTO v_lanes, v_tagged FROM (
-        SELECT j -> 'chain' -> 0 ->> 'lane' AS l, (j -> 'no_tags') IS DISTINCT FROM 'true' AS t
+    SELECT array_agg(DISTINCT l) FILTER (WHERE l IS NOT NULL), bool_or(t), bool_or(f) INTO v_lanes, v_tagged, v_fair
+    FROM (
+        SELECT j -> 'chain' -> 0 ->> 'lane' AS l, (j -> 'no_tags') IS DISTINCT FROM 'true' AS t, j ? 'fair_key' AS f
         FROM jsonb_array_elements(p_jobs) j
     ) x;
     IF v_lanes IS NOT NULL THEN
         PERFORM lock_lanes(v_lanes);
+    END IF;
+    -- Queues that jobs with a key enter become fair before their rows are written (the trigger
+    -- that writes them reads `fair_queues`); a statement only for a batch that names a key.
+    IF v_fair THEN
+        INSERT INTO fair_queues (queue)
+        SELECT DISTINCT q FROM (
+            SELECT coalesce(j ->> 'queue', 'default') AS q FROM jsonb_array_elements(p_jobs) j WHERE j ? 'fair_key'
+            UNION ALL
+            SELECT s #>> '{}' FROM jsonb_array_elements(p_jobs) j, jsonb_path_query(j -> 'chain', 'lax $.**.queue') s
+            WHERE j ? 'fair_key' AND jsonb_typeof(s) = 'string'
+        ) x
+        WHERE NOT EXISTS (SELECT 1 FROM fair_queues f WHERE f.queue = x.q)
+        ON CONFLICT DO NOTHING;
     END IF;
 
     -- Ids are drawn before the insert so that each input row knows its job without relying on
@@ -62,22 +81,22 @@ BEGIN
         FROM ROWS FROM (jsonb_to_recordset(p_jobs)
                 AS (queue text, priority smallint, run_at timestamptz, chain jsonb, input jsonb, metadata jsonb,
                     key text, owner text, unique_key text, unique_states job_state[], home_queue text,
-                    features text[]))
+                    features text[], fair_key text))
             WITH ORDINALITY AS i(queue, priority, run_at, chain, input, metadata, key, owner, unique_key,
-                                 unique_states, home_queue, features, ord)
+                                 unique_states, home_queue, features, fair_key, ord)
     ), plain AS (
         -- Jobs without a key of either kind: a plain insert. Naming an arbiter, even an index a
         -- NULL key never enters, made each row a speculative insertion: a lock taken and released
         -- and a confirmation record in the WAL per job (docs/benchmarks.md#what-the-wal-holds).
         INSERT INTO jobs (id, queue, priority, state, run_at, chain, stage_count, input, metadata, lane,
-                          lane_ready_at, enqueued_by, home_queue, rate_key, features)
+                          lane_ready_at, enqueued_by, home_queue, rate_key, features, fair_key)
         SELECT i.new_id, coalesce(i.queue, 'default'), coalesce(i.priority, 0),
                CASE WHEN i.run_at > now() THEN 'scheduled'
                     WHEN i.chain -> 0 ->> 'lane' IS NOT NULL THEN 'waiting'
                     ELSE 'available' END::job_state,
                coalesce(i.run_at, now()), i.chain, jsonb_array_length(i.chain), coalesce(i.input, 'null'),
                coalesce(i.metadata, '{}'), i.chain -> 0 ->> 'lane', i.ready_at, i.owner, i.home_queue, i.rate_key,
-               nullif(i.features, '{}')
+               nullif(i.features, '{}'), i.fair_key
         FROM input i WHERE i.unique_key IS NULL AND i.key IS NULL ORDER BY i.ord
         RETURNING jobs.id, jobs.queue, jobs.state, jobs.run_at, jobs.created_at
     ), keyed AS (
@@ -85,14 +104,14 @@ BEGIN
         -- arbiter (only those two can conflict on a new job).
         INSERT INTO jobs (id, queue, priority, state, run_at, chain, stage_count, input, metadata,
                           idempotency_key, lane, lane_ready_at, enqueued_by, unique_key, unique_states, home_queue,
-                          rate_key, features)
+                          rate_key, features, fair_key)
         SELECT i.new_id, coalesce(i.queue, 'default'), coalesce(i.priority, 0),
                CASE WHEN i.run_at > now() THEN 'scheduled'
                     WHEN i.chain -> 0 ->> 'lane' IS NOT NULL THEN 'waiting'
                     ELSE 'available' END::job_state,
                coalesce(i.run_at, now()), i.chain, jsonb_array_length(i.chain), coalesce(i.input, 'null'),
                coalesce(i.metadata, '{}'), i.key, i.chain -> 0 ->> 'lane', i.ready_at, i.owner, i.unique_key,
-               i.unique_states, i.home_queue, i.rate_key, nullif(i.features, '{}')
+               i.unique_states, i.home_queue, i.rate_key, nullif(i.features, '{}'), i.fair_key
         FROM input i WHERE i.unique_key IS NOT NULL OR i.key IS NOT NULL ORDER BY i.ord
         ON CONFLICT DO NOTHING
         RETURNING jobs.id, jobs.queue, jobs.state, jobs.run_at, jobs.created_at

@@ -26,8 +26,9 @@ BEGIN
         -- sequential scan of all of `jobs`, which during a held horizon took seconds while every
         -- claim waited for the lock (docs/benchmarks.md#issue-46-the-claims-own-table-2026-12-06).
         EXECUTE format(
-            'INSERT INTO ready (slot, queue, rate_key, priority, run_at, job_id, task)
-             SELECT %s, r.queue, r.rate_key, r.priority, r.run_at, r.job_id, r.task FROM ready_%s r
+            'INSERT INTO ready (slot, queue, rate_key, priority, run_at, job_id, task, fair_key, turn)
+             SELECT %s, r.queue, r.rate_key, r.priority, r.run_at, r.job_id, r.task, r.fair_key, r.turn
+             FROM ready_%s r
              WHERE (SELECT j.state = ''available'' AND j.queue = r.queue AND j.rate_key = r.rate_key
                     FROM jobs j WHERE j.id = r.job_id)', v_current, v_slot);
         EXECUTE format('TRUNCATE ready_%s', v_slot);

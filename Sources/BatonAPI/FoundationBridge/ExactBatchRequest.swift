@@ -66,7 +66,8 @@ extension Components.Schemas.JobRequest {
             // it first); a `null` under a key the document does not know is still an unknown key.
             if field == .null {
                 switch key {
-                case "queue", "priority", "run_at", "delay", "idempotency_key", "metadata", "input": continue
+                case "queue", "priority", "run_at", "delay", "idempotency_key", "metadata", "input", "fair_key":
+                    continue
                 default: return nil
                 }
             }
@@ -79,6 +80,7 @@ extension Components.Schemas.JobRequest {
                 runAt = date
             case "delay": guard let text = field.quickString else { return nil }; delay = text
             case "idempotency_key": guard let text = field.quickString else { return nil }; idempotencyKey = text
+            case "fair_key": guard let text = field.quickString else { return nil }; fairKey = text
             case "metadata": metadata = field
             case "input": input = field
             case "stages":

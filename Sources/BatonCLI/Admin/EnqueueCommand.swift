@@ -51,6 +51,9 @@ struct Enqueue: AdminCommand {
     @Option(help: "With --task: the job's metadata, a JSON object.")
     var metadata: String?
 
+    @Option(help: "With --task: the key (a tenant) its stages take turns under with other keys' in its queue.")
+    var fairKey: String?
+
     @Option(help: "With --task: while a job with this unique key has not finished, answer it instead of a new one.")
     var uniqueKey: String?
 
@@ -70,7 +73,7 @@ struct Enqueue: AdminCommand {
         let quick: [(String, Any?)] = [
             ("--args", args), ("--input", input), ("--lane", lane), ("--queue", queue), ("--priority", priority),
             ("--delay", delay), ("--run-at", runAt), ("--idempotency-key", idempotencyKey), ("--metadata", metadata),
-            ("--unique-key", uniqueKey), ("--unique-window", uniqueWindow),
+            ("--unique-key", uniqueKey), ("--unique-window", uniqueWindow), ("--fair-key", fairKey),
         ]
         switch (file, task) {
         case (nil, nil): throw ValidationError("give a job file (or - for standard input), or --task")
@@ -176,7 +179,7 @@ struct Enqueue: AdminCommand {
         return Components.Schemas.JobRequest(
             queue: queue, priority: priority, runAt: runAtTime, delay: delay, idempotencyKey: idempotencyKey,
             unique: uniqueKey.map { .init(key: $0, window: uniqueWindow) },
-            metadata: metadata, input: try input.map { try json($0, option: "--input") },
+            metadata: metadata, fairKey: fairKey, input: try input.map { try json($0, option: "--input") },
             stages: [.TaskStageRequest(.init(task: task ?? "", args: args, lane: lane))])
     }
 

@@ -12,7 +12,7 @@ extension Store {
             SELECT \(unescaped: Self.recordColumns), \(unescaped: waitFacts), \(unescaped: progressColumn)
             FROM \(unescaped: schema).jobs j WHERE id = \(id)
             """, logger: logger)
-        return try rows.first.map { try Self.jobRecord($0, waitFactsAt: 21) }
+        return try rows.first.map { try Self.jobRecord($0, waitFactsAt: 22) }
     }
 
     /// How many members of a stage ``jobWithMembers(_:)`` lists (a group has at most this many;
@@ -53,19 +53,19 @@ extension Store {
             FROM \(unescaped: schema).jobs j WHERE id = \(id)
             """, logger: logger)
         guard let row = rows.first else { return nil }
-        var job = try Self.jobRecord(row, waitFactsAt: 21)
-        for count in try JSONValue(parsing: try Array(row)[24].decode(String?.self) ?? "[]").arrayValue ?? [] {
+        var job = try Self.jobRecord(row, waitFactsAt: 22)
+        for count in try JSONValue(parsing: try Array(row)[25].decode(String?.self) ?? "[]").arrayValue ?? [] {
             guard let fields = count.arrayValue, fields.count == 3,
                 let state = JobState(rawValue: fields[1].stringValue ?? "")
             else { continue }
             job.memberCounts[try fields[0].decode(as: Int.self), default: [:]][state] = try fields[2].decode(
                 as: Int.self)
         }
-        for count in try JSONValue(parsing: try Array(row)[25].decode(String?.self) ?? "[]").arrayValue ?? [] {
+        for count in try JSONValue(parsing: try Array(row)[26].decode(String?.self) ?? "[]").arrayValue ?? [] {
             guard let fields = count.arrayValue, fields.count == 2 else { continue }
             job.unstartedElements[try fields[0].decode(as: Int.self)] = try fields[1].decode(as: Int.self)
         }
-        let members = try JSONValue(parsing: try Array(row)[23].decode(String?.self) ?? "[]").arrayValue ?? []
+        let members = try JSONValue(parsing: try Array(row)[24].decode(String?.self) ?? "[]").arrayValue ?? []
         return (
             job,
             try members.map { member in
@@ -113,7 +113,7 @@ extension Store {
     static let recordColumns = """
         id, queue, priority::int, state::text, run_at, created_at, attempted_at, finished_at, chain::text, stage,
         attempt, input::text, results::text, errors::text, metadata::text, lane, worker_id, parent_id,
-        member_index, idempotency_key, enqueued_by
+        member_index, idempotency_key, enqueued_by, fair_key
         """
 
     /// A column of `j`'s ``WaitFacts`` as JSON text, null once it has finished: whether its queue
@@ -181,6 +181,7 @@ extension Store {
                 lane: try text(15), workerID: try text(16),
                 parentID: try columns[17].decode(Int64?.self), memberIndex: try columns[18].decode(Int?.self),
                 idempotencyKey: try text(19), enqueuedBy: try text(20))
+            job.fairKey = try text(21)
             if let factsColumn, let facts = try text(factsColumn) {
                 job.waitingFor = WaitReason.reasons(for: job, facts: try waitFacts(JSONValue(parsing: facts)))
             }

@@ -123,7 +123,7 @@ extension Store {
     }
 
     /// The batch as `enqueue` reads it: `[{"queue", "priority", "run_at"?, "chain", "input", "metadata",
-    /// "key"?, "owner"?, "key_owners"?, "no_tags"?, "features"?}, …]`, written straight to JSON text (no
+    /// "key"?, "owner"?, "key_owners"?, "no_tags"?, "features"?, "fair_key"?}, …]`, written straight to JSON text (no
     /// `Codable` on this path). `no_tags` spares the database looking for what a job without metadata
     /// or args is found by; `features` are those its chain uses (``ChainDefinition/features``).
     private static func enqueueBatch(_ jobs: [ValidJob]) -> String {
@@ -175,6 +175,10 @@ extension Store {
             if !features.isEmpty {
                 batch.append(contentsOf: ",\"features\":".utf8)
                 JSONValue.array(features.map(JSONValue.string)).write(into: &batch)
+            }
+            if let fairKey = job.fairKey {
+                batch.append(contentsOf: ",\"fair_key\":".utf8)
+                JSONValue.string(fairKey).write(into: &batch)
             }
             if let unique = job.unique {
                 batch.append(contentsOf: ",\"unique_key\":".utf8)

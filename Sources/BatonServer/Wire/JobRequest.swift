@@ -49,6 +49,7 @@ struct JobReader {
             guard case .object = metadata else { throw invalid("metadata", "metadata must be an object") }
             job.metadata = metadata
         }
+        job.fairKey = request.fairKey
         job.chain.stages = try stages(request.stages, at: "stages")
         return job
     }

@@ -63,6 +63,8 @@ public struct JobRecord: Sendable {
     public var memberIndex: Int?
     public var idempotencyKey: String?
     public var enqueuedBy: String?
+    /// The key its stages take turns under in fair queues (``NewJob/fairKey``).
+    public var fairKey: String?
     /// Why it is not running now, if it has not finished; filled by reads of one job
     /// (``BatonClient/job(_:)``), not by listings.
     public var waitingFor: [WaitReason] = []
@@ -107,5 +109,6 @@ extension JobRecord {
             chain: job.chain.stages, stage: 0, attempt: 0, input: job.chain.input, results: [], errors: [],
             metadata: job.metadata, lane: job.chain.stages.first?.lane, workerID: nil, parentID: nil, memberIndex: nil,
             idempotencyKey: job.idempotencyKey, enqueuedBy: job.enqueuedBy)
+        fairKey = job.fairKey
     }
 }

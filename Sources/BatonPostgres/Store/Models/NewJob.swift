@@ -17,6 +17,10 @@ public struct NewJob: Sendable {
     /// Which jobs count as this one: while one holds the rule's key, enqueueing another yields it.
     public var unique: Uniqueness?
     public var metadata: JSONValue
+    /// The key (a tenant, a customer) its stages take turns under in their queues: in a queue where
+    /// jobs name one, claims rotate among the keys with stages ready, so that one key's flood does
+    /// not hold back another's trickle (docs/semantics.md#fair-share). nil: the queue's shared turn.
+    public var fairKey: String?
     /// Who enqueued it, opaque to Baton (the control plane stores a fingerprint of the caller's
     /// token, so that an `enqueue` token can read its own jobs).
     public var enqueuedBy: String?
@@ -27,8 +31,10 @@ public struct NewJob: Sendable {
 
     public init(
         chain: ChainDefinition, queue: String = "default", priority: Int = 0, runAt: Date? = nil,
-        idempotencyKey: String? = nil, metadata: JSONValue = [:], enqueuedBy: String? = nil, unique: Uniqueness? = nil
+        idempotencyKey: String? = nil, metadata: JSONValue = [:], enqueuedBy: String? = nil, unique: Uniqueness? = nil,
+        fairKey: String? = nil
     ) {
+        self.fairKey = fairKey
         self.chain = chain
         self.queue = queue
         self.priority = priority

@@ -37,6 +37,7 @@ extension NewJob {
         }
         try metadata.checkStorable(at: "metadata")
         try unique?.check(path: "unique")
+        if let fairKey { try ChainDefinition.checkName(fairKey, path: "fair_key", what: "fairness key") }
         return ValidJob(self)
     }
 }

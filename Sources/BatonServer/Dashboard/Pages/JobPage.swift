@@ -106,6 +106,8 @@ extension Dashboard {
         /// What `runAt` is: when the job runs, or, for an await stage, the deadline of its signal.
         var runAtLabel: String
         var idempotencyKey: String?
+        /// The key its stages take turns under in fair queues.
+        var fairKey: String?
         var parent: String?
         var waiting: [Reason]
         var chain: [Node]
@@ -289,7 +291,7 @@ extension Dashboard {
             runAt: job.runAt > now && !finished
                 ? DashboardText.time(job.runAt) + " (" + DashboardText.relative(job.runAt, now: now) + ")" : nil,
             runAtLabel: awaitsSignal(job) ? "Signal due by" : "Runs",
-            idempotencyKey: job.idempotencyKey, parent: job.parentId.map { "/ui/jobs/\($0)" },
+            idempotencyKey: job.idempotencyKey, fairKey: job.fairKey, parent: job.parentId.map { "/ui/jobs/\($0)" },
             waiting: job.waitingFor.map { reason in
                 JobView.Reason(message: reason.message, link: reason.job.map { "/ui/jobs/\($0)" })
             }, chain: chain, path: job.takenPath.map { $0.map(\.description).joined(separator: " → ") },

@@ -1,0 +1,69 @@
+import Baton
+import BatonPostgres
+import BatonTestSupport
+import Foundation
+import Testing
+
+/// Fair share (issue 49): in a queue where jobs name a fairness key, claims take the keys' stages
+/// in turns (`ready.turn`, migration 28), decided by the database when each stage becomes ready.
+@Suite(.timeLimit(.minutes(3)))
+struct FairShareTests {
+    func jobs(_ count: Int, key: String?, queue: String = "fair") -> [NewJob] {
+        (0..<count).map { _ in
+            NewJob(chain: ChainDefinition(input: nil, stages: [.task("noop")]), queue: queue, fairKey: key)
+        }
+    }
+
+    /// How many of `claimed` each key's jobs are.
+    func shares(_ claimed: [ClaimedJob], _ keys: [Int64: String]) -> [String: Int] {
+        claimed.reduce(into: [:]) { counts, job in counts[keys[job.id] ?? "?", default: 0] += 1 }
+    }
+
+    /// A key's flood does not hold back another's trickle: enqueued after 200 of `a`'s, `b`'s 10
+    /// are claimed among the first 20, one of each key in turn; a key alone takes every slot.
+    @Test func aFloodDoesNotHoldBackAnotherKeysTrickle() async throws {
+        try await TestDatabase.with { db async throws in
+            var keys: [Int64: String] = [:]
+            for batch in [jobs(100, key: "a"), jobs(100, key: "a"), jobs(10, key: "b")] {
+                for (job, enqueued) in zip(batch, try await db.store.enqueue(batch)) { keys[enqueued.id] = job.fairKey }
+            }
+            let first = try await db.store.claim(queue: "fair", limit: 20, worker: "w")
+            #expect(shares(first, keys) == ["a": 10, "b": 10])
+            // `b` has nothing left: `a` alone takes every slot.
+            let rest = try await db.store.claim(queue: "fair", limit: 200, worker: "w")
+            #expect(shares(rest, keys) == ["a": 190])
+        }
+    }
+
+    /// Two keys with work both take half of each claim, whichever came first; stages without a
+    /// key in a fair queue share one key of their own.
+    @Test func keysWithWorkShareEachClaim() async throws {
+        try await TestDatabase.with { db async throws in
+            var keys: [Int64: String] = [:]
+            for batch in [jobs(100, key: "a"), jobs(100, key: nil), jobs(100, key: "b")] {
+                for (job, enqueued) in zip(batch, try await db.store.enqueue(batch)) {
+                    keys[enqueued.id] = job.fairKey ?? ""
+                }
+            }
+            for _ in 0..<10 {
+                let claimed = try await db.store.claim(queue: "fair", limit: 9, worker: "w")
+                #expect(shares(claimed, keys) == ["a": 3, "": 3, "b": 3])
+            }
+        }
+    }
+
+    /// A queue whose jobs name no key claims in the order its stages became ready, as before:
+    /// no row of its stages has a turn of its own.
+    @Test func aQueueWithoutKeysKeepsItsOrder() async throws {
+        try await TestDatabase.with { db async throws in
+            let enqueued = try await db.store.enqueue(jobs(50, key: nil, queue: "plain"))
+            _ = try await db.store.enqueue(jobs(5, key: "a"))
+            let claimed = try await db.store.claim(queue: "plain", limit: 50, worker: "w")
+            #expect(claimed.map(\.id) == enqueued.map(\.id))
+            let schema = db.configuration.schema
+            #expect(
+                try await db.values(
+                    "SELECT queue FROM \(unescaped: schema).fair_queues ORDER BY queue", as: String.self) == ["fair"])
+        }
+    }
+}

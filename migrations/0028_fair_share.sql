@@ -1,0 +1,22 @@
+-- Fair share between the keys of a queue (issue 49): a job may name a fairness key (`fair_key`,
+-- a tenant), and in a queue where jobs have named one, claims take the keys' stages in turns
+-- instead of in the order they became ready, so that one key's flood does not hold another's
+-- trickle back. The turn is decided when a stage becomes ready, in the database (`fair_turn`):
+-- `ready.turn` is what the claim orders by. Outside fair queues a row's turn is its due time
+-- (`run_at`), the order of every version before: a queue none of whose jobs names a key claims
+-- as it did.
+--
+-- A queue becomes fair the first time a job that names a key is enqueued into it (or names it
+-- for a stage), and stays so (`fair_queues`); its stages without a key then share the key ''.
+ALTER TABLE jobs ADD COLUMN fair_key text;
+CREATE TABLE fair_queues (queue text PRIMARY KEY);
+-- `turn`: the claim's order within a priority. `fair_key`: the job's key ('' for none) in a fair
+-- queue, NULL elsewhere (so that `ready_keys` holds only fair queues' rows).
+ALTER TABLE ready ADD COLUMN fair_key text;
+ALTER TABLE ready ADD COLUMN turn timestamptz;
+UPDATE ready SET turn = run_at;
+ALTER TABLE ready ALTER COLUMN turn SET NOT NULL;
+DROP INDEX ready_order;
+CREATE INDEX ready_order ON ready (queue, rate_key, priority, turn, job_id);
+-- A key's last turn in its queue, read newest first.
+CREATE INDEX ready_keys ON ready (queue, fair_key, turn) WHERE fair_key IS NOT NULL;

@@ -41,6 +41,13 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Every stage names the rate limit key \"bench\", limited to RATE per second (0: no key).")
     var rateLimit: Int = 0
     @Option(help: "Stages the worker runs at once.") var concurrency: Int = 100
+    @Option(help: "Fairness keys the jobs are spread over (tenant-0, tenant-1…; 0: none, the queue's order).")
+    var fairKeys: Int = 0
+    @Option(
+        help:
+            "Burn-down: meanwhile one job every 1/N s of the key trickle (no key without --fair-keys); reports their pickups."
+    )
+    var trickle: Int = 0
     @Option(
         help: """
             burn-down: enqueue all, analyse the table (as autovacuum would have), then start the \
@@ -116,7 +123,7 @@ struct Bench: AsyncParsableCommand {
 
     func validate() throws {
         guard jobs >= 1, chain >= 1, chain <= ChainDefinition.maxStages, lanes >= 0, concurrency >= 1,
-            (0...1_000_000).contains(map),
+            (0...1_000_000).contains(map), (0...1_000_000).contains(fairKeys), (0...1000).contains(trickle),
             pickupSamples >= 0, LaneSetting.widths.contains(laneWidth), (networkDelay ?? 0) >= 0,
             (networkDelay ?? 0) <= 1000, retained >= 0, !prune || retained > 0, (2...30).contains(days),
             rateLimit == 0 || RateLimit.rates.contains(rateLimit), (0...100_000).contains(offeredRate),
@@ -124,7 +131,8 @@ struct Bench: AsyncParsableCommand {
             holdAfter.map({ DurationFormat.parse($0) != nil }) ?? true
         else {
             throw ValidationError(
-                "--jobs, --chain (≤ 100) and --concurrency must be positive; --map 0 to 1000000; --lanes ≥ 0; "
+                "--jobs, --chain (≤ 100) and --concurrency must be positive; --map and --fair-keys 0 to 1000000; "
+                    + "--trickle 0 to 1000; --lanes ≥ 0; "
                     + "--lane-width 1 to 10000; "
                     + "--rate-limit 0 to 1000000; --network-delay 0 to 1000 (ms); --retained ≥ 0, and > 0 with --prune; "
                     + "--days 2 to 30; --offered-rate 0 to 100000; --duration and --window positive durations "
@@ -242,6 +250,12 @@ struct Bench: AsyncParsableCommand {
             recorder.ended(job: context.jobID, stage: context.stageIndex)
             return input
         }
+        // `--trickle`: its input is when its enqueue was called (seconds since 1970, a JSON string).
+        tasks.register("trickle") { _, input, context in
+            let called = Double(input.trimmingCharacters(in: CharacterSet(charactersIn: "\""))) ?? 0
+            trickleWaits.started(context.jobID, called: Date(timeIntervalSince1970: called))
+            return input
+        }
         if laneWidth > 1 { try await baton.setLaneWidth(laneWidth, lane: "lane-*") }
         if rateLimit > 0 { try await baton.setRateLimit(RateLimit(key: "bench", rate: rateLimit, per: .seconds(1))) }
         return tasks
@@ -263,7 +277,8 @@ struct Bench: AsyncParsableCommand {
                         input: .array((0..<map).map { .number(JSONNumber(index * map + $0)) }), stages: [.map(stages)])
                     : ChainDefinition(input: .number(index), stages: stages),
                 queue: "bench", priority: mixed ? index % 3 : 0,
-                runAt: dueAfter(index).map { now + $0.seconds })
+                runAt: dueAfter(index).map { now + $0.seconds },
+                fairKey: fairKeys > 0 ? "tenant-\(index % fairKeys)" : nil)
         }
     }
 
@@ -340,6 +355,21 @@ struct Bench: AsyncParsableCommand {
                     try await Pruner.prune(
                         .completed, retention: .seconds(24 * 3600), store: Store(pool: pool, logger: logger))
                 } : nil
+            // Another tenant's trickle during the burn-down (stopped with it, before the idle samples);
+            // when each was enqueued travels in its input.
+            let trickling =
+                trickle > 0 && mode == .burnDown
+                ? Task {
+                    while !Task.isCancelled {
+                        let job = NewJob(
+                            chain: ChainDefinition(
+                                input: .string(String(Date().timeIntervalSince1970)), stages: [.task("trickle")]),
+                            queue: "bench", fairKey: fairKeys > 0 ? "trickle" : nil)
+                        let enqueued = try await baton.enqueue([job])
+                        trickleWaits.committed(enqueued[0].id)
+                        try await Task.sleep(for: .milliseconds(1000 / trickle))
+                    }
+                } : nil
             if mode == .steady {
                 running.addTask {
                     for offset in stride(from: 0, to: jobs, by: 100) {
@@ -355,6 +385,8 @@ struct Bench: AsyncParsableCommand {
                 progress.show("ran \(timings.completedStages)/\(total) stages")
                 if (clock.now - start) > .seconds(3600) { break }
             }
+            trickling?.cancel()
+            _ = try? await trickling?.value
             // The last outcomes are committed shortly after the last stage ends.
             var finished = 0
             let settle = clock.now
@@ -424,7 +456,8 @@ struct Bench: AsyncParsableCommand {
                 postgresCPUPerJob: cpuEnd.postgres.flatMap { end in
                     cpuStart.postgres.map { (end - $0) * 1000 / Double(units) }
                 },
-                retention: prune ? RetentionReport(pruneSeconds: processSeconds) : nil)
+                retention: prune ? RetentionReport(pruneSeconds: processSeconds) : nil,
+                fairKeys: fairKeys, trickle: trickle > 0 ? trickleWaits.waits() : nil)
         }
     }
 
@@ -626,6 +659,9 @@ struct Report {
     var batonCPUPerJob: Double
     var postgresCPUPerJob: Double?
     var retention: RetentionReport?
+    /// `--fair-keys`, and with `--trickle` the pickups (ms) of the trickle's jobs during the run.
+    var fairKeys = 0
+    var trickle: (fromCommit: [Double], fromCall: [Double])?
 
     var json: String {
         let number = JSONValue.measured
@@ -651,6 +687,14 @@ struct Report {
             fields["network_delay_ms"] = number(networkDelay)
             fields["round_trips_per_job"] = roundTripsPerJob.map(number) ?? .null
             fields["round_trips_per_pickup"] = roundTripsPerPickup.map(number) ?? .null
+        }
+        fields["fair_keys"] = .number(fairKeys)
+        if let trickle {
+            fields["trickle_jobs"] = .number(trickle.fromCommit.count)
+            fields["trickle_pickup_p50_ms"] = number(percentile(trickle.fromCommit, 0.5))
+            fields["trickle_pickup_p99_ms"] = number(percentile(trickle.fromCommit, 0.99))
+            fields["trickle_call_to_start_p50_ms"] = number(percentile(trickle.fromCall, 0.5))
+            fields["trickle_call_to_start_p99_ms"] = number(percentile(trickle.fromCall, 0.99))
         }
         if let retention {
             fields["retained"] = .number(JSONNumber(retention.count))
@@ -678,7 +722,17 @@ struct Report {
               cpu         \(f(batonCPUPerJob, 4)) ms per job in this process (producer and worker), \(postgresCPUPerJob.map { "\(f($0, 4)) ms in PostgreSQL" } ?? "PostgreSQL's n/a (not the bench's own)")
               wal         \(wal?.summary ?? "n/a")
               lost        \(lost)
-            """ + network + retainedLines
+            """ + network + retainedLines + trickleLines
+    }
+
+    /// The trickle's line, with `--trickle` only.
+    private var trickleLines: String {
+        guard let trickle else { return "" }
+        let (commit, call) = (trickle.fromCommit, trickle.fromCall)
+        return "\n  trickle     \(commit.count) jobs\(fairKeys > 0 ? " of key trickle" : ", no key"): pickup p50 "
+            + String(format: "%.1f ms   p99 %.1f ms", percentile(commit, 0.5), percentile(commit, 0.99))
+            + String(
+                format: "   (from the call: p50 %.1f ms   p99 %.1f ms)", percentile(call, 0.5), percentile(call, 0.99))
     }
 
     /// The retained jobs' lines, with `--retained` only.
@@ -721,3 +775,34 @@ struct Progress: Sendable {
 
     func clear() { show("") }
 }
+
+/// `--trickle`: when each trickle job's enqueue was called and committed, and when it started.
+final class TrickleWaits: Sendable {
+    private let times = Mutex<(called: [Int64: Date], committed: [Int64: Date], started: [Int64: Date])>(
+        ([:], [:], [:]))
+    func started(_ job: Int64, called: Date) {
+        let now = Date()
+        times.withLock {
+            $0.called[job] = called
+            $0.started[job] = now
+        }
+    }
+    func committed(_ job: Int64) {
+        let now = Date()
+        times.withLock { $0.committed[job] = now }
+    }
+    /// Milliseconds from the commit (0 when the stage started first: the worker heard of it before
+    /// the client did) and from the call to each start.
+    func waits() -> (fromCommit: [Double], fromCall: [Double]) {
+        times.withLock { times in
+            (
+                times.started.compactMap { job, start in
+                    times.committed[job].map { max(0, start.timeIntervalSince($0) * 1000) }
+                },
+                times.started.compactMap { job, start in times.called[job].map { start.timeIntervalSince($0) * 1000 } }
+            )
+        }
+    }
+}
+
+let trickleWaits = TrickleWaits()

@@ -2,7 +2,9 @@
 -- available, so that no path into `available` forgets the row the claim looks for (claim_for.sql).
 -- New jobs that are available: one insert for the statement's rows, into one slot (trigger
 -- `jobs_ready_inserted`). In a fair queue (migration 28) each key's new stages take turns after
--- its last (`fair_turn`, once per key and priority, then a millisecond apart in job order);
+-- its last (`fair_turn`, once per key, rate key and priority of the statement, then a millisecond
+-- apart in job order: a batch of a thousand stages of ten keys looks ten up, not a thousand: the
+-- turns materialized, which a plan could otherwise look up again for each row it joins);
 -- elsewhere a row's turn is its due time.
 CREATE OR REPLACE FUNCTION ready_inserted() RETURNS trigger
 LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
@@ -14,13 +16,21 @@ BEGIN
     FROM inserted n
     WHERE n.state = 'available' AND NOT EXISTS (SELECT 1 FROM fair_queues f WHERE f.queue = n.queue);
     IF EXISTS (SELECT 1 FROM fair_queues) THEN
+        WITH n AS MATERIALIZED (
+            SELECT n.id, n.queue, n.rate_key, n.priority, n.run_at, n.chain -> n.stage ->> 'task' AS task,
+                   coalesce(n.fair_key, '') AS k
+            FROM inserted n
+            WHERE n.state = 'available' AND EXISTS (SELECT 1 FROM fair_queues f WHERE f.queue = n.queue)
+        ), turns AS MATERIALIZED (
+            SELECT g.queue, g.rate_key, g.priority, g.k, fair_turn(g.queue, g.rate_key, g.priority, g.k, g.at) AS base
+            FROM (SELECT n.queue, n.rate_key, n.priority, n.k, min(n.run_at) AS at FROM n
+                  GROUP BY n.queue, n.rate_key, n.priority, n.k) g
+        )
         INSERT INTO ready (slot, queue, rate_key, priority, run_at, job_id, task, fair_key, turn)
-        SELECT v_slot, n.queue, n.rate_key, n.priority, n.run_at, n.id, n.chain -> n.stage ->> 'task', n.k,
-               fair_turn(n.queue, n.rate_key, n.priority, n.k, n.run_at)
-                   + (row_number() OVER (PARTITION BY n.queue, n.rate_key, n.priority, n.k ORDER BY n.id) - 1)
-                     * interval '1 millisecond'
-        FROM (SELECT n.*, coalesce(n.fair_key, '') AS k FROM inserted n) n
-        WHERE n.state = 'available' AND EXISTS (SELECT 1 FROM fair_queues f WHERE f.queue = n.queue);
+        SELECT v_slot, n.queue, n.rate_key, n.priority, n.run_at, n.id, n.task, n.k,
+               t.base + (row_number() OVER (PARTITION BY n.queue, n.rate_key, n.priority, n.k ORDER BY n.id) - 1)
+                        * interval '1 millisecond'
+        FROM n JOIN turns t USING (queue, rate_key, priority, k);
     END IF;
     RETURN NULL;
 END $$;

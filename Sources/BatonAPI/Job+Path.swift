@@ -42,3 +42,13 @@ extension Components.Schemas.Stage {
         return "map over \(map)" + (terms.isEmpty ? "" : " (" + terms.joined(separator: ", ") + ")")
     }
 }
+
+extension Components.Schemas.Stage {
+    /// Of the members listed, how many are the stage's first (its indexes 0, 1, 2…) and how many
+    /// are runs that failed after them (a large map's: listed so that each is one click away).
+    public var listedMembers: (first: Int, failedAfter: Int) {
+        let listed = members ?? []
+        let first = listed.enumerated().prefix { $0.offset == $0.element.index }.count
+        return (first, listed.count - first)
+    }
+}

@@ -10,7 +10,10 @@ import Testing
 struct ScheduleAPITests {
     static let request: JSONValue = [
         "cron": "0 2 * * *", "time_zone": "Europe/Paris", "misfire": "latest",
-        "job": ["input": ["id": .number(JSONNumber("12345678901234567890123")!)], "stages": [["task": "noop"]]],
+        "job": [
+            "input": ["id": .number(JSONNumber("12345678901234567890123")!)], "stages": [["task": "noop"]],
+            "fair_key": "tenant-3",
+        ],
     ]
 
     @Test func aScheduleIsSavedShownRunAndPaused() async throws {
@@ -33,6 +36,7 @@ struct ScheduleAPITests {
             let id = try #require(run["id"]?.int64)
             let done = try await server.job(id) { $0["state"] == "completed" }
             #expect(done["output"]?["id"]?.numberValue == JSONNumber("12345678901234567890123"))
+            #expect(done["fair_key"] == "tenant-3", "the schedule's job keeps its fairness key")
             #expect(try await server.call(.GET, "/v1/schedules/nightly")["last_job_id"]?.int64 == id)
 
             #expect(try await server.call(.POST, "/v1/schedules/nightly/pause")["paused"] == true)

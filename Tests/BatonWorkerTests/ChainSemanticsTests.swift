@@ -472,7 +472,9 @@ struct ChainSemanticsTests {
                 let unstarted = try await db.values(
                     "SELECT count(*)::int FROM \(unescaped: db.configuration.schema).map_elements", as: Int.self)
                 #expect(unstarted == [6])
-                #expect(try await db.store.jobWithMembers(id)?.job.unstartedElements == [0: 6])
+                let stopped = try #require(try await db.store.jobWithMembers(id))
+                #expect(stopped.job.unstartedElements == [0: 6])
+                let runsBefore = stopped.members.map(\.id)
 
                 refusing.withLock { $0 = false }
                 #expect(try await baton.retry(id) != nil)
@@ -484,7 +486,7 @@ struct ChainSemanticsTests {
                 // Each run that failed started again at the stage it stopped on, the same job.
                 let members = try #require(try await db.store.jobWithMembers(id)?.members)
                 #expect(.array(members.map { $0.output ?? .null }) == numbers)
-                #expect(members.map(\.id) == members.map(\.id).sorted())
+                #expect(Array(members.map(\.id).prefix(4)) == runsBefore)
             }
         }
     }

@@ -77,8 +77,12 @@ BEGIN
 
     -- Every lane whose holder may change: the lanes left, entered, and entered by new members.
     -- (`= ANY(array)`: an index scan on the primary key whatever the batch size.)
+    -- Each outcome's row is read once, for its lane and its parent.
+    WITH batch AS MATERIALIZED (
+        SELECT j.lane, j.parent_id FROM jobs j WHERE j.id = ANY(v_ids) AND (j.lane IS NOT NULL OR j.parent_id IS NOT NULL)
+    )
     SELECT array_agg(DISTINCT x.l) INTO v_lanes FROM (
-        SELECT j.lane FROM jobs j WHERE j.id = ANY(v_ids) AND j.lane IS NOT NULL
+        SELECT b.lane FROM batch b WHERE b.lane IS NOT NULL
         UNION ALL SELECT unnest(v_lanes)
         UNION ALL SELECT coalesce(m -> 'stages' -> 0, m) ->> 'lane'
                   FROM jobs p, jsonb_array_elements(p.chain -> p.stage -> 'group') m
@@ -87,8 +91,11 @@ BEGIN
         -- before them complete)
         UNION ALL SELECT p.chain -> p.stage -> 'stages' -> 0 ->> 'lane'
                   FROM jobs p WHERE p.id = ANY(v_spawn) AND p.chain -> p.stage ? 'map'
-        -- (a run of a bounded map may start another, or one a retry queued, at any of its stages)
-        UNION ALL SELECT map_lanes(v_ids)
+        -- (a run of a bounded map may start another, or one a retry queued, at any of its stages;
+        -- looked for only when the batch has runs)
+        UNION ALL SELECT map_lanes(g.parents)
+                  FROM (SELECT array_agg(DISTINCT b.parent_id) AS parents FROM batch b WHERE b.parent_id IS NOT NULL) g
+                  WHERE g.parents IS NOT NULL
     ) x(l) WHERE x.l IS NOT NULL;
     IF v_lanes IS NOT NULL THEN
         PERFORM lock_lanes(v_lanes);
@@ -329,7 +336,7 @@ BEGIN
         -- transactions meanwhile.
         RETURN QUERY
         UPDATE jobs p SET state = 'available', run_at = now(), pending = NULL, failed = NULL,
-            group_output = map_output(p.id, p.stage, p.chain -> p.stage @> '{"failures": "continue"}')
+            group_output = map_output(p.id, p.stage)
         WHERE p.id IN (SELECT a.parent_id FROM unnest(v_applied) a WHERE a.state = 'completed')
           AND p.state = 'waiting' AND p.pending = 0
         RETURNING 'wake', NULL::bigint, p.queue, NULL::int, NULL::int, NULL::text, NULL::text, NULL::text,

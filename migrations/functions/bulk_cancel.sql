@@ -19,18 +19,21 @@ DECLARE
     v_workers text[];
     v_watched boolean[];
     v_members bigint[];
+    v_parents bigint[];
     v_failed bigint[];
     v_woken text[];
 BEGIN
     WITH RECURSIVE tree AS (
-        SELECT j.id, j.lane FROM jobs j WHERE j.id = ANY(p_ids)
+        SELECT j.id, j.lane, j.parent_id FROM jobs j WHERE j.id = ANY(p_ids)
         UNION ALL
-        SELECT c.id, c.lane FROM jobs c JOIN tree t ON c.parent_id = t.id
+        SELECT c.id, c.lane, c.parent_id FROM jobs c JOIN tree t ON c.parent_id = t.id
     )
-    SELECT array_agg(t.id), array_agg(DISTINCT t.lane) FILTER (WHERE t.lane IS NOT NULL) INTO v_ids, v_lanes
+    SELECT array_agg(t.id), array_agg(DISTINCT t.lane) FILTER (WHERE t.lane IS NOT NULL),
+           array_agg(DISTINCT t.parent_id) FILTER (WHERE t.parent_id IS NOT NULL)
+    INTO v_ids, v_lanes, v_parents
     FROM tree t;
     -- A cancelled run of a map that goes on past failures may start the next (`fail_members`).
-    v_lanes := nullif(coalesce(v_lanes, '{}') || ARRAY(SELECT map_lanes(v_ids)), '{}');
+    v_lanes := nullif(coalesce(v_lanes, '{}') || ARRAY(SELECT map_lanes(v_parents)), '{}');
     IF v_lanes IS NOT NULL THEN
         PERFORM lock_lanes(v_lanes);
     END IF;

@@ -14,6 +14,7 @@ LANGUAGE plpgsql SET search_path FROM CURRENT SET jit = off AS $$
 DECLARE
     v_due bigint[];
     v_members bigint[];
+    v_parents bigint[];
     v_lanes text[];
 BEGIN
     SELECT array_agg(d.id) INTO v_due FROM (
@@ -50,12 +51,12 @@ BEGIN
            u.error, u.run_at
     FROM upd u;
 
-    SELECT array_agg(j.id) INTO v_members FROM jobs j
+    SELECT array_agg(j.id), array_agg(DISTINCT j.parent_id) INTO v_members, v_parents FROM jobs j
     WHERE j.id = ANY (v_due) AND j.state = 'discarded' AND j.parent_id IS NOT NULL;
     IF v_members IS NOT NULL THEN
         -- (the rows are held already: no worker touches a job waiting for a signal, and the lanes
         -- are taken before any parent's row)
-        v_lanes := ARRAY(SELECT map_lanes(v_members));
+        v_lanes := ARRAY(SELECT map_lanes(v_parents));
         PERFORM lock_lanes(v_lanes);
         PERFORM pg_notify(current_schema() || '_events', CASE f.event WHEN 'wake' THEN 'q:' || f.queue ELSE 'f:' || f.id END)
         FROM (SELECT DISTINCT f.event, f.id, f.queue FROM fail_members(v_members, NULL) f) f;

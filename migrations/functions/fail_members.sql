@@ -70,7 +70,7 @@ BEGIN
             -- ...and one with none left unfinished hands on what its runs gave.
             RETURN QUERY
             UPDATE jobs p SET state = 'available', run_at = now(), pending = NULL, failed = NULL,
-                group_output = map_output(p.id, p.stage, true)
+                group_output = map_output(p.id, p.stage)
             WHERE p.id = ANY (v_going) AND p.state = 'waiting' AND p.pending = 0
             RETURNING 'wake', NULL::bigint, p.queue;
         END IF;

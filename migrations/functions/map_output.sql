@@ -1,11 +1,12 @@
 -- What job `p_parent`'s group or map stage `p_stage` hands on once none of its members is left
--- unfinished: their outputs (each its last stage's) in member order; with `"failures":
--- "continue"` (`p_collect`), `{"results": [...], "failures": [...]}`, a failed member's result
--- `null` and its failure `{"index", "state", "error"}` (its last error), in member order. Reads the
--- members through `jobs_parent`.
-CREATE OR REPLACE FUNCTION map_output(p_parent bigint, p_stage int, p_collect boolean) RETURNS jsonb
+-- unfinished: their outputs (each its last stage's) in member order; for a map with `"failures":
+-- "continue"`, `{"results": [...], "failures": [...]}`, a failed member's result `null` and its
+-- failure `{"index", "state", "error"}` (its last error), in member order. Reads the members
+-- through `jobs_parent`.
+CREATE OR REPLACE FUNCTION map_output(p_parent bigint, p_stage int) RETURNS jsonb
 LANGUAGE sql STABLE SET search_path FROM CURRENT SET jit = off AS $$
-    SELECT CASE WHEN NOT p_collect THEN jsonb_agg(c.results -> -1 -> 'output' ORDER BY c.member_index)
+    SELECT CASE WHEN NOT (SELECT p.chain -> p_stage @> '{"failures": "continue"}' FROM jobs p WHERE p.id = p_parent)
+                THEN jsonb_agg(c.results -> -1 -> 'output' ORDER BY c.member_index)
                 ELSE jsonb_build_object(
                     'results', coalesce(jsonb_agg(CASE WHEN c.state = 'completed' THEN c.results -> -1 -> 'output'
                                                        ELSE 'null'::jsonb END ORDER BY c.member_index), '[]'),

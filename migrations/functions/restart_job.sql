@@ -14,6 +14,7 @@ DECLARE
     v_job jobs;
     v_members int;
     v_failed bigint[];
+    v_failures int;
     v_unstarted int;
     v_bound int;
     v_now int;
@@ -39,15 +40,16 @@ BEGIN
         -- Every member completed (the job was cancelled after its fan-in): it hands them on again.
         UPDATE jobs j SET state = 'available', attempt = 0, run_at = now(), finished_at = NULL, worker_id = NULL,
             pending = NULL, failed = NULL,
-            group_output = map_output(p_id, j.stage, j.chain -> j.stage @> '{"failures": "continue"}')
+            group_output = map_output(p_id, j.stage)
         WHERE j.id = p_id;
         RETURN QUERY SELECT v_job.queue, NULL::text;
         RETURN;
     END IF;
+    v_failures := coalesce(cardinality(v_failed), 0);
     v_bound := (v_job.chain -> v_job.stage ->> 'concurrency')::int;
-    v_now := least(coalesce(cardinality(v_failed), 0), coalesce(v_bound, cardinality(v_failed)));
+    v_now := least(v_failures, coalesce(v_bound, v_failures));
     UPDATE jobs j SET state = 'waiting', attempt = 0, run_at = now(), finished_at = NULL, worker_id = NULL,
-        pending = coalesce(cardinality(v_failed), 0) + v_unstarted, failed = NULL, group_output = NULL
+        pending = v_failures + v_unstarted, failed = NULL, group_output = NULL
     WHERE j.id = p_id;
     INSERT INTO map_elements (parent_id, stage, index, value, job_id)
     SELECT p_id, v_job.stage, m.member_index, NULL, m.id

@@ -156,9 +156,7 @@ struct JobTree {
             }
             let total = stage.memberCounts?.additionalProperties.values.reduce(0, +) ?? members.count
             if total > members.count {
-                // The first ones, then any that failed after them (a large map's).
-                let first = members.enumerated().prefix { $0.offset == $0.element.index }.count
-                let failed = members.count - first
+                let (first, failed) = stage.listedMembers
                 lines.append(
                     "   (the first \(first) of \(total) shown"
                         + (failed > 0 ? ", and \(failed) that failed after them)" : ")"))

@@ -247,9 +247,7 @@ extension Dashboard {
         }
         /// "The first 100 members", and how many that failed after them are listed too.
         func partialHeading(_ stage: Components.Schemas.Stage) -> String {
-            let listed = stage.members ?? []
-            let first = listed.enumerated().prefix { $0.offset == $0.element.index }.count
-            let failed = listed.count - first
+            let (first, failed) = stage.listedMembers
             return "The first \(first) members" + (failed > 0 ? ", and \(failed) that failed after them" : "")
         }
         let chain = job.stages.map { stage in

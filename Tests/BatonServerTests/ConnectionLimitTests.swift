@@ -18,15 +18,19 @@ import Testing
             var silent: [RawConnection] = []
             var dripping: [RawConnection] = []
             var stalled: [RawConnection] = []
+            // A first line sent to a connection the server has closed already fails: on a machine
+            // loaded enough that a second passes between a connection's opening and its first bytes
+            // (a full run once took 156 s over this test), the header deadline closed it as it closes
+            // a silent one, which is what is tested; every connection is checked closed below.
             for index in 0..<100 {
                 let connection = try await RawConnection(base: server.base)
                 switch index % 3 {
                 case 0: silent.append(connection)
                 case 1:
-                    try await connection.send("GET /healthz HTTP/1.1\r\nHost: baton\r\n")
+                    try? await connection.send("GET /healthz HTTP/1.1\r\nHost: baton\r\n")
                     dripping.append(connection)
                 default:
-                    try await connection.send(
+                    try? await connection.send(
                         "POST /v1/jobs HTTP/1.1\r\nHost: baton\r\nAuthorization: Bearer \(Token.admin)\r\n"
                             + "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"stages\"")
                     stalled.append(connection)

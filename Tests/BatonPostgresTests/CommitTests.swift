@@ -2,6 +2,7 @@ import Baton
 import BatonPostgres
 import BatonTestSupport
 import PostgresNIO
+import Synchronization
 import Testing
 
 /// A statement's rows are an answer only once its transaction has committed. PostgreSQL sends the
@@ -119,6 +120,44 @@ extension CommitTests {
                 try await db.store.claim(queue: "default", limit: 10, worker: "w")
             }
             #expect(try await db.store.job(id)?.state == .available)
+        }
+    }
+}
+
+extension CommitTests {
+    /// A transaction whose connection closes under it (a fast shutdown terminates the session, a
+    /// failover, a firewall) fails at once, with the statement's own error, and gives its
+    /// connection back. The body here waits until the client has seen the close before it throws,
+    /// so that the ROLLBACK meets a connection already closed: PostgresNIO's `withTransaction`
+    /// sent it with `query`, which never answers there, and held its lease for good (a worker's
+    /// scheduler stopped, and the pool looked busy after the database came back).
+    @Test func aTransactionWhoseConnectionClosesFailsAndGivesItBack() async throws {
+        try await TestDatabase.with { db async throws in
+            let outcome = Mutex<(any Error)??>(nil)
+            Task {
+                do {
+                    try await db.pool.withTransaction { connection in
+                        do {
+                            try await connection.execute(
+                                "SELECT pg_terminate_backend(pg_backend_pid())", logger: db.logger)
+                        } catch {
+                            try await eventually("the client to see the close") { connection.isClosed }
+                            throw error
+                        }
+                    }
+                    outcome.withLock { $0 = .some(nil) }
+                } catch {
+                    outcome.withLock { $0 = .some(error) }
+                }
+            }
+            let answer = try await eventually(timeout: .seconds(10), "the transaction to answer") {
+                outcome.withLock { $0 }
+            }
+            let error = try #require(answer, "a transaction on a terminated session cannot commit")
+            #expect(error.isConnectionLoss, "\(error.logDescription)")
+            #expect(error.isDatabaseUnavailable)
+            // Its connection went back: the pool serves on.
+            #expect(try await db.values("SELECT 1", as: Int.self) == [1])
         }
     }
 }

@@ -147,10 +147,8 @@ struct UpgradeTests {
         let reference = "version19_\(UInt32.random(in: 0...UInt32.max))"
         try await db.pool.execute("CREATE SCHEMA \(unescaped: reference)")
         let baseline = try #require(Migrator.migrations.first { $0.version == 19 })
-        try await db.pool.withConnection { connection in
-            try await connection.withTransaction(logger: db.logger) { connection in
-                try await Migrator(schema: reference, logger: db.logger).execute(baseline.sql, on: connection)
-            }
+        try await db.pool.withTransaction { connection in
+            try await Migrator(schema: reference, logger: db.logger).execute(baseline.sql, on: connection)
         }
         func shape(_ name: String) async throws -> [String] {
             try await db.values(

@@ -174,7 +174,7 @@ public final class DatabasePool: Service, Sendable {
         logger: Logger? = nil, _ body: @escaping @Sendable (PostgresConnection) async throws -> Result
     ) async throws -> Result {
         try await withConnection { connection in
-            try await connection.withTransaction(logger: logger ?? self.logger) { try await body($0) }
+            try await connection.transaction(logger: logger ?? self.logger) { try await body($0) }
         }
     }
 

@@ -138,7 +138,7 @@ public struct Migrator: Sendable {
                     + "migrate it with the build that made it first, or drop the schema and run `baton migrate` again")
         }
         let missing = Self.migrations.sorted(by: { $0.version < $1.version }).filter { !done.contains($0.version) }
-        try await connection.withTransaction(logger: logger) { connection in
+        try await connection.transaction(logger: logger) { connection in
             // A `;` between files ends a last statement written without one.
             try await execute(
                 (missing.map(\.sql) + Self.functions.map(\.sql)).joined(separator: "\n;\n"), on: connection)

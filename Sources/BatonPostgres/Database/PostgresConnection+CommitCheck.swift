@@ -76,6 +76,37 @@ extension PostgresConnection {
         }
     }
 
+    /// Runs `body` in a transaction: committed if it returns, rolled back if it throws, and then
+    /// its error is what this throws. BEGIN, COMMIT and ROLLBACK go as ``read(_:logger:)``: a COMMIT
+    /// answers only once the transaction has committed, and neither is written to a closed
+    /// connection.
+    ///
+    /// Instead of PostgresNIO's `withTransaction`, which sends its ROLLBACK with `query`: after a
+    /// statement of the body lost the connection (a fast shutdown terminates the session), that
+    /// ROLLBACK met a closed connection and never answered, and its lease was never given back. A
+    /// worker's scheduler stopped for good, and the pool, which looked busy, was kept after the
+    /// database came back, failing until PostgresNIO's own backoff found it (OutageTests, and
+    /// `CommitTests.aTransactionWhoseConnectionClosesFailsAndGivesItBack`).
+    package func transaction<Result>(
+        logger: Logger, _ body: (PostgresConnection) async throws -> Result
+    ) async throws -> Result {
+        _ = try await read("BEGIN", logger: logger)
+        let result: Result
+        do {
+            result = try await body(self)
+        } catch {
+            do {
+                _ = try await read("ROLLBACK", logger: logger)
+            } catch {
+                // Never back to the pool inside a transaction; closed, it is not handed out again.
+                try? await close()
+            }
+            throw error
+        }
+        _ = try await read("COMMIT", logger: logger)
+        return result
+    }
+
     /// Calls a procedure that commits before it answers (`CALL enqueue_committed(…)`) and returns
     /// its rows: they come only after its commit, so no check follows (one round trip).
     package func call(_ query: PostgresQuery, logger: Logger) async throws -> [PostgresRow] {

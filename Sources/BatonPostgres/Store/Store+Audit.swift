@@ -70,19 +70,6 @@ extension Store {
         _ actor: AuditActor?,
         _ change: @escaping @Sendable (PostgresConnection) async throws -> (Result, [AuditChange])
     ) async throws -> Result {
-        do {
-            return try await inTransaction(actor, change)
-        } catch let error as PostgresTransactionError {
-            // What failed, as the statement alone would have thrown it (a refusal by the
-            // database stays a ``StoreError`` for the callers that look for one).
-            throw error.closureError ?? error.commitError ?? error.beginError ?? error
-        }
-    }
-
-    private func inTransaction<Result: Sendable>(
-        _ actor: AuditActor?,
-        _ change: @escaping @Sendable (PostgresConnection) async throws -> (Result, [AuditChange])
-    ) async throws -> Result {
         try await pool.withTransaction(logger: logger) { connection in
             let (result, changes) = try await change(connection)
             if let actor, !changes.isEmpty {

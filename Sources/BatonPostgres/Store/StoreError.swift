@@ -6,8 +6,8 @@ import PostgresNIO
 /// statement and its values (jobs' payloads), which must not reach a log.
 ///
 /// Made where a statement is sent (``PostgresConnection/execute(_:logger:)``, `read`, `call`):
-/// a statement of Baton's throws this, never a `PSQLError`. (A failed `BEGIN` or `COMMIT` of
-/// PostgresNIO's `withTransaction` comes inside its `PostgresTransactionError`, as before.) The
+/// a statement of Baton's throws this, never a `PSQLError`, transactions' BEGIN and COMMIT
+/// included (``PostgresConnection/transaction(logger:_:)``). The
 /// questions the layers above ask of any error (``Swift/Error/isDatabaseUnavailable``,
 /// ``Swift/Error/isRefusalByDatabase``, ``Swift/Error/logDescription``) are answered from it.
 public struct StoreError: Error, Sendable, CustomStringConvertible {

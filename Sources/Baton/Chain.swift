@@ -171,6 +171,66 @@ public struct Chain<Output: Codable & Sendable>: Sendable {
             .map(concurrency: concurrency, run.stages, name: name), failure: encodingFailure ?? run.encodingFailure)
     }
 
+    /// Runs a sub-chain once per element of the array at `elements` in this chain's output, as
+    /// ``map(name:concurrency:_:)`` does over the whole output: the compiler checks the element
+    /// type and the results' type alike.
+    ///
+    /// ```swift
+    /// Chain(input: batch)
+    ///     .then(FetchAccount())                       // -> Account, whose `invoices: [Invoice]`
+    ///     .map(\.invoices, concurrency: 10) { $0.then(Render()).then(Upload(), lane: "uploads") }
+    ///     .then(Summarise())                          // fed [Receipt]
+    /// ```
+    ///
+    /// The stored map reads the path the key path's properties name (`output.invoices`), as
+    /// Codable's synthesized conformance names them. A key path through anything else (a computed
+    /// property, a subscript, an optional) makes the chain refused at enqueue. A type whose own
+    /// `CodingKeys` rename the property stores it under another name, and the map finds nothing
+    /// there at run time: ``StageSpec/map(over:concurrency:failures:maxElements:_:name:)`` takes
+    /// the path as written.
+    public func map<Element: Codable & Sendable, Result>(
+        _ elements: KeyPath<Output, [Element]>, name: String? = nil, concurrency: Int? = nil,
+        _ body: (Chain<Element>) -> Chain<Result>
+    ) -> Chain<[Result]> {
+        mapping(elements, name: name, concurrency: concurrency, failures: .failTheMap, body)
+    }
+
+    /// ``mapCollectingFailures(name:concurrency:stopAfter:_:)`` over the array at `elements` in
+    /// this chain's output (see ``map(_:name:concurrency:_:)``).
+    public func mapCollectingFailures<Element: Codable & Sendable, Result>(
+        _ elements: KeyPath<Output, [Element]>, name: String? = nil, concurrency: Int? = nil, stopAfter: Int? = nil,
+        _ body: (Chain<Element>) -> Chain<Result>
+    ) -> Chain<MapResults<Result>> {
+        mapping(elements, name: name, concurrency: concurrency, failures: .continue(stopAfter: stopAfter), body)
+    }
+
+    private func mapping<Element: Codable & Sendable, Result, Next>(
+        _ elements: KeyPath<Output, [Element]>, name: String?, concurrency: Int?, failures: MapStage.Failures,
+        _ body: (Chain<Element>) -> Chain<Result>
+    ) -> Chain<Next> {
+        let run = body(Chain<Element>(input: .null, stages: [], encodingFailure: nil, types: []))
+        let path = Self.codingPath(of: elements)
+        return adding(
+            .map(over: path ?? "output", concurrency: concurrency, failures: failures, run.stages, name: name),
+            failure: encodingFailure ?? run.encodingFailure
+                ?? (path == nil ? "map over \(elements): not a path of stored properties" : nil))
+    }
+
+    /// `output.a.b` for `\Output.a.b`, from the key path's `debugDescription`, which names stored
+    /// properties; nil when it names anything else.
+    static func codingPath(of keyPath: PartialKeyPath<Output>) -> String? {
+        let prefix = "\\" + String(describing: Output.self) + "."
+        let description = keyPath.debugDescription
+        guard description.hasPrefix(prefix) else { return nil }
+        let names = description.dropFirst(prefix.count).split(separator: ".", omittingEmptySubsequences: false)
+        if names == ["self"] { return "output" }
+        let identifiers = names.allSatisfy { name in
+            guard let first = name.first, first == "_" || first.isLetter else { return false }
+            return name.allSatisfy { $0 == "_" || $0.isLetter || $0.isNumber }
+        }
+        return identifiers ? "output." + names.joined(separator: ".") : nil
+    }
+
     /// A ``map(name:concurrency:_:)`` that goes on past failures: every element runs, and the
     /// chain goes on with each element's result (`nil` where its run failed for good) in element
     /// order and the runs' failures (``MapResults``). With `stopAfter`, that many failures fail the

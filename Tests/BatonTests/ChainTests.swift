@@ -109,6 +109,36 @@ struct ChainTests {
         }
     }
 
+    /// A map over an array in the output before it, named by a key path: the compiler checks the
+    /// element type; the stored map reads the path its stored properties name. A key path through
+    /// anything else is refused at enqueue, naming it.
+    @Test func aMapOverAKeyPathReadsThePathItsPropertiesName() throws {
+        struct Shipment: Codable, Sendable {
+            var batch: Batch
+            var firstOrders: [Order] { Array(batch.orders.prefix(1)) }
+        }
+        struct Batch: Codable, Sendable { var orders: [Order] }
+        let shipment = Shipment(batch: Batch(orders: [Order(id: 1, total: 1)]))
+        let mapped: Chain<[Invoice]> = Chain(input: shipment)
+            .map(\.batch.orders, concurrency: 2) { $0.then(Render(template: "a")) }
+        #expect(
+            try mapped.definition().stages[0].map
+                == MapStage(
+                    over: "output.batch.orders", stages: [.task("Render", args: ["template": "a"])], concurrency: 2))
+        let collected: Chain<MapResults<Invoice>> = Chain(input: shipment)
+            .mapCollectingFailures(\.batch.orders, stopAfter: 3) { $0.then(Render(template: "a")) }
+        #expect(try collected.definition().stages[0].map?.failures == .continue(stopAfter: 3))
+        let orders: Chain<[Order]> = Chain(input: [Order(id: 1, total: 1)])
+        #expect(try orders.map(\.self) { $0.then(Render(template: "a")) }.definition().stages[0].map?.path == "output")
+
+        let computed = Chain(input: shipment).map(\.firstOrders) { $0.then(Render(template: "a")) }
+        #expect {
+            try computed.definition()
+        } throws: { error in
+            "\(error)".contains("map over \\Shipment.<computed")
+        }
+    }
+
     /// A map's failure policy: stored as the schema's functions read it, read back the same;
     /// `stop_after` alone means `continue`; a policy that cannot be is refused naming its field.
     @Test func aMapsFailurePolicyIsStoredAndRead() throws {

@@ -162,6 +162,12 @@ struct ChainSemanticsTests {
                 let empty = try await baton.enqueue(Chain(input: [Int]()).map { $0.then(Add(n: 1)) }.then(Sum()))
                 #expect(try await empty.result() == 0)
 
+                // Over an array a stored property of the output holds, named by its key path.
+                struct Numbers: Codable, Sendable { var values: [Int] }
+                let overPath = try await baton.enqueue(
+                    Chain(input: Numbers(values: [1, 2, 3])).map(\.values) { $0.then(Add(n: 1)) }.then(Sum()))
+                #expect(try await overPath.result() == 9)
+
                 // Known at enqueue when the map is the first stage, over the job's input...
                 await #expect(
                     throws: BatonError.invalidChain(

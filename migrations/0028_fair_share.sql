@@ -9,8 +9,12 @@
 -- A queue becomes fair the first time a job that names a key is enqueued into it (or names it
 -- for a stage), and stays so (`fair_queues`); its stages without a key then share the key ''.
 ALTER TABLE jobs ADD COLUMN fair_key text;
--- A schedule's job names one too; each slot's job is enqueued with it.
+-- The job's weight under its key (NULL: 1): each of its stages spends 1/weight of its key's turns,
+-- so that a key whose jobs weigh 2 takes twice the turns of a key whose jobs weigh 1.
+ALTER TABLE jobs ADD COLUMN fair_weight float8;
+-- A schedule's job names them too; each slot's job is enqueued with them.
 ALTER TABLE schedules ADD COLUMN fair_key text;
+ALTER TABLE schedules ADD COLUMN fair_weight float8;
 CREATE TABLE fair_queues (queue text PRIMARY KEY);
 -- `turn`: the claim's order within a priority. `fair_key`: the job's key ('' for none) in a fair
 -- queue, NULL elsewhere (so that `ready_keys` holds only fair queues' rows).

@@ -93,14 +93,17 @@ struct AdminCLITests {
             let scheduled = try await Self.baton(
                 [
                     "enqueue", "--task", "noop", "--priority", "-3", "--delay", "1h", "--idempotency-key", "quick-1",
-                    "--metadata", #"{"account": 12345678901234567890123}"#, "--fair-key", "tenant-7", "--json",
+                    "--metadata", #"{"account": 12345678901234567890123}"#, "--fair-key", "tenant-7", "--fair-weight",
+                    "2", "--json",
                 ], server)
             #expect(scheduled.status == 0, "\(scheduled.err)")
             let job = try scheduled.json(JobView.self)
             #expect(job.priority == -3 && job.state == .scheduled && job.idempotencyKey == "quick-1")
-            #expect(job.fairKey == "tenant-7")
+            #expect(job.fairKey == "tenant-7" && job.fairWeight == 2)
             let shown = try await Self.baton(["jobs", "show", "\(job.id)"], server)
-            #expect(shown.lines.contains("fair key: tenant-7"), "\(shown.out)")
+            #expect(shown.lines.contains("fair key: tenant-7 (weight 2)"), "\(shown.out)")
+            let heavy = try await Self.baton(["enqueue", "--task", "noop", "--fair-weight", "5000"], server)
+            #expect(heavy.status != 0 && heavy.err.contains("fair_weight"), "\(heavy.err)")
             #expect(job.runAt.timeIntervalSinceNow > 3500)
             #expect(job.metadata["account"]?.numberValue == JSONNumber("12345678901234567890123"))
             let dated = try await Self.baton(

@@ -8,9 +8,11 @@ import Testing
 /// in turns (`ready.turn`, migration 28), decided by the database when each stage becomes ready.
 @Suite(.timeLimit(.minutes(3)))
 struct FairShareTests {
-    func jobs(_ count: Int, key: String?, queue: String = "fair") -> [NewJob] {
+    func jobs(_ count: Int, key: String?, weight: Double? = nil, queue: String = "fair") -> [NewJob] {
         (0..<count).map { _ in
-            NewJob(chain: ChainDefinition(input: nil, stages: [.task("noop")]), queue: queue, fairKey: key)
+            NewJob(
+                chain: ChainDefinition(input: nil, stages: [.task("noop")]), queue: queue, fairKey: key,
+                fairWeight: weight)
         }
     }
 
@@ -27,6 +29,13 @@ struct FairShareTests {
             for batch in [jobs(100, key: "a"), jobs(100, key: "a"), jobs(10, key: "b")] {
                 for (job, enqueued) in zip(batch, try await db.store.enqueue(batch)) { keys[enqueued.id] = job.fairKey }
             }
+            // Each waits for its key's turns, and says so.
+            let b = try #require(keys.first { $0.value == "b" }?.key)
+            #expect(
+                try await db.store.job(b)?.waitingFor.filter { $0.kind == .fairShare }.map(\.message) == [
+                    "queue \"fair\" takes the stages of 2 keys in turns (fair share); its key \"b\" has 10 stages "
+                        + "waiting, this one among them"
+                ])
             let first = try await db.store.claim(queue: "fair", limit: 20, worker: "w")
             #expect(shares(first, keys) == ["a": 10, "b": 10])
             // `b` has nothing left: `a` alone takes every slot.
@@ -48,6 +57,37 @@ struct FairShareTests {
             for _ in 0..<10 {
                 let claimed = try await db.store.claim(queue: "fair", limit: 9, worker: "w")
                 #expect(shares(claimed, keys) == ["a": 3, "": 3, "b": 3])
+            }
+        }
+    }
+
+    /// Weights: while keys have stages ready, each takes turns in proportion to its jobs' weight,
+    /// 4:2:1 here, in every claim, across the key's batches; a weight that cannot be is refused
+    /// naming `fair_weight`, and the weight a job was given is the one it is read with.
+    @Test func keysTakeTurnsInProportionToTheirWeight() async throws {
+        try await TestDatabase.with { db async throws in
+            var keys: [Int64: String] = [:]
+            let batches = [
+                jobs(100, key: "a", weight: 2), jobs(100, key: "b"), jobs(100, key: "c", weight: 0.5),
+                jobs(100, key: "a", weight: 2),
+            ]
+            for batch in batches {
+                for (job, enqueued) in zip(batch, try await db.store.enqueue(batch)) { keys[enqueued.id] = job.fairKey }
+            }
+            for _ in 0..<5 {
+                let claimed = try await db.store.claim(queue: "fair", limit: 14, worker: "w")
+                #expect(shares(claimed, keys) == ["a": 8, "b": 4, "c": 2])
+            }
+            let a = try #require(keys.first { $0.value == "a" }?.key)
+            #expect(try await db.store.job(a)?.fairWeight == 2)
+
+            for weight in [0, -1, 1000.5, .nan, .infinity] {
+                await #expect {
+                    try await db.store.enqueue(jobs(1, key: "a", weight: weight))
+                } throws: { error in
+                    guard case BatonError.invalidChain(let path, _) = error else { return false }
+                    return path == "fair_weight"
+                }
             }
         }
     }

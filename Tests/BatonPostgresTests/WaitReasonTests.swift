@@ -29,6 +29,29 @@ import Testing
         #expect(WaitReason.reasons(for: Self.job(.available), facts: Self.served).isEmpty)
     }
 
+    /// An available stage in a fair queue waits for its key's turns while other keys have stages
+    /// waiting (alone, it is simply next in line); the counts stop where the look-ups do.
+    @Test func aStageInAFairQueueWaitsForItsKeysTurns() {
+        var facts = Self.served
+        facts.fairShare = .init(keys: 1, stages: 40)
+        #expect(WaitReason.reasons(for: Self.job(.available), facts: facts).isEmpty)
+        facts.fairShare = .init(keys: 3, stages: 40)
+        var job = Self.job(.available)
+        job.fairKey = "tenant-7"
+        #expect(
+            WaitReason.reasons(for: job, facts: facts).map(\.message) == [
+                "queue \"images\" takes the stages of 3 keys in turns (fair share); its key \"tenant-7\" has 40 "
+                    + "stages waiting, this one among them"
+            ])
+        facts.fairShare = .init(keys: 101, stages: 10_001)
+        #expect(
+            WaitReason.reasons(for: Self.job(.available), facts: facts).map(\.message) == [
+                "queue \"images\" takes the stages of more than 100 keys in turns (fair share); the key \"\" of "
+                    + "stages without one has more than 10000 stages waiting, this one among them"
+            ])
+        #expect(WaitReason.reasons(for: Self.job(.available), facts: facts).map(\.kind) == [.fairShare])
+    }
+
     @Test func whatBlocksUntilSomeoneActsComesFirst() {
         let reasons = WaitReason.reasons(
             for: Self.job(.retryable), facts: WaitFacts(queuePaused: true, queueWorkers: 0, taskWorkers: 0))

@@ -335,6 +335,14 @@ struct DashboardTests {
             #expect(page.contains("<div><dt>Runs</dt><dd>3</dd></div>"))
             // Only the stage that names a queue shows one.
             #expect(page.components(separatedBy: "<div><dt>Queue</dt><dd>default</dd></div>").count == 2)
+
+            // A job's fairness key and weight, as it was enqueued.
+            let keyed = try await server.enqueue([
+                "fair_key": "tenant-9", "fair_weight": 1.5, "stages": [["task": "noop"]],
+            ])
+            let keyedPage = try await visitor.get("/ui/jobs/\(keyed)").html
+            #expect(keyedPage.contains("<div><dt>Fair key</dt><dd><code>tenant-9</code></dd></div>"))
+            #expect(keyedPage.contains("<div><dt>Fair weight</dt><dd>1.5</dd></div>"))
         }
     }
 

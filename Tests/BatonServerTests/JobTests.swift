@@ -165,14 +165,31 @@ struct JobTests {
     /// a name is refused naming `fair_key`.
     @Test func aJobNamesItsFairnessKey() async throws {
         try await withServer { server async throws in
-            let id = try await server.enqueue(["fair_key": "tenant-42", "stages": [["task": "noop"]]])
+            let id = try await server.enqueue([
+                "fair_key": "tenant-42", "fair_weight": 2.5, "stages": [["task": "noop"]],
+            ])
             let job = try await server.job(id) { $0["state"] == "completed" }
             #expect(job["fair_key"] == "tenant-42")
+            #expect(job["fair_weight"] == 2.5)
+            let plain = try await server.job(try await server.enqueue(["stages": [["task": "noop"]]])) { _ in true }
+            #expect(plain["fair_weight"] == nil)
             for key: JSONValue in [7, "", .string(String(repeating: "k", count: 201))] {
                 let refused = try await server.call(
                     .POST, "/v1/jobs", body: ["fair_key": key, "stages": [["task": "noop"]]])
                 #expect(refused.status == 400, "\(key): \(refused.text)")
                 #expect(refused["path"] == "fair_key", "\(key): \(refused.text)")
+            }
+            for weight: JSONValue in [0, -2, 1001, "2"] {
+                for body: JSONValue in [
+                    ["fair_key": "a", "fair_weight": weight, "stages": [["task": "noop"]]],
+                    ["jobs": [["fair_key": "a", "fair_weight": weight, "stages": [["task": "noop"]]]]],
+                ] {
+                    let batch = body["jobs"] != nil
+                    let refused = try await server.call(.POST, batch ? "/v1/jobs/batch" : "/v1/jobs", body: body)
+                    #expect(refused.status == 400, "\(weight): \(refused.text)")
+                    let path = refused["path"]?.stringValue ?? ""
+                    #expect(path.hasSuffix("fair_weight"), "\(weight): \(refused.text)")
+                }
             }
         }
     }

@@ -12,7 +12,7 @@ struct ScheduleAPITests {
         "cron": "0 2 * * *", "time_zone": "Europe/Paris", "misfire": "latest",
         "job": [
             "input": ["id": .number(JSONNumber("12345678901234567890123")!)], "stages": [["task": "noop"]],
-            "fair_key": "tenant-3",
+            "fair_key": "tenant-3", "fair_weight": 0.25,
         ],
     ]
 
@@ -37,6 +37,7 @@ struct ScheduleAPITests {
             let done = try await server.job(id) { $0["state"] == "completed" }
             #expect(done["output"]?["id"]?.numberValue == JSONNumber("12345678901234567890123"))
             #expect(done["fair_key"] == "tenant-3", "the schedule's job keeps its fairness key")
+            #expect(done["fair_weight"] == 0.25, "and its weight")
             #expect(try await server.call(.GET, "/v1/schedules/nightly")["last_job_id"]?.int64 == id)
 
             #expect(try await server.call(.POST, "/v1/schedules/nightly/pause")["paused"] == true)

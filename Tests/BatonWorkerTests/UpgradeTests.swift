@@ -108,8 +108,9 @@ struct UpgradeTests {
         let schema = db.configuration.schema
         // 0028_fair_share.sql (its ready columns and indexes go with the table, below)
         try await db.pool.execute("DROP TABLE \(unescaped: schema).fair_queues")
-        try await db.pool.execute("ALTER TABLE \(unescaped: schema).jobs DROP COLUMN fair_key")
-        try await db.pool.execute("ALTER TABLE \(unescaped: schema).schedules DROP COLUMN fair_key")
+        try await db.pool.execute("ALTER TABLE \(unescaped: schema).jobs DROP COLUMN fair_key, DROP COLUMN fair_weight")
+        try await db.pool.execute(
+            "ALTER TABLE \(unescaped: schema).schedules DROP COLUMN fair_key, DROP COLUMN fair_weight")
         // 0027_map_failures.sql (its map_elements column goes with the table)
         try await db.pool.execute("ALTER TABLE \(unescaped: schema).jobs DROP COLUMN failed")
         // 0026_map_elements.sql

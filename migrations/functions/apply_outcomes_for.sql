@@ -273,7 +273,7 @@ BEGIN
         RETURN QUERY
         WITH members AS (
         INSERT INTO jobs (queue, priority, state, chain, stage_count, input, metadata, lane, lane_ready_at,
-                          parent_id, parent_stage, member_index, rate_key, features, fair_key)
+                          parent_id, parent_stage, member_index, rate_key, features, fair_key, fair_weight)
         SELECT coalesce(f.stage ->> 'queue', p.queue), p.priority,
                CASE WHEN f.stage ->> 'lane' IS NULL THEN 'available' ELSE 'waiting' END::job_state,
                f.chain, jsonb_array_length(f.chain),
@@ -282,7 +282,7 @@ BEGIN
                p.metadata, f.stage ->> 'lane', clock_timestamp(), p.id, p.stage, (m.ordinality - 1)::int,
                CASE WHEN v_scoped THEN stage_rate_key(f.stage, coalesce(f.stage ->> 'queue', p.queue))
                     ELSE coalesce(f.stage ->> 'rate', '') END,
-               p.features, p.fair_key
+               p.features, p.fair_key, p.fair_weight
         FROM unnest(v_applied) a
         JOIN jobs p ON p.id = a.id
         CROSS JOIN LATERAL (

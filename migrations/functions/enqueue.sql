@@ -5,9 +5,10 @@
 -- answered from the insert's RETURNING.
 --   p_jobs: [{"queue", "priority", "run_at"?, "chain", "input", "metadata", "key"?, "owner"?,
 --             "key_owners"?, "unique_key"?, "unique_states"?, "home_queue"?, "no_tags"?, "features"?,
---             "fair_key"?}, …]
+--             "fair_key"?, "fair_weight"?}, …]
 -- `fair_key`: the key (a tenant) the job's stages take turns under in their queues (migration 28);
 -- each queue the job or a stage of its chain names becomes fair here, if it was not.
+-- `fair_weight`: its stages' weight under their key there (NULL: 1).
 -- `features`: the chain features the job's chain uses (`sub-chain`: a group member of several
 -- stages); only workers that read them all are given the job (migration 25). A caller that
 -- writes such a chain names them, as the Swift store does.
@@ -81,22 +82,22 @@ BEGIN
         FROM ROWS FROM (jsonb_to_recordset(p_jobs)
                 AS (queue text, priority smallint, run_at timestamptz, chain jsonb, input jsonb, metadata jsonb,
                     key text, owner text, unique_key text, unique_states job_state[], home_queue text,
-                    features text[], fair_key text))
+                    features text[], fair_key text, fair_weight float8))
             WITH ORDINALITY AS i(queue, priority, run_at, chain, input, metadata, key, owner, unique_key,
-                                 unique_states, home_queue, features, fair_key, ord)
+                                 unique_states, home_queue, features, fair_key, fair_weight, ord)
     ), plain AS (
         -- Jobs without a key of either kind: a plain insert. Naming an arbiter, even an index a
         -- NULL key never enters, made each row a speculative insertion: a lock taken and released
         -- and a confirmation record in the WAL per job (docs/benchmarks.md#what-the-wal-holds).
         INSERT INTO jobs (id, queue, priority, state, run_at, chain, stage_count, input, metadata, lane,
-                          lane_ready_at, enqueued_by, home_queue, rate_key, features, fair_key)
+                          lane_ready_at, enqueued_by, home_queue, rate_key, features, fair_key, fair_weight)
         SELECT i.new_id, coalesce(i.queue, 'default'), coalesce(i.priority, 0),
                CASE WHEN i.run_at > now() THEN 'scheduled'
                     WHEN i.chain -> 0 ->> 'lane' IS NOT NULL THEN 'waiting'
                     ELSE 'available' END::job_state,
                coalesce(i.run_at, now()), i.chain, jsonb_array_length(i.chain), coalesce(i.input, 'null'),
                coalesce(i.metadata, '{}'), i.chain -> 0 ->> 'lane', i.ready_at, i.owner, i.home_queue, i.rate_key,
-               nullif(i.features, '{}'), i.fair_key
+               nullif(i.features, '{}'), i.fair_key, i.fair_weight
         FROM input i WHERE i.unique_key IS NULL AND i.key IS NULL ORDER BY i.ord
         RETURNING jobs.id, jobs.queue, jobs.state, jobs.run_at, jobs.created_at
     ), keyed AS (
@@ -104,14 +105,14 @@ BEGIN
         -- arbiter (only those two can conflict on a new job).
         INSERT INTO jobs (id, queue, priority, state, run_at, chain, stage_count, input, metadata,
                           idempotency_key, lane, lane_ready_at, enqueued_by, unique_key, unique_states, home_queue,
-                          rate_key, features, fair_key)
+                          rate_key, features, fair_key, fair_weight)
         SELECT i.new_id, coalesce(i.queue, 'default'), coalesce(i.priority, 0),
                CASE WHEN i.run_at > now() THEN 'scheduled'
                     WHEN i.chain -> 0 ->> 'lane' IS NOT NULL THEN 'waiting'
                     ELSE 'available' END::job_state,
                coalesce(i.run_at, now()), i.chain, jsonb_array_length(i.chain), coalesce(i.input, 'null'),
                coalesce(i.metadata, '{}'), i.key, i.chain -> 0 ->> 'lane', i.ready_at, i.owner, i.unique_key,
-               i.unique_states, i.home_queue, i.rate_key, nullif(i.features, '{}'), i.fair_key
+               i.unique_states, i.home_queue, i.rate_key, nullif(i.features, '{}'), i.fair_key, i.fair_weight
         FROM input i WHERE i.unique_key IS NOT NULL OR i.key IS NOT NULL ORDER BY i.ord
         ON CONFLICT DO NOTHING
         RETURNING jobs.id, jobs.queue, jobs.state, jobs.run_at, jobs.created_at

@@ -40,14 +40,14 @@ BEGIN
     ), runs AS (
         -- (a statement that changes rows runs to its end whether or not the query reads it)
         INSERT INTO jobs (queue, priority, state, chain, stage_count, input, metadata, lane, lane_ready_at,
-                          parent_id, parent_stage, member_index, rate_key, features, fair_key)
+                          parent_id, parent_stage, member_index, rate_key, features, fair_key, fair_weight)
         SELECT coalesce(f.stage ->> 'queue', p.queue), p.priority,
                CASE WHEN f.stage ->> 'lane' IS NULL THEN 'available' ELSE 'waiting' END::job_state,
                f.chain, jsonb_array_length(f.chain), t.value, p.metadata, f.stage ->> 'lane', clock_timestamp(),
                p.id, p.stage, t.index,
                CASE WHEN v_scoped THEN stage_rate_key(f.stage, coalesce(f.stage ->> 'queue', p.queue))
                     ELSE coalesce(f.stage ->> 'rate', '') END,
-               p.features, p.fair_key
+               p.features, p.fair_key, p.fair_weight
         FROM taken t
         CROSS JOIN (SELECT * FROM jobs p WHERE p.id = p_parent) p
         CROSS JOIN LATERAL (SELECT p.chain -> p.stage -> 'stages' AS chain,

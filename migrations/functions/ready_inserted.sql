@@ -2,10 +2,10 @@
 -- available, so that no path into `available` forgets the row the claim looks for (claim_for.sql).
 -- New jobs that are available: one insert for the statement's rows, into one slot (trigger
 -- `jobs_ready_inserted`). In a fair queue (migration 28) each key's new stages take turns after
--- its last (`fair_turn`, once per key, rate key and priority of the statement, then a millisecond
--- apart in job order: a batch of a thousand stages of ten keys looks ten up, not a thousand: the
--- turns materialized, which a plan could otherwise look up again for each row it joins);
--- elsewhere a row's turn is its due time.
+-- its last (`fair_turn`, once per key, rate key and priority of the statement, then in job order
+-- each a millisecond of turns after the one before, divided by its job's weight: a batch of a
+-- thousand stages of ten keys looks ten up, not a thousand: the turns materialized, which a plan
+-- could otherwise look up again for each row it joins); elsewhere a row's turn is its due time.
 CREATE OR REPLACE FUNCTION ready_inserted() RETURNS trigger
 LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 DECLARE
@@ -17,19 +17,24 @@ BEGIN
     WHERE n.state = 'available' AND NOT EXISTS (SELECT 1 FROM fair_queues f WHERE f.queue = n.queue);
     IF EXISTS (SELECT 1 FROM fair_queues) THEN
         WITH n AS MATERIALIZED (
+            -- each row's turn after the first of its key here: the steps of the rows before it
             SELECT n.id, n.queue, n.rate_key, n.priority, n.run_at, n.chain -> n.stage ->> 'task' AS task,
-                   coalesce(n.fair_key, '') AS k
+                   coalesce(n.fair_key, '') AS k, interval '1 millisecond' / coalesce(n.fair_weight, 1) AS step,
+                   coalesce(sum(interval '1 millisecond' / coalesce(n.fair_weight, 1))
+                                OVER (PARTITION BY n.queue, n.rate_key, n.priority, coalesce(n.fair_key, '')
+                                      ORDER BY n.id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),
+                            interval '0') AS after
             FROM inserted n
             WHERE n.state = 'available' AND EXISTS (SELECT 1 FROM fair_queues f WHERE f.queue = n.queue)
         ), turns AS MATERIALIZED (
-            SELECT g.queue, g.rate_key, g.priority, g.k, fair_turn(g.queue, g.rate_key, g.priority, g.k, g.at) AS base
-            FROM (SELECT n.queue, n.rate_key, n.priority, n.k, min(n.run_at) AS at FROM n
-                  GROUP BY n.queue, n.rate_key, n.priority, n.k) g
+            SELECT g.queue, g.rate_key, g.priority, g.k, fair_turn(g.queue, g.rate_key, g.priority, g.k, g.at, g.step)
+                       AS base
+            FROM (SELECT DISTINCT ON (n.queue, n.rate_key, n.priority, n.k) n.queue, n.rate_key, n.priority, n.k,
+                         min(n.run_at) OVER (PARTITION BY n.queue, n.rate_key, n.priority, n.k) AS at, n.step
+                  FROM n ORDER BY n.queue, n.rate_key, n.priority, n.k, n.id) g
         )
         INSERT INTO ready (slot, queue, rate_key, priority, run_at, job_id, task, fair_key, turn)
-        SELECT v_slot, n.queue, n.rate_key, n.priority, n.run_at, n.id, n.task, n.k,
-               t.base + (row_number() OVER (PARTITION BY n.queue, n.rate_key, n.priority, n.k ORDER BY n.id) - 1)
-                        * interval '1 millisecond'
+        SELECT v_slot, n.queue, n.rate_key, n.priority, n.run_at, n.id, n.task, n.k, t.base + n.after
         FROM n JOIN turns t USING (queue, rate_key, priority, k);
     END IF;
     RETURN NULL;

@@ -66,7 +66,8 @@ extension Components.Schemas.JobRequest {
             // it first); a `null` under a key the document does not know is still an unknown key.
             if field == .null {
                 switch key {
-                case "queue", "priority", "run_at", "delay", "idempotency_key", "metadata", "input", "fair_key":
+                case "queue", "priority", "run_at", "delay", "idempotency_key", "metadata", "input", "fair_key",
+                    "fair_weight":
                     continue
                 default: return nil
                 }
@@ -81,6 +82,7 @@ extension Components.Schemas.JobRequest {
             case "delay": guard let text = field.quickString else { return nil }; delay = text
             case "idempotency_key": guard let text = field.quickString else { return nil }; idempotencyKey = text
             case "fair_key": guard let text = field.quickString else { return nil }; fairKey = text
+            case "fair_weight": guard case .number(let number) = field else { return nil }; fairWeight = number.double
             case "metadata": metadata = field
             case "input": input = field
             case "stages":

@@ -54,6 +54,9 @@ struct Enqueue: AdminCommand {
     @Option(help: "With --task: the key (a tenant) its stages take turns under with other keys' in its queue.")
     var fairKey: String?
 
+    @Option(help: "With --task: its stages' weight under that key (default 1; 2 takes twice the turns of 1).")
+    var fairWeight: Double?
+
     @Option(help: "With --task: while a job with this unique key has not finished, answer it instead of a new one.")
     var uniqueKey: String?
 
@@ -74,6 +77,7 @@ struct Enqueue: AdminCommand {
             ("--args", args), ("--input", input), ("--lane", lane), ("--queue", queue), ("--priority", priority),
             ("--delay", delay), ("--run-at", runAt), ("--idempotency-key", idempotencyKey), ("--metadata", metadata),
             ("--unique-key", uniqueKey), ("--unique-window", uniqueWindow), ("--fair-key", fairKey),
+            ("--fair-weight", fairWeight),
         ]
         switch (file, task) {
         case (nil, nil): throw ValidationError("give a job file (or - for standard input), or --task")
@@ -179,7 +183,8 @@ struct Enqueue: AdminCommand {
         return Components.Schemas.JobRequest(
             queue: queue, priority: priority, runAt: runAtTime, delay: delay, idempotencyKey: idempotencyKey,
             unique: uniqueKey.map { .init(key: $0, window: uniqueWindow) },
-            metadata: metadata, fairKey: fairKey, input: try input.map { try json($0, option: "--input") },
+            metadata: metadata, fairKey: fairKey, fairWeight: fairWeight,
+            input: try input.map { try json($0, option: "--input") },
             stages: [.TaskStageRequest(.init(task: task ?? "", args: args, lane: lane))])
     }
 

@@ -66,7 +66,12 @@ struct JobTree {
             lines.append(fit("path: " + path.map { Text.printable($0.description) }.joined(separator: " → ")))
         }
         if let key = job.idempotencyKey { lines.append(fit("idempotency key: " + Text.printable(key))) }
-        if let key = job.fairKey { lines.append(fit("fair key: " + Text.printable(key))) }
+        let weight = job.fairWeight.map { $0 == $0.rounded() ? String(Int($0)) : String($0) }
+        if let key = job.fairKey {
+            lines.append(fit("fair key: " + Text.printable(key) + (weight.map { " (weight \($0))" } ?? "")))
+        } else if let weight {
+            lines.append(fit("fair weight: \(weight)"))
+        }
         if job.metadata != [:] { lines.append(fit("metadata: " + Text.preview(job.metadata, limit: console.width))) }
         lines.append(fit("input: " + Text.preview(job.input, limit: console.width)))
         return lines

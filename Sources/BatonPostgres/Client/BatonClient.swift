@@ -54,14 +54,17 @@ public final class BatonClient: Service, Sendable {
 
     /// Enqueues a typed chain. A repeated `idempotencyKey` returns the existing job, and so does a
     /// job that `unique` says is the same as one that holds its key (the handle's `inserted` is
-    /// false then). `fairKey`: the key (a tenant) its stages take turns under (``NewJob/fairKey``).
+    /// false then). `fairKey`: the key (a tenant) its stages take turns under (``NewJob/fairKey``),
+    /// with `fairWeight` (``NewJob/fairWeight``).
     public func enqueue<Output>(
         _ chain: Chain<Output>, queue: String = "default", priority: Int = 0, runAt: Date? = nil,
-        idempotencyKey: String? = nil, metadata: JSONValue = [:], unique: Uniqueness? = nil, fairKey: String? = nil
+        idempotencyKey: String? = nil, metadata: JSONValue = [:], unique: Uniqueness? = nil, fairKey: String? = nil,
+        fairWeight: Double? = nil
     ) async throws -> JobHandle<Output> {
         let job = NewJob(
             chain: try chain.definition(), queue: queue, priority: priority, runAt: runAt,
-            idempotencyKey: idempotencyKey, metadata: metadata, unique: unique, fairKey: fairKey)
+            idempotencyKey: idempotencyKey, metadata: metadata, unique: unique, fairKey: fairKey,
+            fairWeight: fairWeight)
         let enqueued = try await enqueue([job])[0]
         return JobHandle(id: enqueued.id, inserted: enqueued.inserted, client: self)
     }

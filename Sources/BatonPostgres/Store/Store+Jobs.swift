@@ -12,7 +12,7 @@ extension Store {
             SELECT \(unescaped: Self.recordColumns), \(unescaped: waitFacts), \(unescaped: progressColumn)
             FROM \(unescaped: schema).jobs j WHERE id = \(id)
             """, logger: logger)
-        return try rows.first.map { try Self.jobRecord($0, waitFactsAt: 22) }
+        return try rows.first.map { try Self.jobRecord($0, waitFactsAt: Self.recordColumnCount) }
     }
 
     /// How many members of a stage ``jobWithMembers(_:)`` lists (a group has at most this many;
@@ -53,19 +53,25 @@ extension Store {
             FROM \(unescaped: schema).jobs j WHERE id = \(id)
             """, logger: logger)
         guard let row = rows.first else { return nil }
-        var job = try Self.jobRecord(row, waitFactsAt: 22)
-        for count in try JSONValue(parsing: try Array(row)[25].decode(String?.self) ?? "[]").arrayValue ?? [] {
+        var job = try Self.jobRecord(row, waitFactsAt: Self.recordColumnCount)
+        for count in try JSONValue(parsing: try Array(row)[Self.recordColumnCount + 3].decode(String?.self) ?? "[]")
+            .arrayValue ?? []
+        {
             guard let fields = count.arrayValue, fields.count == 3,
                 let state = JobState(rawValue: fields[1].stringValue ?? "")
             else { continue }
             job.memberCounts[try fields[0].decode(as: Int.self), default: [:]][state] = try fields[2].decode(
                 as: Int.self)
         }
-        for count in try JSONValue(parsing: try Array(row)[26].decode(String?.self) ?? "[]").arrayValue ?? [] {
+        for count in try JSONValue(parsing: try Array(row)[Self.recordColumnCount + 4].decode(String?.self) ?? "[]")
+            .arrayValue ?? []
+        {
             guard let fields = count.arrayValue, fields.count == 2 else { continue }
             job.unstartedElements[try fields[0].decode(as: Int.self)] = try fields[1].decode(as: Int.self)
         }
-        let members = try JSONValue(parsing: try Array(row)[24].decode(String?.self) ?? "[]").arrayValue ?? []
+        let members =
+            try JSONValue(parsing: try Array(row)[Self.recordColumnCount + 2].decode(String?.self) ?? "[]").arrayValue
+            ?? []
         return (
             job,
             try members.map { member in
@@ -110,10 +116,12 @@ extension Store {
             """, changes: true)
     }
 
+    /// How many `recordColumns` are: what a statement selects after them starts there.
+    static let recordColumnCount = 23
     static let recordColumns = """
         id, queue, priority::int, state::text, run_at, created_at, attempted_at, finished_at, chain::text, stage,
         attempt, input::text, results::text, errors::text, metadata::text, lane, worker_id, parent_id,
-        member_index, idempotency_key, enqueued_by, fair_key
+        member_index, idempotency_key, enqueued_by, fair_key, fair_weight
         """
 
     /// A column of `j`'s ``WaitFacts`` as JSON text, null once it has finished: whether its queue
@@ -138,6 +146,25 @@ extension Store {
                                                              + extract(epoch FROM now() - coalesce(b.refilled_at, r.refilled_at))
                                                              * 1000.0 * r.rate / r.per_ms) AS tokens) t
                          WHERE j.state = 'available' AND j.rate_key <> '' AND r.key = j.rate_key),
+                -- an available stage in a fair queue: the keys with stages waiting there, and its
+                -- key's stages (each counted only so far, through `ready_keys`)
+                'fair', (SELECT json_build_array(
+                             (SELECT count(*) FROM (
+                                  WITH RECURSIVE k(key) AS (
+                                      (SELECT r.fair_key FROM \(schema).ready r
+                                       WHERE r.queue = j.queue AND r.fair_key IS NOT NULL ORDER BY r.fair_key LIMIT 1)
+                                      UNION ALL
+                                      SELECT (SELECT r.fair_key FROM \(schema).ready r
+                                              WHERE r.queue = j.queue AND r.fair_key > k.key ORDER BY r.fair_key LIMIT 1)
+                                      FROM k WHERE k.key IS NOT NULL)
+                                  SELECT 1 FROM k WHERE k.key IS NOT NULL
+                                  LIMIT \(WaitFacts.FairShareFacts.countedKeys + 1)) n),
+                             (SELECT count(*) FROM (
+                                  SELECT 1 FROM \(schema).ready r
+                                  WHERE r.queue = j.queue AND r.fair_key = coalesce(j.fair_key, '')
+                                  LIMIT \(WaitFacts.FairShareFacts.countedStages + 1)) n))
+                         WHERE j.state = 'available'
+                           AND EXISTS (SELECT 1 FROM \(schema).fair_queues f WHERE f.queue = j.queue)),
                 -- a holder waiting to retry (it keeps its place), else the oldest; and how many hold it
                 'head', (SELECT json_build_array(h.id, h.state, h.run_at, count(*) OVER ())
                          FROM \(laneHolders(job: "h")) WHERE j.state = 'waiting' AND o.lane = j.lane
@@ -182,6 +209,7 @@ extension Store {
                 parentID: try columns[17].decode(Int64?.self), memberIndex: try columns[18].decode(Int?.self),
                 idempotencyKey: try text(19), enqueuedBy: try text(20))
             job.fairKey = try text(21)
+            job.fairWeight = try columns[22].decode(Double?.self)
             if let factsColumn, let facts = try text(factsColumn) {
                 job.waitingFor = WaitReason.reasons(for: job, facts: try waitFacts(JSONValue(parsing: facts)))
             }
@@ -217,6 +245,10 @@ extension Store {
                     nextIn: .milliseconds(Int64((fields[4].numberValue?.double ?? 0).rounded(.up))))
             })
         facts.features = json["features"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        if let fields = json["fair"]?.arrayValue, fields.count == 2 {
+            facts.fairShare = WaitFacts.FairShareFacts(
+                keys: try fields[0].decode(as: Int.self), stages: try fields[1].decode(as: Int.self))
+        }
         facts.featureWorkers = try json["feature_workers"]?.decode(as: Int.self) ?? 0
         return facts
     }

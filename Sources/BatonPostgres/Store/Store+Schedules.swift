@@ -7,7 +7,7 @@ import PostgresNIO
 extension Store {
     private static let scheduleColumns = """
         name, cron, time_zone, misfire, paused, source, request::text, queue, priority, metadata::text, input::text,
-        chain::text, next_run_at, last_run_at, last_job_id, created_at, updated_at, fair_key
+        chain::text, next_run_at, last_run_at, last_job_id, created_at, updated_at, fair_key, fair_weight
         """
 
     /// Creates or replaces `schedule`, owned by `source`. Its next slot is computed from `now`
@@ -47,16 +47,18 @@ extension Store {
             """
             INSERT INTO \(unescaped: schema).schedules AS s
                 (name, cron, time_zone, misfire, paused, source, request, queue, priority, metadata, input, chain,
-                 next_run_at, fair_key)
+                 next_run_at, fair_key, fair_weight)
             VALUES (\(schedule.name), \(schedule.cron.description), \(schedule.timeZone.identifier),
                     \(schedule.misfire.name), \(schedule.paused), \(source.rawValue), \(schedule.request?.jsonText)::jsonb,
                     \(schedule.job.queue), \(schedule.job.priority), \(schedule.job.metadata.jsonText)::jsonb,
-                    \(schedule.job.chain.input.jsonText)::jsonb, \(chain)::jsonb, \(next), \(schedule.job.fairKey))
+                    \(schedule.job.chain.input.jsonText)::jsonb, \(chain)::jsonb, \(next), \(schedule.job.fairKey),
+                    \(schedule.job.fairWeight))
             ON CONFLICT (name) DO UPDATE SET
                 cron = excluded.cron, time_zone = excluded.time_zone, misfire = excluded.misfire,
                 paused = excluded.paused, source = excluded.source, request = excluded.request,
                 queue = excluded.queue, priority = excluded.priority, metadata = excluded.metadata,
-                input = excluded.input, chain = excluded.chain, fair_key = excluded.fair_key, updated_at = now(),
+                input = excluded.input, chain = excluded.chain, fair_key = excluded.fair_key,
+                fair_weight = excluded.fair_weight, updated_at = now(),
                 next_run_at = CASE
                     WHEN s.cron = excluded.cron AND s.time_zone = excluded.time_zone AND s.paused = excluded.paused
                     THEN s.next_run_at ELSE excluded.next_run_at END
@@ -225,7 +227,8 @@ extension Store {
             request: (try? cells[6].decode(String?.self))?.flatMap { try? JSONValue(parsing: $0) },
             job: NewJob(
                 chain: ChainDefinition(input: input, stages: stages), queue: queue, priority: priority,
-                metadata: metadata, fairKey: (try? cells[17].decode(String?.self)) ?? nil),
+                metadata: metadata, fairKey: (try? cells[17].decode(String?.self)) ?? nil,
+                fairWeight: (try? cells[18].decode(Double?.self)) ?? nil),
             nextRunAt: try? cells[12].decode(Date?.self), lastRunAt: try? cells[13].decode(Date?.self),
             lastJobID: try? cells[14].decode(Int64?.self), createdAt: createdAt, updatedAt: updatedAt)
     }

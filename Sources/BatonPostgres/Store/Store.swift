@@ -123,8 +123,8 @@ extension Store {
     }
 
     /// The batch as `enqueue` reads it: `[{"queue", "priority", "run_at"?, "chain", "input", "metadata",
-    /// "key"?, "owner"?, "key_owners"?, "no_tags"?, "features"?, "fair_key"?}, …]`, written straight to JSON text (no
-    /// `Codable` on this path). `no_tags` spares the database looking for what a job without metadata
+    /// "key"?, "owner"?, "key_owners"?, "no_tags"?, "features"?, "fair_key"?, "fair_weight"?}, …]`,
+    /// written straight to JSON text (no `Codable` on this path). `no_tags` spares the database looking for what a job without metadata
     /// or args is found by; `features` are those its chain uses (``ChainDefinition/features``).
     private static func enqueueBatch(_ jobs: [ValidJob]) -> String {
         var batch: [UInt8] = []
@@ -179,6 +179,10 @@ extension Store {
             if let fairKey = job.fairKey {
                 batch.append(contentsOf: ",\"fair_key\":".utf8)
                 JSONValue.string(fairKey).write(into: &batch)
+            }
+            if let fairWeight = job.fairWeight.flatMap(JSONNumber.init) {
+                batch.append(contentsOf: ",\"fair_weight\":".utf8)
+                JSONValue.number(fairWeight).write(into: &batch)
             }
             if let unique = job.unique {
                 batch.append(contentsOf: ",\"unique_key\":".utf8)

@@ -29,6 +29,8 @@ public struct WaitReason: Sendable, Hashable {
         case snoozed
         /// Its stage's rate limit key has no token; the next comes at ``until``.
         case rateLimited = "rate-limited"
+        /// Its queue takes several fairness keys' stages in turns, and its key waits for its turns.
+        case fairShare = "fair-share"
     }
 
     public var kind: Kind
@@ -81,6 +83,18 @@ package struct WaitFacts: Sendable, Hashable {
     package var snoozed = false
     /// The rate limit of its stage's key, when it is available and has one.
     package var rateLimit: RateLimitFacts? = nil
+    /// Its turns in a fair queue, when it is available in one.
+    package var fairShare: FairShareFacts? = nil
+
+    package struct FairShareFacts: Sendable, Hashable {
+        /// Keys with stages waiting in the queue, its own included, up to ``FairShareFacts/countedKeys`` + 1.
+        package var keys: Int
+        /// Its key's stages waiting there, itself included, up to ``FairShareFacts/countedStages`` + 1.
+        package var stages: Int
+        /// How far the look-ups count: a job's page stays cheap under a flood of any size.
+        package static let countedKeys = 100
+        package static let countedStages = 10_000
+    }
 
     package struct RateLimitFacts: Sendable, Hashable {
         package var key: String
@@ -169,6 +183,9 @@ extension WaitReason {
         case .waiting where job.lane != nil:
             reasons.append(laneReason(job.lane ?? "", facts: facts))
         case .available:
+            if let fair = facts.fairShare, fair.keys > 1 {
+                reasons.append(fairShareReason(job, fair))
+            }
             if let limit = facts.rateLimit, limit.tokens < 1 {
                 let next = Date().addingTimeInterval(Double(limit.nextIn.milliseconds) / 1000)
                 reasons.append(
@@ -181,6 +198,18 @@ extension WaitReason {
         default: break
         }
         return reasons
+    }
+
+    /// Waiting for its key's turns among others'.
+    private static func fairShareReason(_ job: JobRecord, _ fair: WaitFacts.FairShareFacts) -> WaitReason {
+        typealias Counted = WaitFacts.FairShareFacts
+        let keys = fair.keys > Counted.countedKeys ? "more than \(Counted.countedKeys)" : "\(fair.keys)"
+        let stages = fair.stages > Counted.countedStages ? "more than \(Counted.countedStages)" : "\(fair.stages)"
+        let key = job.fairKey.map { "its key \(quoted($0))" } ?? "the key \"\" of stages without one"
+        return WaitReason(
+            kind: .fairShare,
+            message: "queue \(quoted(job.queue)) takes the stages of \(keys) keys in turns (fair share); \(key) has "
+                + "\(stages) stages waiting, this one among them")
     }
 
     /// What a lane holder waiting to retry keeps waiting, and how to let it go.

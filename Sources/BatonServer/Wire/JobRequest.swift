@@ -50,6 +50,7 @@ struct JobReader {
             job.metadata = metadata
         }
         job.fairKey = request.fairKey
+        job.fairWeight = request.fairWeight
         job.chain.stages = try stages(request.stages, at: "stages")
         return job
     }

@@ -21,7 +21,8 @@ extension Components.Schemas.Job {
             stages: job.chain.indices.map { index in
                 .init(index, of: job, members: members.filter { $0.stage == index })
             },
-            idempotencyKey: job.idempotencyKey, fairKey: job.fairKey, parentId: job.parentID,
+            idempotencyKey: job.idempotencyKey, fairKey: job.fairKey, fairWeight: job.fairWeight,
+            parentId: job.parentID,
             waitingFor: job.waitingFor.map(Components.Schemas.WaitReason.init))
     }
 }

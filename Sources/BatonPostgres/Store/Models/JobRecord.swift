@@ -65,6 +65,8 @@ public struct JobRecord: Sendable {
     public var enqueuedBy: String?
     /// The key its stages take turns under in fair queues (``NewJob/fairKey``).
     public var fairKey: String?
+    /// Its stages' weight under that key (``NewJob/fairWeight``); nil: 1.
+    public var fairWeight: Double?
     /// Why it is not running now, if it has not finished; filled by reads of one job
     /// (``BatonClient/job(_:)``), not by listings.
     public var waitingFor: [WaitReason] = []
@@ -110,5 +112,6 @@ extension JobRecord {
             metadata: job.metadata, lane: job.chain.stages.first?.lane, workerID: nil, parentID: nil, memberIndex: nil,
             idempotencyKey: job.idempotencyKey, enqueuedBy: job.enqueuedBy)
         fairKey = job.fairKey
+        fairWeight = job.fairWeight
     }
 }

@@ -21,6 +21,12 @@ public struct NewJob: Sendable {
     /// jobs name one, claims rotate among the keys with stages ready, so that one key's flood does
     /// not hold back another's trickle (docs/semantics.md#fair-share). nil: the queue's shared turn.
     public var fairKey: String?
+    /// Its stages' weight under their key (``fairKey``, or the shared one) in a fair queue: a key
+    /// whose jobs weigh 2 takes twice the turns of one whose jobs weigh 1 while both have stages
+    /// ready (a paying tier's share). ``weights`` bounds it; nil: 1.
+    public var fairWeight: Double?
+    /// The weights a job may have: from a thousandth to a thousand.
+    public static let weights = 0.001...1000.0
     /// Who enqueued it, opaque to Baton (the control plane stores a fingerprint of the caller's
     /// token, so that an `enqueue` token can read its own jobs).
     public var enqueuedBy: String?
@@ -32,9 +38,10 @@ public struct NewJob: Sendable {
     public init(
         chain: ChainDefinition, queue: String = "default", priority: Int = 0, runAt: Date? = nil,
         idempotencyKey: String? = nil, metadata: JSONValue = [:], enqueuedBy: String? = nil, unique: Uniqueness? = nil,
-        fairKey: String? = nil
+        fairKey: String? = nil, fairWeight: Double? = nil
     ) {
         self.fairKey = fairKey
+        self.fairWeight = fairWeight
         self.chain = chain
         self.queue = queue
         self.priority = priority

@@ -38,6 +38,9 @@ extension NewJob {
         try metadata.checkStorable(at: "metadata")
         try unique?.check(path: "unique")
         if let fairKey { try ChainDefinition.checkName(fairKey, path: "fair_key", what: "fairness key") }
+        if let fairWeight, !NewJob.weights.contains(fairWeight) {
+            throw .invalidChain(path: "fair_weight", reason: "a weight is a number from 0.001 to 1000")
+        }
         return ValidJob(self)
     }
 }

@@ -108,6 +108,8 @@ extension Dashboard {
         var idempotencyKey: String?
         /// The key its stages take turns under in fair queues.
         var fairKey: String?
+        /// Its stages' weight under that key, when not the default.
+        var fairWeight: String?
         var parent: String?
         var waiting: [Reason]
         var chain: [Node]
@@ -289,7 +291,9 @@ extension Dashboard {
             runAt: job.runAt > now && !finished
                 ? DashboardText.time(job.runAt) + " (" + DashboardText.relative(job.runAt, now: now) + ")" : nil,
             runAtLabel: awaitsSignal(job) ? "Signal due by" : "Runs",
-            idempotencyKey: job.idempotencyKey, fairKey: job.fairKey, parent: job.parentId.map { "/ui/jobs/\($0)" },
+            idempotencyKey: job.idempotencyKey, fairKey: job.fairKey,
+            fairWeight: job.fairWeight.map { $0 == $0.rounded() ? String(Int($0)) : String($0) },
+            parent: job.parentId.map { "/ui/jobs/\($0)" },
             waiting: job.waitingFor.map { reason in
                 JobView.Reason(message: reason.message, link: reason.job.map { "/ui/jobs/\($0)" })
             }, chain: chain, path: job.takenPath.map { $0.map(\.description).joined(separator: " → ") },

@@ -77,6 +77,9 @@ public enum MetricsExposition {
             "1 when some of the queue's oldest available jobs are of a task no live worker serving it runs.",
         "baton_workers_silent": "Registered workers whose last heartbeat is older than their lease.",
         "baton_schedules_late": "Schedules not paused whose next run is more than a minute overdue.",
+        "baton_fair_keys_waiting": "In a fair queue, the fairness keys with stages waiting.",
+        "baton_fair_key_stages":
+            "Stages waiting of the fairness keys with the most in a fair queue (the five with the most only).",
         "baton_queue_paused": "1 when the queue is paused (no worker claims from it), 0 when not.",
         "baton_lanes_blocked": "Lanes whose holder failed and waits to retry: nothing behind it moves.",
         "baton_workers_alive": "Workers whose last heartbeat is within their lease.",

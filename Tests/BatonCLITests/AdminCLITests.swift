@@ -454,6 +454,16 @@ struct AdminCLITests {
             #expect(
                 try unserved.lines.first { $0.hasPrefix("default ") }.map { $0.split(separator: " ")[1] } != "unserved")
             #expect(try await Self.baton(["queues", "pause", "bad\tname"], server).status == 1)
+
+            // A fair queue's keys with stages waiting, below the table; the API's view in --json.
+            for key in ["t-1", "t-1", "t-2"] {
+                try await server.enqueue(["queue": "tenants", "fair_key": .string(key), "stages": [["task": "noop"]]])
+            }
+            let fair = try await Self.baton(["queues"], server)
+            #expect(fair.lines.contains("queue tenants: 2 fairness keys have stages waiting; most: t-1 2, t-2 1"))
+            let fairJSON = try await Self.baton(["queues", "list", "--json"], server)
+            let tenants = try #require(try fairJSON.json(QueueList.self).queues.first { $0.name == "tenants" })
+            #expect(tenants.fairShare?.keys == 2 && tenants.fairShare?.top.first?.key == "t-1")
         }
     }
 

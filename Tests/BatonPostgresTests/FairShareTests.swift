@@ -36,8 +36,16 @@ struct FairShareTests {
                     "queue \"fair\" takes the stages of 2 keys in turns (fair share); its key \"b\" has 10 stages "
                         + "waiting, this one among them"
                 ])
+            // The operator sees the keys with stages waiting, most first.
+            let backlog = try await db.store.fairShareBacklogs()
+            #expect(backlog["fair"]?.keys == 2)
+            #expect(backlog["fair"]?.top.map { "\($0.key) \($0.stages)" } == ["a 200", "b 10"])
+            #expect(
+                try await db.store.queueSummaries(finishedSince: Date()).first { $0.name == "fair" }?.fairShare
+                    == backlog["fair"])
             let first = try await db.store.claim(queue: "fair", limit: 20, worker: "w")
             #expect(shares(first, keys) == ["a": 10, "b": 10])
+            #expect(try await db.store.fairShareBacklogs()["fair"]?.top.map { "\($0.key) \($0.stages)" } == ["a 190"])
             // `b` has nothing left: `a` alone takes every slot.
             let rest = try await db.store.claim(queue: "fair", limit: 200, worker: "w")
             #expect(shares(rest, keys) == ["a": 190])

@@ -297,6 +297,21 @@ struct DashboardTests {
             #expect(overview.contains("aria-label=\"1 discarded\""))
             #expect(overview.contains("<polyline class=\"line completed\" points=\""))
             #expect(try await visitor.get("/ui?range=day").status == 200)
+            #expect(!overview.contains("<h2>Fair share</h2>"), "no fair queue yet")
+
+            // A fair queue's keys with stages waiting (in a queue nobody serves), most first.
+            for key in ["t-1", "t-1", ""] {
+                try await server.enqueue(
+                    key.isEmpty
+                        ? ["queue": "tenants", "stages": [["task": "noop"]]]
+                        : ["queue": "tenants", "fair_key": .string(key), "stages": [["task": "noop"]]])
+            }
+            let fair = try await visitor.get("/ui").html
+            #expect(fair.contains("<h2>Fair share</h2>"))
+            #expect(
+                fair.contains(
+                    "<tr><th scope=\"row\">tenants</th><td class=\"num\" data-label=\"keys waiting\">2</td><td data-label=\"most stages waiting\"><span class=\"fair-key\"><code>t-1</code> 2</span> <span class=\"fair-key\"><code>&quot;&quot;</code> 1</span> </td></tr>"
+                ), "\(fair)")
         }
     }
 

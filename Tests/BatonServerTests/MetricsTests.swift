@@ -115,6 +115,11 @@ struct MetricsTests {
             #expect(cancelled["state"] == "cancelled")
             _ = try await Self.post(base + "/v1/jobs", #"{"delay": "1h", "stages": [{"task": "noop"}]}"#)
             _ = try await Self.post(base + "/v1/jobs", #"{"queue": "idle", "stages": [{"task": "noop"}]}"#)
+            // Two tenants' stages waiting in a fair queue nobody serves.
+            for key in ["t-1", "t-1", "t-2"] {
+                _ = try await Self.post(
+                    base + "/v1/jobs", #"{"queue": "tenants", "fair_key": "\#(key)", "stages": [{"task": "noop"}]}"#)
+            }
             let blocking = try await Self.post(
                 base + "/v1/jobs",
                 #"{"stages": [{"task": "http", "args": \#(failing), "lane": "l-1", "max_attempts": 5, "backoff": {"kind": "constant", "initial": "1h"}}]}"#
@@ -165,6 +170,10 @@ struct MetricsTests {
             #expect(control.value("baton_workers_silent") == 1)
             #expect(control.value("baton_schedules_late") == 0)
             #expect(control.value("baton_queue_task_unserved", ["queue": "default", "task": "resize"]) == 1)
+            #expect(control.value("baton_fair_keys_waiting", ["queue": "tenants"]) == 2)
+            #expect(control.value("baton_fair_key_stages", ["queue": "tenants", "key": "t-1"]) == 2)
+            #expect(control.value("baton_fair_key_stages", ["queue": "tenants", "key": "t-2"]) == 1)
+            #expect(control.value("baton_fair_keys_waiting", ["queue": "idle"]) == nil, "not a fair queue")
             // Every state of a queue present, 0 included; the queue nobody serves flagged.
             #expect(control.value("baton_queue_jobs", ["queue": "idle", "state": "running"]) == 0)
             #expect(control.value("baton_queue_unserved", ["queue": "idle"]) == 1)

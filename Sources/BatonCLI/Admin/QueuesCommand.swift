@@ -17,7 +17,8 @@ struct Queues: AsyncParsableCommand {
                 unserved-task (some of its oldest available jobs are of a task no live worker serving it \
                 runs; named below the table) or active; WORKERS counts the live workers serving it. Each state counts the jobs \
                 `baton jobs list --queue Q --state S` lists (group members are in their parent), but \
-                DONE: the completions of the last 24 hours (group members' included).
+                DONE: the completions of the last 24 hours (group members' included). Below the table, \
+                each fair queue's keys with stages waiting and the five with the most.
                 """)
 
         @OptionGroup var local: AdminOptions
@@ -47,6 +48,13 @@ struct Queues: AsyncParsableCommand {
                         + [queue.oldestAvailableAgeSeconds.map(Text.span) ?? "-"])
             }
             console.out(table.render(on: console))
+            for queue in queues {
+                guard let fair = queue.fairShare else { continue }
+                let top = fair.top.map { "\(Text.printable($0.key.isEmpty ? "\"\"" : $0.key)) \($0.stages)" }
+                console.out(
+                    "queue \(queue.name): \(fair.keys) fairness keys have stages waiting; most: "
+                        + top.joined(separator: ", "))
+            }
             for queue in queues where !queue.unservedTasks.isEmpty {
                 console.err(
                     "queue \(queue.name): no live worker serving it runs "

@@ -19,6 +19,10 @@ import Synchronization
 /// - `baton_workers_silent`: registered workers whose last heartbeat is older than their lease.
 /// - `baton_schedules_late`: schedules not paused whose next run is more than a minute overdue
 ///   (no worker leads the maintenance that runs them).
+/// - `baton_fair_keys_waiting{queue}`: in a fair queue, the keys with stages waiting.
+/// - `baton_fair_key_stages{queue, key}`: the stages waiting of the five keys with the most
+///   (``Store/fairShareBacklogs()``); a key that leaves those five leaves the page, so that the
+///   series stay as few as the queues, whatever the number of tenants.
 ///
 /// A queue is reported while it has unfinished jobs or is paused, and with zeros once it has
 /// neither, so that a series ends at 0 rather than at its last value; an unserved task likewise.
@@ -27,8 +31,9 @@ import Synchronization
 /// per scrape rather than one per worker, and none when nobody scrapes.
 package final class ClusterMetrics: Sendable {
     let store: Store
-    private let state = Mutex<(reported: Set<String>, tasks: Set<[String]>, last: ContinuousClock.Instant?)>(
-        ([], [], nil))
+    private let state = Mutex<
+        (reported: Set<String>, tasks: Set<[String]>, fairKeys: [[String]: Gauge], last: ContinuousClock.Instant?)
+    >(([], [], [:], nil))
 
     package init(store: Store) {
         self.store = store
@@ -44,10 +49,11 @@ package final class ClusterMetrics: Sendable {
         }
         guard due else { return }
         do {
-            let (previously, tasks) = state.withLock { ($0.reported, $0.tasks) }
+            let (previously, tasks, fairKeys) = state.withLock { ($0.reported, $0.tasks, $0.fairKeys) }
             let reported = try await read(previously: previously)
             let unserved = try await readUnservedTasks(previously: tasks)
-            state.withLock { ($0.reported, $0.tasks) = (reported, unserved) }
+            let keys = try await readFairKeys(previously: fairKeys)
+            state.withLock { ($0.reported, $0.tasks, $0.fairKeys) = (reported, unserved, keys) }
         } catch {
             store.logger.debug("cluster metrics not read", metadata: ["error": "\(error.logDescription)"])
         }
@@ -128,6 +134,29 @@ package final class ClusterMetrics: Sendable {
                 .record(now.contains(pair) ? 1 : 0)
         }
         return previously.union(now)
+    }
+
+    /// Sets `baton_fair_keys_waiting` for each fair queue with stages waiting (0 once it has none)
+    /// and `baton_fair_key_stages` for the keys with the most stages waiting now; the gauges of
+    /// keys no longer among them are destroyed. Returns those set.
+    private func readFairKeys(previously: [[String]: Gauge]) async throws -> [[String]: Gauge] {
+        let backlogs = try await store.fairShareBacklogs()
+        for queue in Set(backlogs.keys).union(previously.keys.map { $0[0] }) {
+            Gauge(label: "baton_fair_keys_waiting", dimensions: [("queue", queue)])
+                .record(backlogs[queue]?.keys ?? 0)
+        }
+        var gauges: [[String]: Gauge] = [:]
+        for (queue, backlog) in backlogs {
+            for key in backlog.top {
+                let gauge =
+                    previously[[queue, key.key]]
+                    ?? Gauge(label: "baton_fair_key_stages", dimensions: [("queue", queue), ("key", key.key)])
+                gauge.record(key.stages)
+                gauges[[queue, key.key]] = gauge
+            }
+        }
+        for (pair, gauge) in previously where gauges[pair] == nil { gauge.destroy() }
+        return gauges
     }
 
     private static let unfinished = ["available", "running", "scheduled", "retryable", "waiting"]

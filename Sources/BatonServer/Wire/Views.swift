@@ -145,7 +145,10 @@ extension Components.Schemas.Queue {
                 discarded: count(.discarded), cancelled: count(.cancelled)),
             oldestAvailableAt: queue.oldestAvailable,
             oldestAvailableAgeSeconds: queue.oldestAvailable.map { max(0, now.timeIntervalSince($0)) },
-            workers: queue.workers, unserved: queue.unserved, unservedTasks: queue.unservedTasks)
+            workers: queue.workers, unserved: queue.unserved, unservedTasks: queue.unservedTasks,
+            fairShare: queue.fairShare.map { fair in
+                .init(keys: fair.keys, top: fair.top.map { .init(key: $0.key, stages: $0.stages) })
+            })
     }
 }
 

@@ -45,8 +45,21 @@ extension Dashboard {
             var action: String
         }
 
+        /// A fair queue's keys with stages waiting, and the ones with the most.
+        struct FairQueue: Sendable {
+            struct Key: Sendable {
+                var key: String
+                var stages: Int
+            }
+
+            var name: String
+            var keys: Int
+            var top: [Key]
+        }
+
         var trouble: [Trouble]
         var queues: [Queue]
+        var fairQueues: [FairQueue]
         var states: [String]
         var ranges: [Range]
         /// Whether the caller sees the whole cluster (workers, lanes): a token limited to no queue.
@@ -131,6 +144,13 @@ extension Dashboard {
                                 ("p95", "p95", bins.map { $0?.wait(percentile: 0.95) }),
                             ]),
                     ])
+            },
+            fairQueues: names.sorted().compactMap { name in
+                statuses[name]?.fairShare.map { fair in
+                    Overview.FairQueue(
+                        name: name, keys: fair.keys,
+                        top: fair.top.map { .init(key: $0.key.isEmpty ? "\"\"" : $0.key, stages: $0.stages) })
+                }
             },
             states: Self.shownStates.map(Self.stateHeading),
             ranges: [

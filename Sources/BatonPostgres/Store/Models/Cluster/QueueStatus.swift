@@ -20,6 +20,8 @@ public struct QueueStatus: Sendable, Hashable {
     /// Tasks of its oldest available jobs that no live worker serving it runs
     /// (``Store/unservedTasks()``): those jobs wait for a worker that registers them.
     public var unservedTasks: [String]
+    /// In a fair queue: the keys with stages waiting (``Store/fairShareBacklogs()``).
+    public var fairShare: FairShareBacklog?
 
     package init(
         name: String, counts: [JobState: Int] = [:], oldestAvailable: Date? = nil, paused: Bool = false,
@@ -32,4 +34,18 @@ public struct QueueStatus: Sendable, Hashable {
         self.workers = workers
         self.unservedTasks = unservedTasks
     }
+}
+
+/// The fairness keys with stages waiting in a fair queue: how many, and the ones with the most.
+public struct FairShareBacklog: Sendable, Hashable {
+    public struct Key: Sendable, Hashable {
+        public var key: String
+        /// Its stages waiting for a worker (available now).
+        public var stages: Int
+    }
+
+    /// Keys with stages waiting, the shared key `""` of stages without one included.
+    public var keys: Int
+    /// The ``Store/fairKeysShown`` keys with the most stages waiting, most first.
+    public var top: [Key]
 }

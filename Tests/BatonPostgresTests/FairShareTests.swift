@@ -8,11 +8,14 @@ import Testing
 /// in turns (`ready.turn`, migration 28), decided by the database when each stage becomes ready.
 @Suite(.timeLimit(.minutes(3)))
 struct FairShareTests {
-    func jobs(_ count: Int, key: String?, weight: Double? = nil, queue: String = "fair") -> [NewJob] {
+    func jobs(
+        _ count: Int, key: String?, weight: Double? = nil, priority: Int = 0, runAt: Date? = nil,
+        queue: String = "fair"
+    ) -> [NewJob] {
         (0..<count).map { _ in
             NewJob(
-                chain: ChainDefinition(input: nil, stages: [.task("noop")]), queue: queue, fairKey: key,
-                fairWeight: weight)
+                chain: ChainDefinition(input: nil, stages: [.task("noop")]), queue: queue, priority: priority,
+                runAt: runAt, fairKey: key, fairWeight: weight)
         }
     }
 
@@ -97,6 +100,37 @@ struct FairShareTests {
                     return path == "fair_weight"
                 }
             }
+        }
+    }
+
+    /// Priorities come first: a stage of a higher priority goes before every stage of a lower one,
+    /// whatever its key; keys take turns within a priority. A delayed stage, once due, takes its
+    /// key's turn as a new one would: after its key's last, not at the head of the queue.
+    @Test func prioritiesComeFirstAndKeysTakeTurnsWithinOne() async throws {
+        try await TestDatabase.with { db async throws in
+            var keys: [Int64: String] = [:]
+            let later = Date().addingTimeInterval(3600)
+            let batches = [
+                jobs(20, key: "a"), jobs(5, key: "b", priority: -1), jobs(5, key: "c"),
+                jobs(10, key: "c", runAt: later),
+            ]
+            for batch in batches {
+                for (job, enqueued) in zip(batch, try await db.store.enqueue(batch)) {
+                    keys[enqueued.id] = job.fairKey.map { $0 + (job.runAt == nil ? "" : " later") }
+                }
+            }
+            let first = try await db.store.claim(queue: "fair", limit: 5, worker: "w")
+            #expect(shares(first, keys) == ["b": 5])
+            let second = try await db.store.claim(queue: "fair", limit: 6, worker: "w")
+            #expect(shares(second, keys) == ["a": 3, "c": 3])
+            // Due (their hour taken as passed): the delayed stages of c queue behind c's last (2
+            // left), in turn with a's.
+            let schema = db.configuration.schema
+            try await db.pool.execute(
+                "UPDATE \(unescaped: schema).jobs SET run_at = now() - interval '1 second' WHERE state = 'scheduled'")
+            #expect(try await db.store.promoteDue(limit: 100, within: nil).promoted == 10)
+            let third = try await db.store.claim(queue: "fair", limit: 12, worker: "w")
+            #expect(shares(third, keys) == ["a": 6, "c": 2, "c later": 4])
         }
     }
 

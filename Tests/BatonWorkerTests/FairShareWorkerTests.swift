@@ -43,4 +43,35 @@ struct FairShareWorkerTests {
             }
         }
     }
+
+    /// Lanes compose: key `b`'s 10 stages of one lane run one at a time, each admitted to the
+    /// lane as the one before completes, and each, once admitted, takes `b`'s turn: all complete
+    /// while most of the flood of key `a` has not started.
+    @Test func aLanesStagesTakeTheirKeysTurnAsTheyAreAdmitted() async throws {
+        try await TestDatabase.with { db async throws in
+            var tasks = TaskRegistry()
+            tasks.register(name: "nap") { _, input, _ in
+                try await Task.sleep(for: .milliseconds(20))
+                return input
+            }
+            try await withWorker(db, tasks: tasks) { baton, _ async throws in
+                func stages(_ count: Int, key: String, lane: String? = nil) -> [NewJob] {
+                    (0..<count).map { _ in
+                        NewJob(chain: ChainDefinition(input: nil, stages: [.task("nap", lane: lane)]), fairKey: key)
+                    }
+                }
+                for _ in 0..<10 { _ = try await baton.enqueue(stages(100, key: "a")) }
+                let lane = try await baton.enqueue(stages(10, key: "b", lane: "b-lane"))
+                for job in lane {
+                    let record = try await baton.waitUntilFinished(job.id, timeout: .seconds(30))
+                    #expect(record.state == .completed)
+                }
+                let schema = db.configuration.schema
+                let notStarted = try await db.values(
+                    "SELECT count(*)::int FROM \(unescaped: schema).jobs WHERE fair_key = 'a' AND state = 'available'",
+                    as: Int.self)[0]
+                #expect(notStarted >= 400, "only \(notStarted) of a's stages had not started")
+            }
+        }
+    }
 }

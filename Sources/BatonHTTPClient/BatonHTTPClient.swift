@@ -297,6 +297,22 @@ public struct BatonHTTPClient: Sendable {
         }
     }
 
+    /// Makes `queue`'s jobs that name no fairness key take the one at `from` in their metadata or
+    /// input (`metadata.tenant`), or, with nil, name their own again.
+    @discardableResult
+    public func setFairKeySource(_ from: String?, queue: String) async throws -> Components.Schemas.QueueFairKey {
+        if let from {
+            let output = try await call {
+                try await client.setFairKeySource(path: .init(name: queue), body: .json(.init(from: from)))
+            }
+            guard case .ok(let ok) = output else { throw Self.unexpected(output) }
+            return try Self.json(ok.body.json)
+        }
+        let output = try await call { try await client.clearFairKeySource(path: .init(name: queue)) }
+        guard case .ok(let ok) = output else { throw Self.unexpected(output) }
+        return try Self.json(ok.body.json)
+    }
+
     /// Lanes by name; only those whose holder failed and waits to retry if `blocked`.
     public func lanes(blocked: Bool = false, limit: Int? = nil, cursor: String? = nil) async throws -> LanePage {
         let output = try await call {

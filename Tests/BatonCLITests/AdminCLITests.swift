@@ -461,6 +461,18 @@ struct AdminCLITests {
             }
             let fair = try await Self.baton(["queues"], server)
             #expect(fair.lines.contains("queue tenants: 2 fairness keys have stages waiting; most: t-1 2, t-2 1"))
+            let derive = try await Self.baton(["queues", "fair-key", "tenants", "metadata.tenant"], server)
+            #expect(derive.status == 0, "\(derive.err)")
+            #expect(derive.out == "queue tenants takes the fairness keys of jobs naming none from metadata.tenant\n")
+            #expect(
+                try await Self.baton(["queues"], server).lines.contains(
+                    "queue tenants: jobs naming no fairness key take the one at metadata.tenant"))
+            let wrong = try await Self.baton(["queues", "fair-key", "tenants", "output.tenant"], server)
+            #expect(wrong.status != 0 && wrong.err.contains("from"), "\(wrong.err)")
+            let both = try await Self.baton(["queues", "fair-key", "tenants", "metadata.tenant", "--none"], server)
+            #expect(both.status == 2)
+            let none = try await Self.baton(["queues", "fair-key", "tenants", "--none"], server)
+            #expect(none.out == "queue tenants: jobs name their own fairness keys\n", "\(none.err)")
             let fairJSON = try await Self.baton(["queues", "list", "--json"], server)
             let tenants = try #require(try fairJSON.json(QueueList.self).queues.first { $0.name == "tenants" })
             #expect(tenants.fairShare?.keys == 2 && tenants.fairShare?.top.first?.key == "t-1")

@@ -134,6 +134,53 @@ struct FairShareTests {
         }
     }
 
+    /// A queue that takes its jobs' keys from their metadata: each job naming none takes the text
+    /// there (one naming its own keeps it), and the keys take turns; a job with nothing there
+    /// shares the key "" and says why it waits so; a number there refuses the batch, naming the
+    /// job and the field; cleared, jobs name their own again.
+    @Test func aQueueTakesItsJobsKeysFromTheirMetadata() async throws {
+        try await TestDatabase.with { db async throws in
+            try await db.store.setFairKeySource(try FairKeySource(parsing: "{{ metadata.tenant }}"), queue: "fair")
+            #expect(try await db.store.fairKeySources() == ["fair": "metadata.tenant"])
+            func tenant(_ count: Int, _ tenant: JSONValue?, key: String? = nil) -> [NewJob] {
+                (0..<count).map { _ in
+                    NewJob(
+                        chain: ChainDefinition(input: nil, stages: [.task("noop")]), queue: "fair",
+                        metadata: tenant.map { ["tenant": $0] } ?? [:], fairKey: key)
+                }
+            }
+            var keys: [Int64: String] = [:]
+            for batch in [tenant(100, "a"), tenant(10, "b"), tenant(10, "a", key: "c"), tenant(1, nil)] {
+                for enqueued in try await db.store.enqueue(batch) {
+                    keys[enqueued.id] = try await db.store.job(enqueued.id)?.fairKey ?? ""
+                }
+            }
+            #expect(Set(keys.values) == ["a", "b", "c", ""])
+            let keyless = try #require(keys.first { $0.value == "" }?.key)
+            #expect(
+                try await db.store.job(keyless)?.waitingFor.first { $0.kind == .fairShare }?.message
+                    == "queue \"fair\" takes the stages of 4 keys in turns (fair share); it has no key at "
+                    + "metadata.tenant, so the key \"\" of stages without one has 1 stages waiting, this one among them"
+            )
+            let claimed = try await db.store.claim(queue: "fair", limit: 16, worker: "w")
+            #expect(shares(claimed, keys) == ["a": 5, "b": 5, "c": 5, "": 1])
+
+            await #expect {
+                try await db.store.enqueue(tenant(1, "d") + tenant(1, 42))
+            } throws: { error in
+                guard let refused = error as? FairKeyNotText else { return false }
+                return refused.index == 1 && refused.path == "metadata.tenant"
+                    && refused.description.contains("where this job holds a number")
+            }
+            try await db.store.setFairKeySource(nil, queue: "fair")
+            let own = try await db.store.enqueue(tenant(1, "d"))[0]
+            #expect(try await db.store.job(own.id)?.fairKey == nil)
+            for bad in ["output.tenant", "metadata", "metadata.", "tenant", "metadata.a b"] {
+                #expect(throws: BatonError.self) { try FairKeySource(parsing: bad) }
+            }
+        }
+    }
+
     /// A queue whose jobs name no key claims in the order its stages became ready, as before:
     /// no row of its stages has a turn of its own.
     @Test func aQueueWithoutKeysKeepsItsOrder() async throws {

@@ -27,6 +27,8 @@ struct AuthTests {
         (.GET, "/v1/queues", .roles(["admin", "read"])),
         (.POST, "/v1/queues/{name}/pause", .roles(["admin"])),
         (.POST, "/v1/queues/{name}/resume", .roles(["admin"])),
+        (.PUT, "/v1/queues/{name}/fair-key", .roles(["admin"])),
+        (.DELETE, "/v1/queues/{name}/fair-key", .roles(["admin"])),
         (.GET, "/v1/lanes", .roles(["admin", "read"])),
         (.GET, "/v1/lane-settings", .roles(["admin", "read"])),
         // Set before it is deleted: the admin's delete finds the admin's setting.
@@ -103,6 +105,7 @@ struct AuthTests {
                         case (.PUT, "/v1/schedules/{name}"): Self.schedule
                         case (.PUT, "/v1/lane-settings/{lane}"): ["width": 2]
                         case (.PUT, "/v1/rate-limits/{key}"): ["rate": 5, "per": "1s"]
+                        case (.PUT, "/v1/queues/{name}/fair-key"): ["from": "metadata.tenant"]
                         case (.POST, "/v1/jobs/{id}/signals/{name}"): ["approved": true]
                         case (.POST, "/v1/jobs/{id}/skip"): ["reason": "auth test"]
                         default: nil

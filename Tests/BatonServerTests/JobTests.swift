@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Baton
+import BatonPostgres
 import BatonServerTestSupport
 import BatonTestSupport
 import Foundation
@@ -191,6 +192,39 @@ struct JobTests {
                     #expect(path.hasSuffix("fair_weight"), "\(weight): \(refused.text)")
                 }
             }
+        }
+    }
+
+    /// An admin makes a queue take its jobs' keys from their metadata; a job whose metadata holds
+    /// a number there is refused naming the field (in a batch, the job's); the queue says where
+    /// its keys come from; the change is audited; cleared, jobs name their own again.
+    @Test func aQueueTakesItsJobsKeysFromTheirMetadata() async throws {
+        try await withServer { server async throws in
+            let set = try await server.call(.PUT, "/v1/queues/tenants/fair-key", body: ["from": "metadata.tenant"])
+            #expect(set.status == 200, "\(set.text)")
+            #expect(set["from"] == "metadata.tenant")
+            for from: JSONValue in ["output.tenant", "metadata", 7] {
+                let refused = try await server.call(.PUT, "/v1/queues/tenants/fair-key", body: ["from": from])
+                #expect(refused.status == 400 && refused["path"] == "from", "\(from): \(refused.text)")
+            }
+            let queue = try await server.call(.GET, "/v1/queues")["queues"]?.items.first { $0["name"] == "tenants" }
+            #expect(queue?["fair_key_from"] == "metadata.tenant")
+
+            let job: JSONValue = ["queue": "tenants", "metadata": ["tenant": "t-9"], "stages": [["task": "noop"]]]
+            let id = try await server.enqueue(job)
+            #expect(try await server.job(id) { _ in true }["fair_key"] == "t-9")
+            let numbered: JSONValue = ["queue": "tenants", "metadata": ["tenant": 9], "stages": [["task": "noop"]]]
+            let refused = try await server.call(.POST, "/v1/jobs", body: numbered)
+            #expect(refused.status == 400 && refused["path"] == "metadata.tenant", "\(refused.text)")
+            let batch = try await server.call(.POST, "/v1/jobs/batch", body: ["jobs": [job, numbered]])
+            #expect(batch.status == 400 && batch["path"] == "jobs[1].metadata.tenant", "\(batch.text)")
+            #expect(
+                try await server.db.store.auditEvents(AuditFilter(action: "setFairKeySource")).first?.target
+                    == "queue:tenants")
+
+            let cleared = try await server.call(.DELETE, "/v1/queues/tenants/fair-key")
+            #expect(cleared.status == 200 && cleared["from"] == nil, "\(cleared.text)")
+            #expect(try await server.call(.POST, "/v1/jobs", body: numbered).status == 201)
         }
     }
 

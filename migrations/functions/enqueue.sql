@@ -9,6 +9,9 @@
 -- `fair_key`: the key (a tenant) the job's stages take turns under in their queues (migration 28);
 -- each queue the job or a stage of its chain names becomes fair here, if it was not.
 -- `fair_weight`: its stages' weight under their key there (NULL: 1).
+-- A job that names no key entering a queue that derives them (`fair_queues.key_from`) takes the
+-- key its metadata or input holds there (`fair_key_of`, which refuses the batch with BT422 when it
+-- is not text); a batch looks that up only while some queue derives keys.
 -- `features`: the chain features the job's chain uses (`sub-chain`: a group member of several
 -- stages); only workers that read them all are given the job (migration 25). A caller that
 -- writes such a chain names them, as the Swift store does.
@@ -45,6 +48,8 @@ DECLARE
     v_tagged boolean;
     -- Whether a job names a fairness key.
     v_fair boolean;
+    -- Whether some queue derives fairness keys from what jobs carry.
+    v_derive boolean := EXISTS (SELECT 1 FROM fair_queues f WHERE f.key_from IS NOT NULL);
     -- Whether a limit binds a whole queue or lane: then each stage's key is looked up.
     v_scoped boolean := scoped_rate_limits();
 BEGIN
@@ -78,7 +83,10 @@ BEGIN
     WITH input AS MATERIALIZED (
         SELECT new_job_id() AS new_id, clock_timestamp() AS ready_at, i.*,
                CASE WHEN v_scoped THEN stage_rate_key(i.chain -> 0, coalesce(i.queue, 'default'))
-                    ELSE coalesce(i.chain -> 0 ->> 'rate', '') END AS rate_key
+                    ELSE coalesce(i.chain -> 0 ->> 'rate', '') END AS rate_key,
+               CASE WHEN i.fair_key IS NOT NULL OR NOT v_derive THEN i.fair_key
+                    ELSE fair_key_of(coalesce(i.home_queue, i.queue, 'default'), i.metadata, i.input, i.ord::int - 1)
+               END AS job_key
         FROM ROWS FROM (jsonb_to_recordset(p_jobs)
                 AS (queue text, priority smallint, run_at timestamptz, chain jsonb, input jsonb, metadata jsonb,
                     key text, owner text, unique_key text, unique_states job_state[], home_queue text,
@@ -97,7 +105,7 @@ BEGIN
                     ELSE 'available' END::job_state,
                coalesce(i.run_at, now()), i.chain, jsonb_array_length(i.chain), coalesce(i.input, 'null'),
                coalesce(i.metadata, '{}'), i.chain -> 0 ->> 'lane', i.ready_at, i.owner, i.home_queue, i.rate_key,
-               nullif(i.features, '{}'), i.fair_key, i.fair_weight
+               nullif(i.features, '{}'), i.job_key, i.fair_weight
         FROM input i WHERE i.unique_key IS NULL AND i.key IS NULL ORDER BY i.ord
         RETURNING jobs.id, jobs.queue, jobs.state, jobs.run_at, jobs.created_at
     ), keyed AS (
@@ -112,7 +120,7 @@ BEGIN
                     ELSE 'available' END::job_state,
                coalesce(i.run_at, now()), i.chain, jsonb_array_length(i.chain), coalesce(i.input, 'null'),
                coalesce(i.metadata, '{}'), i.key, i.chain -> 0 ->> 'lane', i.ready_at, i.owner, i.unique_key,
-               i.unique_states, i.home_queue, i.rate_key, nullif(i.features, '{}'), i.fair_key, i.fair_weight
+               i.unique_states, i.home_queue, i.rate_key, nullif(i.features, '{}'), i.job_key, i.fair_weight
         FROM input i WHERE i.unique_key IS NOT NULL OR i.key IS NOT NULL ORDER BY i.ord
         ON CONFLICT DO NOTHING
         RETURNING jobs.id, jobs.queue, jobs.state, jobs.run_at, jobs.created_at

@@ -7,7 +7,7 @@ import Foundation
 struct Queues: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Queues with their jobs per state; pause and resume them.",
-        subcommands: [List.self, Pause.self, Resume.self], defaultSubcommand: List.self)
+        subcommands: [List.self, Pause.self, Resume.self, FairKey.self], defaultSubcommand: List.self)
 
     struct List: AdminCommand {
         static let configuration = CommandConfiguration(
@@ -55,6 +55,10 @@ struct Queues: AsyncParsableCommand {
                     "queue \(queue.name): \(fair.keys) fairness keys have stages waiting; most: "
                         + top.joined(separator: ", "))
             }
+            for queue in queues {
+                guard let from = queue.fairKeyFrom else { continue }
+                console.out("queue \(queue.name): jobs naming no fairness key take the one at \(from)")
+            }
             for queue in queues where !queue.unservedTasks.isEmpty {
                 console.err(
                     "queue \(queue.name): no live worker serving it runs "
@@ -101,6 +105,46 @@ struct Queues: AsyncParsableCommand {
         @ParentCommand var root: BatonCommand
 
         func run() async throws { try await setPaused(false, name, unchecked: true, admin) }
+    }
+}
+
+extension Queues {
+    struct FairKey: AdminCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "fair-key",
+            abstract: "Take the fairness key of a queue's jobs that name none from what they carry.",
+            discussion: """
+                FROM is a field of the job's metadata or input, such as metadata.tenant or \
+                input.customer.id: each job enqueued into the queue without a key from then on takes the \
+                text there (a job with nothing there shares the key of the jobs without one; anything \
+                else than text refuses its enqueue). --none: jobs name their own keys again.
+                """)
+
+        @Argument(help: "The queue's name.", completion: Completions.queues)
+        var name: String
+
+        @Argument(help: "Where the key is: metadata.FIELD or input.FIELD.")
+        var from: String?
+
+        @Flag(help: "Jobs name their own fairness keys again.")
+        var none = false
+
+        @OptionGroup var local: AdminOptions
+        @ParentCommand var root: BatonCommand
+
+        func run() async throws {
+            guard (from == nil) == none else {
+                throw AdminFailure(.usage, "give where the key is (such as metadata.tenant) or --none, not both")
+            }
+            let saved = try await admin.client().call { baton in try await baton.setFairKeySource(from, queue: name) }
+            let console = admin.console
+            if admin.json { return try console.json(saved) }
+            console.out(
+                saved.from.map {
+                    "queue \(Text.printable(name)) takes the fairness keys of jobs naming none from \($0)"
+                }
+                    ?? "queue \(Text.printable(name)): jobs name their own fairness keys")
+        }
     }
 }
 

@@ -161,6 +161,7 @@ extension Error {
     /// again in parts: refused before it was sent or by PostgreSQL for what it said, or cancelled
     /// while it waited for a connection.
     fileprivate var wasNotWritten: Bool {
-        self is BatonError || self is IdempotencyKeyTaken || self is CancellationError || isRefusalByDatabase
+        self is BatonError || self is IdempotencyKeyTaken || self is FairKeyNotText || self is CancellationError
+            || isRefusalByDatabase
     }
 }

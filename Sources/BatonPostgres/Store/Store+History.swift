@@ -130,6 +130,7 @@ extension Store {
         var queues: [String: QueueStatus] = [:]
         let unserved = Dictionary(grouping: try await unservedTasks(), by: \.queue)
         let fairShare = try await fairShareBacklogs()
+        let fairKeySources = try await fairKeySources()
         for row in rows {
             let (name, state, count, oldest, paused, workers) = try row.decode(
                 (String, String?, Int, Date?, Bool, Int).self)
@@ -139,7 +140,14 @@ extension Store {
                     name: name, counts: [:], oldestAvailable: oldest, paused: paused, workers: workers,
                     unservedTasks: (unserved[name] ?? []).map(\.task))
             queue.fairShare = fairShare[name]
+            queue.fairKeyFrom = fairKeySources[name]
             if let state = state.flatMap(JobState.init(rawValue:)), count > 0 { queue.counts[state] = count }
+            queues[name] = queue
+        }
+        // A queue that derives keys is shown before any job has entered it.
+        for (name, from) in fairKeySources where queues[name] == nil {
+            var queue = QueueStatus(name: name)
+            queue.fairKeyFrom = from
             queues[name] = queue
         }
         return queues.values.sorted { $0.name < $1.name }
@@ -147,34 +155,6 @@ extension Store {
 }
 
 extension Store {
-    /// How many keys ``fairShareBacklogs()`` names per queue.
-    package static let fairKeysShown = 5
-
-    /// Each fair queue with stages waiting: its keys with stages waiting and the
-    /// ``fairKeysShown`` with the most (`GET /v1/queues`, the overview, `baton_fair_key_stages`).
-    /// Counted in `ready`, the claim's table, through `ready_keys`: a count of the queue's
-    /// available stages, as the per-state counts are (a stage that left `available` by another way
-    /// than a claim, a cancel, counts until rotation drops its row, within seconds).
-    package func fairShareBacklogs() async throws -> [String: FairShareBacklog] {
-        let rows = try await pool.read(
-            """
-            SELECT f.queue, k.fair_key, k.n, k.keys
-            FROM \(unescaped: schema).fair_queues f
-            CROSS JOIN LATERAL (
-                SELECT g.fair_key, g.n, count(*) OVER ()::int AS keys
-                FROM (SELECT r.fair_key, count(*)::int AS n FROM \(unescaped: schema).ready r
-                      WHERE r.queue = f.queue AND r.fair_key IS NOT NULL GROUP BY r.fair_key) g
-                ORDER BY g.n DESC, g.fair_key LIMIT \(Self.fairKeysShown)) k
-            ORDER BY f.queue, k.n DESC, k.fair_key
-            """, logger: logger)
-        var backlogs: [String: FairShareBacklog] = [:]
-        for row in rows {
-            let (queue, key, stages, keys) = try row.decode((String, String, Int, Int).self)
-            backlogs[queue, default: FairShareBacklog(keys: keys, top: [])].top.append(.init(key: key, stages: stages))
-        }
-        return backlogs
-    }
-
     /// Tasks that no live worker serving their queue runs, among the queue's 100 oldest available
     /// jobs (a row of `ready` that is no longer one is left out, not replaced), with how many of
     /// those they are; only for queues some live worker serves (a queue

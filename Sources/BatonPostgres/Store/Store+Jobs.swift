@@ -162,9 +162,10 @@ extension Store {
                              (SELECT count(*) FROM (
                                   SELECT 1 FROM \(schema).ready r
                                   WHERE r.queue = j.queue AND r.fair_key = coalesce(j.fair_key, '')
-                                  LIMIT \(WaitFacts.FairShareFacts.countedStages + 1)) n))
-                         WHERE j.state = 'available'
-                           AND EXISTS (SELECT 1 FROM \(schema).fair_queues f WHERE f.queue = j.queue)),
+                                  LIMIT \(WaitFacts.FairShareFacts.countedStages + 1)) n),
+                             f.key_from)
+                         FROM \(schema).fair_queues f
+                         WHERE j.state = 'available' AND f.queue = j.queue),
                 -- a holder waiting to retry (it keeps its place), else the oldest; and how many hold it
                 'head', (SELECT json_build_array(h.id, h.state, h.run_at, count(*) OVER ())
                          FROM \(laneHolders(job: "h")) WHERE j.state = 'waiting' AND o.lane = j.lane
@@ -245,9 +246,10 @@ extension Store {
                     nextIn: .milliseconds(Int64((fields[4].numberValue?.double ?? 0).rounded(.up))))
             })
         facts.features = json["features"]?.arrayValue?.compactMap(\.stringValue) ?? []
-        if let fields = json["fair"]?.arrayValue, fields.count == 2 {
+        if let fields = json["fair"]?.arrayValue, fields.count == 3 {
             facts.fairShare = WaitFacts.FairShareFacts(
-                keys: try fields[0].decode(as: Int.self), stages: try fields[1].decode(as: Int.self))
+                keys: try fields[0].decode(as: Int.self), stages: try fields[1].decode(as: Int.self),
+                keyFrom: fields[2].stringValue)
         }
         facts.featureWorkers = try json["feature_workers"]?.decode(as: Int.self) ?? 0
         return facts

@@ -111,7 +111,9 @@ extension Store {
     }
 
     /// What `run` answers, or ``IdempotencyKeyTaken`` when `enqueue` refused a batch whose key
-    /// names another owner's job (SQLSTATE BT409, the job's index in DETAIL).
+    /// names another owner's job (SQLSTATE BT409, the job's index in DETAIL), ``FairKeyNotText``
+    /// when a job's queue takes its fairness key from what the job carries and that is not text
+    /// (BT422, the path in HINT).
     private static func refusingKeysTaken(_ run: () async throws -> [Result<EnqueuedJob, JobVanished>]) async throws
         -> [Result<EnqueuedJob, JobVanished>]
     {
@@ -119,6 +121,10 @@ extension Store {
             return try await run()
         } catch let error as StoreError where error.sqlState == "BT409" {
             throw IdempotencyKeyTaken(index: error.detail.flatMap { Int($0) } ?? 0)
+        } catch let error as StoreError where error.sqlState == "BT422" {
+            throw FairKeyNotText(
+                index: error.detail.flatMap { Int($0) } ?? 0, path: error.hint ?? "",
+                description: error.message ?? "not a fairness key")
         }
     }
 
@@ -410,6 +416,15 @@ extension Store {
 /// job of another owner (``NewJob/keyOwners``).
 package struct IdempotencyKeyTaken: Error {
     package var index: Int
+}
+
+/// A job of the batch (`index`) named no fairness key, and its queue takes them from `path` in
+/// what jobs carry (`metadata.tenant`), where this one holds something else than text of 1 to 200
+/// characters: the batch is refused, as it would be for such a `fair_key`.
+public struct FairKeyNotText: Error, CustomStringConvertible {
+    public var index: Int
+    public var path: String
+    public var description: String
 }
 
 /// A job an idempotency key named was deleted in the instant between the enqueue's insert and its

@@ -17,6 +17,8 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
     public let message: String?
     /// The DETAIL of a refusal (`enqueue`'s `BT409` puts the index of the job at fault there).
     public let detail: String?
+    /// The HINT of a refusal (`enqueue`'s `BT422` puts the path it looked at there).
+    public let hint: String?
     /// The constraint a refusal names.
     public let constraint: String?
     /// The innermost place of a refusal raised in a function (`PL/pgSQL function claim_for(…) line 3`).
@@ -35,6 +37,7 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         sqlState = server?[.sqlState]
         message = server?[.message]
         detail = server?[.detail]
+        hint = server?[.hint]
         constraint = server?[.constraintName]
         place = server?[.locationContext]?.split(separator: "\n").last.map(String.init)
         code = "\(error.code)"

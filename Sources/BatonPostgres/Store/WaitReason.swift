@@ -91,6 +91,8 @@ package struct WaitFacts: Sendable, Hashable {
         package var keys: Int
         /// Its key's stages waiting there, itself included, up to ``FairShareFacts/countedStages`` + 1.
         package var stages: Int
+        /// Where the queue takes the key of a job that names none (``FairKeySource``), if it does.
+        package var keyFrom: String? = nil
         /// How far the look-ups count: a job's page stays cheap under a flood of any size.
         package static let countedKeys = 100
         package static let countedStages = 10_000
@@ -205,7 +207,10 @@ extension WaitReason {
         typealias Counted = WaitFacts.FairShareFacts
         let keys = fair.keys > Counted.countedKeys ? "more than \(Counted.countedKeys)" : "\(fair.keys)"
         let stages = fair.stages > Counted.countedStages ? "more than \(Counted.countedStages)" : "\(fair.stages)"
-        let key = job.fairKey.map { "its key \(quoted($0))" } ?? "the key \"\" of stages without one"
+        let key =
+            job.fairKey.map { "its key \(quoted($0))" }
+            ?? (fair.keyFrom.map { "it has no key at \($0), so the key \"\" of stages without one" }
+                ?? "the key \"\" of stages without one")
         return WaitReason(
             kind: .fairShare,
             message: "queue \(quoted(job.queue)) takes the stages of \(keys) keys in turns (fair share); \(key) has "

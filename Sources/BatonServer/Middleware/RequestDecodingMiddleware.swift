@@ -17,6 +17,9 @@ struct RequestDecodingMiddleware: ServerMiddleware {
     static let bodies: [String: any (Decodable & Sendable).Type] = [
         "enqueueJob": Components.Schemas.JobRequest.self, "enqueueJobs": Components.Schemas.BatchRequest.self,
         "bulkJobs": Components.Schemas.BulkRequest.self, "putSchedule": Components.Schemas.ScheduleRequest.self,
+        "setLaneSetting": Components.Schemas.LaneSettingRequest.self,
+        "setRateLimit": Components.Schemas.RateLimitRequest.self,
+        "setFairKeySource": Components.Schemas.FairKeySource.self,
     ]
 
     let document: APIDocument

@@ -39,6 +39,30 @@ extension API {
         return .ok(.init(body: .json(.init(name: name, paused: false))))
     }
 
+    /// `PUT /v1/queues/{name}/fair-key`: the queue's jobs that name no fairness key take the one
+    /// their metadata or input holds at `from`.
+    func setFairKeySource(_ input: Operations.SetFairKeySource.Input) async throws
+        -> Operations.SetFairKeySource.Output
+    {
+        let name = try Self.queueName(input.path.name)
+        try checkQueue(name, path: "name")
+        guard case .json(let body) = input.body else { throw Problem.invalid("", "the body must be JSON") }
+        let from = try FairKeySource(parsing: body.from)
+        try await store.setFairKeySource(from, queue: name, by: actor)
+        RequestScope.logger.notice("fairness keys derived", metadata: ["queue": .string(name), "from": "\(from)"])
+        return .ok(.init(body: .json(.init(name: name, from: from.path))))
+    }
+
+    /// `DELETE /v1/queues/{name}/fair-key`: its jobs name their own fairness key again.
+    func clearFairKeySource(_ input: Operations.ClearFairKeySource.Input) async throws
+        -> Operations.ClearFairKeySource.Output
+    {
+        let name = try Self.queueName(input.path.name)
+        try checkQueue(name, path: "name")
+        try await store.setFairKeySource(nil, queue: name, by: actor)
+        return .ok(.init(body: .json(.init(name: name))))
+    }
+
     /// `GET /v1/workers`: registered workers with their heartbeats and the jobs they run.
     func listWorkers(_ input: Operations.ListWorkers.Input) async throws -> Operations.ListWorkers.Output {
         .ok(.init(body: .json(.init(workers: try await store.workers().map(Components.Schemas.Worker.init)))))

@@ -36,6 +36,8 @@ extension API {
             enqueued = try await client.enqueue([valid])[0]
         } catch is IdempotencyKeyTaken {
             throw Problem.idempotencyKeyTaken(path: "idempotency_key")
+        } catch let refused as FairKeyNotText {
+            throw Problem.invalid(refused.path, refused.description)
         }
         var record: JobRecord
         if enqueued.inserted {
@@ -83,6 +85,8 @@ extension API {
             enqueued = try await client.enqueue(valid)
         } catch let taken as IdempotencyKeyTaken {
             throw Problem.idempotencyKeyTaken(path: "jobs[\(taken.index)].idempotency_key")
+        } catch let refused as FairKeyNotText {
+            throw Problem.invalid("jobs[\(refused.index)].\(refused.path)", refused.description)
         }
         // The catalog read once for the batch, the counters bumped once per queue and task.
         let serving = try? await catalog.current()

@@ -148,7 +148,7 @@ extension Components.Schemas.Queue {
             workers: queue.workers, unserved: queue.unserved, unservedTasks: queue.unservedTasks,
             fairShare: queue.fairShare.map { fair in
                 .init(keys: fair.keys, top: fair.top.map { .init(key: $0.key, stages: $0.stages) })
-            })
+            }, fairKeyFrom: queue.fairKeyFrom)
     }
 }
 

@@ -55,6 +55,8 @@ extension Dashboard {
             var name: String
             var keys: Int
             var top: [Key]
+            /// Where its jobs naming no key take one (`metadata.tenant`), if it derives them.
+            var from: String?
         }
 
         var trouble: [Trouble]
@@ -146,11 +148,12 @@ extension Dashboard {
                     ])
             },
             fairQueues: names.sorted().compactMap { name in
-                statuses[name]?.fairShare.map { fair in
-                    Overview.FairQueue(
-                        name: name, keys: fair.keys,
-                        top: fair.top.map { .init(key: $0.key.isEmpty ? "\"\"" : $0.key, stages: $0.stages) })
-                }
+                guard let queue = statuses[name], queue.fairShare != nil || queue.fairKeyFrom != nil else { return nil }
+                return Overview.FairQueue(
+                    name: name, keys: queue.fairShare?.keys ?? 0,
+                    top: (queue.fairShare?.top ?? []).map {
+                        .init(key: $0.key.isEmpty ? "\"\"" : $0.key, stages: $0.stages)
+                    }, from: queue.fairKeyFrom)
             },
             states: Self.shownStates.map(Self.stateHeading),
             ranges: [

@@ -22,6 +22,8 @@ public struct QueueStatus: Sendable, Hashable {
     public var unservedTasks: [String]
     /// In a fair queue: the keys with stages waiting (``Store/fairShareBacklogs()``).
     public var fairShare: FairShareBacklog?
+    /// Where its jobs that name no fairness key take one (``FairKeySource``), if it derives them.
+    public var fairKeyFrom: String?
 
     package init(
         name: String, counts: [JobState: Int] = [:], oldestAvailable: Date? = nil, paused: Bool = false,

@@ -1,0 +1,111 @@
+import Baton
+import Foundation
+import PostgresNIO
+
+/// Fair share (migration 28): what an operator sees of a fair queue's keys, and where a queue
+/// takes the keys of jobs that name none.
+extension Store {
+    /// How many keys ``fairShareBacklogs()`` names per queue.
+    package static let fairKeysShown = 5
+
+    /// Each fair queue with stages waiting: its keys with stages waiting and the
+    /// ``fairKeysShown`` with the most (`GET /v1/queues`, the overview, `baton_fair_key_stages`).
+    /// Counted in `ready`, the claim's table, through `ready_keys`: a count of the queue's
+    /// available stages, as the per-state counts are (a stage that left `available` by another way
+    /// than a claim, a cancel, counts until rotation drops its row, within seconds).
+    package func fairShareBacklogs() async throws -> [String: FairShareBacklog] {
+        let rows = try await pool.read(
+            """
+            SELECT f.queue, k.fair_key, k.n, k.keys
+            FROM \(unescaped: schema).fair_queues f
+            CROSS JOIN LATERAL (
+                SELECT g.fair_key, g.n, count(*) OVER ()::int AS keys
+                FROM (SELECT r.fair_key, count(*)::int AS n FROM \(unescaped: schema).ready r
+                      WHERE r.queue = f.queue AND r.fair_key IS NOT NULL GROUP BY r.fair_key) g
+                ORDER BY g.n DESC, g.fair_key LIMIT \(Self.fairKeysShown)) k
+            ORDER BY f.queue, k.n DESC, k.fair_key
+            """, logger: logger)
+        var backlogs: [String: FairShareBacklog] = [:]
+        for row in rows {
+            let (queue, key, stages, keys) = try row.decode((String, String, Int, Int).self)
+            backlogs[queue, default: FairShareBacklog(keys: keys, top: [])].top.append(.init(key: key, stages: stages))
+        }
+        return backlogs
+    }
+
+    /// Where each queue that derives fairness keys takes them from (`metadata.tenant`), by queue.
+    package func fairKeySources() async throws -> [String: String] {
+        let rows = try await pool.read(
+            """
+            SELECT queue, key_from FROM \(unescaped: schema).fair_queues WHERE key_from IS NOT NULL
+            """, logger: logger)
+        var sources: [String: String] = [:]
+        for row in rows {
+            let (queue, from) = try row.decode((String, String).self)
+            sources[queue] = from
+        }
+        return sources
+    }
+
+    /// Makes `queue` fair and its jobs that name no key take the one `from` says (a
+    /// ``FairKeySource``), or, with nil, name their own again (the queue stays fair). In effect
+    /// for the jobs enqueued from the next statement on; jobs enqueued before keep theirs.
+    package func setFairKeySource(_ from: FairKeySource?, queue: String, by actor: AuditActor? = nil) async throws {
+        try ChainDefinition.checkName(queue, path: "name", what: "queue name")
+        try await audited(actor) { connection in
+            // (Setting none on a queue that is not fair leaves it so.)
+            let rows = try await connection.execute(
+                from.map { from in
+                    """
+                    INSERT INTO \(unescaped: self.schema).fair_queues AS f (queue, key_from)
+                    VALUES (\(queue), \(from.path))
+                    ON CONFLICT (queue) DO UPDATE SET key_from = excluded.key_from
+                    WHERE f.key_from IS DISTINCT FROM excluded.key_from
+                    RETURNING queue
+                    """
+                }
+                    ?? """
+                    UPDATE \(unescaped: self.schema).fair_queues SET key_from = NULL
+                    WHERE queue = \(queue) AND key_from IS NOT NULL RETURNING queue
+                    """, logger: self.logger)
+            guard !rows.isEmpty else { return ((), []) }
+            let details: JSONValue = from.map { ["from": .string($0.path)] } ?? [:]
+            return (
+                (), [AuditChange(from == nil ? "clearFairKeySource" : "setFairKeySource", "queue:\(queue)", details)]
+            )
+        }
+    }
+}
+
+/// Where a queue takes the fairness key of a job that names none: a dotted path in the job's
+/// metadata or input, `metadata.tenant` or `input.customer.id`; written so or as a template,
+/// `{{metadata.tenant}}`. The value there must be text; a job with nothing there shares the key
+/// `""` of the stages without one.
+public struct FairKeySource: Sendable, Hashable, CustomStringConvertible {
+    /// `metadata.tenant`.
+    public let path: String
+
+    /// Reads `text`; refuses (naming `field`) anything but `metadata.` or `input.` followed by
+    /// names of letters, digits, `_` and `-`, joined by dots.
+    public init(parsing text: String, field: String = "from") throws(BatonError) {
+        var path = text.trimmingCharacters(in: .whitespaces)
+        if path.hasPrefix("{{") && path.hasSuffix("}}") {
+            path = String(path.dropFirst(2).dropLast(2)).trimmingCharacters(in: .whitespaces)
+        }
+        let parts = path.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count >= 2, ["metadata", "input"].contains(parts[0]), path.count <= 200,
+            parts.dropFirst().allSatisfy({ part in
+                !part.isEmpty
+                    && part.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") }
+            })
+        else {
+            throw .invalidChain(
+                path: field,
+                reason: "a fairness key comes from a field of the job's metadata or input, such as metadata.tenant "
+                    + "or input.customer.id; \(text.debugDescription) is not one")
+        }
+        self.path = path
+    }
+
+    public var description: String { path }
+}

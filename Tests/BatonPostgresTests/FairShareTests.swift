@@ -134,6 +134,29 @@ struct FairShareTests {
         }
     }
 
+    /// Rate limits compose: a limited stage starts only with a token, whatever its key's turn, and
+    /// another key's stages do not wait for that bucket; keys whose stages name one rate key take
+    /// turns for its tokens.
+    @Test func rateLimitsBindWhateverTheTurnAndKeysTakeTurnsForTokens() async throws {
+        try await TestDatabase.with { db async throws in
+            try await db.store.setRateLimit(RateLimit(key: "partner", rate: 4, per: .seconds(3600)))
+            func limited(_ count: Int, key: String) -> [NewJob] {
+                (0..<count).map { _ in
+                    NewJob(
+                        chain: ChainDefinition(input: nil, stages: [.task("noop", rate: "partner")]), queue: "fair",
+                        fairKey: key)
+                }
+            }
+            var keys: [Int64: String] = [:]
+            for batch in [limited(10, key: "a"), limited(10, key: "b"), jobs(10, key: "c")] {
+                for (job, enqueued) in zip(batch, try await db.store.enqueue(batch)) { keys[enqueued.id] = job.fairKey }
+            }
+            let claimed = try await db.store.claim(queue: "fair", limit: 30, worker: "w")
+            #expect(shares(claimed, keys) == ["a": 2, "b": 2, "c": 10])
+            #expect(try await db.store.claim(queue: "fair", limit: 30, worker: "w").isEmpty, "no token left")
+        }
+    }
+
     /// A queue that takes its jobs' keys from their metadata: each job naming none takes the text
     /// there (one naming its own keeps it), and the keys take turns; a job with nothing there
     /// shares the key "" and says why it waits so; a number there refuses the batch, naming the

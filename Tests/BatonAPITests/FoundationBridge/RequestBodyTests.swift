@@ -71,7 +71,7 @@ struct OpenAPIDocumentTests {
                 }
             }
         }
-        #expect(ids.count == 33)
+        #expect(ids.count == 35)
     }
 
     @Test func everyReferenceResolves() {

@@ -11,7 +11,7 @@
 -- `fair_weight`: its stages' weight under their key there (NULL: 1).
 -- A job that names no key entering a queue that derives them (`fair_queues.key_from`) takes the
 -- key its metadata or input holds there (`fair_key_of`, which refuses the batch with BT422 when it
--- is not text); a batch looks that up only while some queue derives keys.
+-- is not text): a look-up for the jobs entering such a queue only.
 -- `features`: the chain features the job's chain uses (`sub-chain`: a group member of several
 -- stages); only workers that read them all are given the job (migration 25). A caller that
 -- writes such a chain names them, as the Swift store does.
@@ -48,8 +48,8 @@ DECLARE
     v_tagged boolean;
     -- Whether a job names a fairness key.
     v_fair boolean;
-    -- Whether some queue derives fairness keys from what jobs carry.
-    v_derive boolean := EXISTS (SELECT 1 FROM fair_queues f WHERE f.key_from IS NOT NULL);
+    -- The queues that derive fairness keys from what jobs carry (mostly none).
+    v_derive text[] := ARRAY(SELECT f.queue FROM fair_queues f WHERE f.key_from IS NOT NULL);
     -- Whether a limit binds a whole queue or lane: then each stage's key is looked up.
     v_scoped boolean := scoped_rate_limits();
 BEGIN
@@ -84,8 +84,9 @@ BEGIN
         SELECT new_job_id() AS new_id, clock_timestamp() AS ready_at, i.*,
                CASE WHEN v_scoped THEN stage_rate_key(i.chain -> 0, coalesce(i.queue, 'default'))
                     ELSE coalesce(i.chain -> 0 ->> 'rate', '') END AS rate_key,
-               CASE WHEN i.fair_key IS NOT NULL OR NOT v_derive THEN i.fair_key
-                    ELSE fair_key_of(coalesce(i.home_queue, i.queue, 'default'), i.metadata, i.input, i.ord::int - 1)
+               CASE WHEN i.fair_key IS NULL AND coalesce(i.home_queue, i.queue, 'default') = ANY (v_derive)
+                    THEN fair_key_of(coalesce(i.home_queue, i.queue, 'default'), i.metadata, i.input, i.ord::int - 1)
+                    ELSE i.fair_key
                END AS job_key
         FROM ROWS FROM (jsonb_to_recordset(p_jobs)
                 AS (queue text, priority smallint, run_at timestamptz, chain jsonb, input jsonb, metadata jsonb,

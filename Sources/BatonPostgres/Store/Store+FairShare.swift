@@ -86,14 +86,15 @@ public struct FairKeySource: Sendable, Hashable, CustomStringConvertible {
     public let path: String
 
     /// Reads `text`; refuses (naming `field`) anything but `metadata.` or `input.` followed by
-    /// names of letters, digits, `_` and `-`, joined by dots.
+    /// names of ASCII letters, digits, `_` and `-`, joined by dots, at most 200 characters in all
+    /// (inside `{{ }}`, spaces around it).
     public init(parsing text: String, field: String = "from") throws(BatonError) {
-        var path = text.trimmingCharacters(in: .whitespaces)
+        var path = text
         if path.hasPrefix("{{") && path.hasSuffix("}}") {
-            path = String(path.dropFirst(2).dropLast(2)).trimmingCharacters(in: .whitespaces)
+            path = String(path.dropFirst(2).dropLast(2)).trimmingCharacters(in: [" "])
         }
         let parts = path.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count >= 2, ["metadata", "input"].contains(parts[0]), path.count <= 200,
+        guard parts.count >= 2, ["metadata", "input"].contains(parts[0]), text.unicodeScalars.count <= 200,
             parts.dropFirst().allSatisfy({ part in
                 !part.isEmpty
                     && part.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") }

@@ -387,6 +387,9 @@ extension API {
         }
         let reason = body.reason.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !reason.isEmpty else { throw Problem.invalid("reason", "reason must say why the job is skipped") }
+        guard !reason.unicodeScalars.contains("\u{0}") else {
+            throw Problem.invalid("reason", "reason must not hold a NUL character, which PostgreSQL cannot store")
+        }
         guard try await store.skip(id, reason: reason, by: actor) else {
             guard let job = try await store.job(id) else { throw Problem.notFound("no job has id \(id)") }
             throw Problem.conflict(

@@ -48,7 +48,11 @@ struct FairShareTests {
                     == backlog["fair"])
             let first = try await db.store.claim(queue: "fair", limit: 20, worker: "w")
             #expect(shares(first, keys) == ["a": 10, "b": 10])
-            #expect(try await db.store.fairShareBacklogs()["fair"]?.top.map { "\($0.key) \($0.stages)" } == ["a 190"])
+            let after = try await db.store.fairShareBacklogs()["fair"]
+            #expect(after?.top.map { "\($0.key) \($0.stages)" } == ["a 190"])
+            // Who holds the workers' slots now.
+            #expect(after?.running == 20)
+            #expect(after?.runningTop.map { "\($0.key) \($0.stages)" } == ["a 10", "b 10"])
             // `b` has nothing left: `a` alone takes every slot.
             let rest = try await db.store.claim(queue: "fair", limit: 200, worker: "w")
             #expect(shares(rest, keys) == ["a": 190])

@@ -50,10 +50,16 @@ struct Queues: AsyncParsableCommand {
             console.out(table.render(on: console))
             for queue in queues {
                 guard let fair = queue.fairShare else { continue }
-                let top = fair.top.map { "\(Text.printable($0.key.isEmpty ? "\"\"" : $0.key)) \($0.stages)" }
-                console.out(
-                    "queue \(queue.name): \(fair.keys) fairness keys have stages waiting; most: "
-                        + top.joined(separator: ", "))
+                func listed(_ keys: [Components.Schemas.FairKeyCount]) -> String {
+                    keys.map { "\(Text.printable($0.key.isEmpty ? "\"\"" : $0.key)) \($0.stages)" }
+                        .joined(separator: ", ")
+                }
+                var parts: [String] = []
+                if fair.keys > 0 {
+                    parts.append("\(fair.keys) fairness keys have stages waiting; most: \(listed(fair.top))")
+                }
+                if fair.running > 0 { parts.append("running now: \(listed(fair.runningTop))") }
+                console.out("queue \(queue.name): " + parts.joined(separator: "; "))
             }
             for queue in queues {
                 guard let from = queue.fairKeyFrom else { continue }

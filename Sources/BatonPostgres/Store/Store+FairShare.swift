@@ -8,11 +8,12 @@ extension Store {
     /// How many keys ``fairShareBacklogs()`` names per queue.
     package static let fairKeysShown = 5
 
-    /// Each fair queue with stages waiting: its keys with stages waiting and the
-    /// ``fairKeysShown`` with the most (`GET /v1/queues`, the overview, `baton_fair_key_stages`).
-    /// Counted in `ready`, the claim's table, through `ready_keys`: a count of the queue's
-    /// available stages, as the per-state counts are (a stage that left `available` by another way
-    /// than a claim, a cancel, counts until rotation drops its row, within seconds).
+    /// Each fair queue with stages waiting or running: its keys with stages waiting and the
+    /// ``fairKeysShown`` with the most (`GET /v1/queues`, the overview, `baton_fair_key_stages`),
+    /// and the keys holding the most of its running stages now. Waiting stages are counted in
+    /// `ready`, the claim's table, through `ready_keys`, as the per-state counts are (a stage that
+    /// left `available` by another way than a claim, a cancel, counts until rotation drops its row,
+    /// within seconds); running ones through `jobs_running`, as many as the workers' slots.
     package func fairShareBacklogs() async throws -> [String: FairShareBacklog] {
         let rows = try await pool.read(
             """
@@ -29,6 +30,21 @@ extension Store {
         for row in rows {
             let (queue, key, stages, keys) = try row.decode((String, String, Int, Int).self)
             backlogs[queue, default: FairShareBacklog(keys: keys, top: [])].top.append(.init(key: key, stages: stages))
+        }
+        let running = try await pool.read(
+            """
+            SELECT j.queue, coalesce(j.fair_key, ''), count(*)::int FROM \(unescaped: schema).jobs j
+            WHERE j.state = 'running' AND j.queue IN (SELECT f.queue FROM \(unescaped: schema).fair_queues f)
+            GROUP BY 1, 2 ORDER BY 1, 3 DESC, 2
+            """, logger: logger)
+        for row in running {
+            let (queue, key, stages) = try row.decode((String, String, Int).self)
+            var backlog = backlogs[queue] ?? FairShareBacklog(keys: 0, top: [])
+            backlog.running += stages
+            if backlog.runningTop.count < Self.fairKeysShown {
+                backlog.runningTop.append(.init(key: key, stages: stages))
+            }
+            backlogs[queue] = backlog
         }
         return backlogs
     }

@@ -147,7 +147,9 @@ extension Components.Schemas.Queue {
             oldestAvailableAgeSeconds: queue.oldestAvailable.map { max(0, now.timeIntervalSince($0)) },
             workers: queue.workers, unserved: queue.unserved, unservedTasks: queue.unservedTasks,
             fairShare: queue.fairShare.map { fair in
-                .init(keys: fair.keys, top: fair.top.map { .init(key: $0.key, stages: $0.stages) })
+                .init(
+                    keys: fair.keys, top: fair.top.map { .init(key: $0.key, stages: $0.stages) }, running: fair.running,
+                    runningTop: fair.runningTop.map { .init(key: $0.key, stages: $0.stages) })
             }, fairKeyFrom: queue.fairKeyFrom)
     }
 }

@@ -55,6 +55,8 @@ extension Dashboard {
             var name: String
             var keys: Int
             var top: [Key]
+            /// The keys with the most stages running now.
+            var running: [Key]
             /// Where its jobs naming no key take one (`metadata.tenant`), if it derives them.
             var from: String?
         }
@@ -149,11 +151,12 @@ extension Dashboard {
             },
             fairQueues: names.sorted().compactMap { name in
                 guard let queue = statuses[name], queue.fairShare != nil || queue.fairKeyFrom != nil else { return nil }
+                func shown(_ keys: [FairShareBacklog.Key]) -> [Overview.FairQueue.Key] {
+                    keys.map { .init(key: $0.key.isEmpty ? "\"\"" : $0.key, stages: $0.stages) }
+                }
                 return Overview.FairQueue(
-                    name: name, keys: queue.fairShare?.keys ?? 0,
-                    top: (queue.fairShare?.top ?? []).map {
-                        .init(key: $0.key.isEmpty ? "\"\"" : $0.key, stages: $0.stages)
-                    }, from: queue.fairKeyFrom)
+                    name: name, keys: queue.fairShare?.keys ?? 0, top: shown(queue.fairShare?.top ?? []),
+                    running: shown(queue.fairShare?.runningTop ?? []), from: queue.fairKeyFrom)
             },
             states: Self.shownStates.map(Self.stateHeading),
             ranges: [

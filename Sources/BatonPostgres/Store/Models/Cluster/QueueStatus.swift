@@ -50,4 +50,9 @@ public struct FairShareBacklog: Sendable, Hashable {
     public var keys: Int
     /// The ``Store/fairKeysShown`` keys with the most stages waiting, most first.
     public var top: [Key]
+    /// Stages of the queue running now.
+    public var running = 0
+    /// The ``Store/fairKeysShown`` keys with the most of them, most first: who holds the workers'
+    /// slots.
+    public var runningTop: [Key] = []
 }

@@ -52,3 +52,10 @@ extension Components.Schemas.Stage {
         return (first, listed.count - first)
     }
 }
+
+extension Components.Schemas.Job {
+    /// Its fairness weight as people read it (`2`, `0.5`), nil for the default.
+    public var fairWeightText: String? {
+        fairWeight.map { $0 == $0.rounded() ? String(Int($0)) : String($0) }
+    }
+}

@@ -168,7 +168,7 @@ struct FairShareTests {
     @Test func aQueueTakesItsJobsKeysFromTheirMetadata() async throws {
         try await TestDatabase.with { db async throws in
             try await db.store.setFairKeySource(try FairKeySource(parsing: "{{ metadata.tenant }}"), queue: "fair")
-            #expect(try await db.store.fairKeySources() == ["fair": "metadata.tenant"])
+            #expect(try await db.store.fairShareBacklogs()["fair"]?.keyFrom == "metadata.tenant")
             func tenant(_ count: Int, _ tenant: JSONValue?, key: String? = nil) -> [NewJob] {
                 (0..<count).map { _ in
                     NewJob(

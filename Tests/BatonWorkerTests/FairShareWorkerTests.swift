@@ -8,18 +8,23 @@ import Testing
 /// Fair share (issue 49) with a worker running the stages.
 @Suite(.timeLimit(.minutes(3)))
 struct FairShareWorkerTests {
+    /// `nap`: 20 ms of a slot.
+    static let naps: TaskRegistry = {
+        var tasks = TaskRegistry()
+        tasks.register(name: "nap") { _, input, _ in
+            try await Task.sleep(for: .milliseconds(20))
+            return input
+        }
+        return tasks
+    }()
+
     /// The issue's quick check, scaled to a test: while a worker of 8 slots burns down key `a`'s
     /// 1,000 stages of 20 ms (2.5 s of work), key `b`'s 10 stages, enqueued once `a`'s are running,
     /// take the next turns: all of them complete while most of `a`'s have not started. (In the
     /// order stages became ready, `b`'s would wait for every one of `a`'s.)
     @Test func anotherKeysStagesStartDuringAFlood() async throws {
         try await TestDatabase.with { db async throws in
-            var tasks = TaskRegistry()
-            tasks.register(name: "nap") { _, input, _ in
-                try await Task.sleep(for: .milliseconds(20))
-                return input
-            }
-            try await withWorker(db, tasks: tasks) { baton, _ async throws in
+            try await withWorker(db, tasks: Self.naps) { baton, _ async throws in
                 func stages(_ count: Int, key: String) -> [NewJob] {
                     (0..<count).map { _ in
                         NewJob(chain: ChainDefinition(input: nil, stages: [.task("nap")]), fairKey: key)
@@ -49,12 +54,7 @@ struct FairShareWorkerTests {
     /// while most of the flood of key `a` has not started.
     @Test func aLanesStagesTakeTheirKeysTurnAsTheyAreAdmitted() async throws {
         try await TestDatabase.with { db async throws in
-            var tasks = TaskRegistry()
-            tasks.register(name: "nap") { _, input, _ in
-                try await Task.sleep(for: .milliseconds(20))
-                return input
-            }
-            try await withWorker(db, tasks: tasks) { baton, _ async throws in
+            try await withWorker(db, tasks: Self.naps) { baton, _ async throws in
                 func stages(_ count: Int, key: String, lane: String? = nil) -> [NewJob] {
                     (0..<count).map { _ in
                         NewJob(chain: ChainDefinition(input: nil, stages: [.task("nap", lane: lane)]), fairKey: key)

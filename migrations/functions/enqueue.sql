@@ -48,8 +48,8 @@ DECLARE
     v_tagged boolean;
     -- Whether a job names a fairness key.
     v_fair boolean;
-    -- The queues that derive fairness keys from what jobs carry (mostly none).
-    v_derive text[] := ARRAY(SELECT f.queue FROM fair_queues f WHERE f.key_from IS NOT NULL);
+    -- The queues that derive fairness keys from what jobs carry, and from where (mostly none).
+    v_derive jsonb := (SELECT jsonb_object_agg(f.queue, f.key_from) FROM fair_queues f WHERE f.key_from IS NOT NULL);
     -- Whether a limit binds a whole queue or lane: then each stage's key is looked up.
     v_scoped boolean := scoped_rate_limits();
 BEGIN
@@ -84,8 +84,10 @@ BEGIN
         SELECT new_job_id() AS new_id, clock_timestamp() AS ready_at, i.*,
                CASE WHEN v_scoped THEN stage_rate_key(i.chain -> 0, coalesce(i.queue, 'default'))
                     ELSE coalesce(i.chain -> 0 ->> 'rate', '') END AS rate_key,
-               CASE WHEN i.fair_key IS NULL AND coalesce(i.home_queue, i.queue, 'default') = ANY (v_derive)
-                    THEN fair_key_of(coalesce(i.home_queue, i.queue, 'default'), i.metadata, i.input, i.ord::int - 1)
+               CASE WHEN i.fair_key IS NULL AND v_derive ? coalesce(i.home_queue, i.queue, 'default')
+                    THEN fair_key_of(coalesce(i.home_queue, i.queue, 'default'),
+                                     v_derive ->> coalesce(i.home_queue, i.queue, 'default'), i.metadata, i.input,
+                                     i.ord::int - 1)
                     ELSE i.fair_key
                END AS job_key
         FROM ROWS FROM (jsonb_to_recordset(p_jobs)

@@ -17,13 +17,8 @@ BEGIN
     WHERE n.state = 'available' AND NOT EXISTS (SELECT 1 FROM fair_queues f WHERE f.queue = n.queue);
     IF EXISTS (SELECT 1 FROM fair_queues) THEN
         WITH n AS MATERIALIZED (
-            -- each row's turn after the first of its key here: the steps of the rows before it
             SELECT n.id, n.queue, n.rate_key, n.priority, n.run_at, n.chain -> n.stage ->> 'task' AS task,
-                   coalesce(n.fair_key, '') AS k, interval '1 millisecond' / coalesce(n.fair_weight, 1) AS step,
-                   coalesce(sum(interval '1 millisecond' / coalesce(n.fair_weight, 1))
-                                OVER (PARTITION BY n.queue, n.rate_key, n.priority, coalesce(n.fair_key, '')
-                                      ORDER BY n.id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),
-                            interval '0') AS after
+                   coalesce(n.fair_key, '') AS k, interval '1 millisecond' / coalesce(n.fair_weight, 1) AS step
             FROM inserted n
             WHERE n.state = 'available' AND EXISTS (SELECT 1 FROM fair_queues f WHERE f.queue = n.queue)
         ), turns AS MATERIALIZED (
@@ -33,8 +28,10 @@ BEGIN
                          min(n.run_at) OVER (PARTITION BY n.queue, n.rate_key, n.priority, n.k) AS at, n.step
                   FROM n ORDER BY n.queue, n.rate_key, n.priority, n.k, n.id) g
         )
+        -- (each row's turn: its key's first here, then the steps of the rows before it)
         INSERT INTO ready (slot, queue, rate_key, priority, run_at, job_id, task, fair_key, turn)
-        SELECT v_slot, n.queue, n.rate_key, n.priority, n.run_at, n.id, n.task, n.k, t.base + n.after
+        SELECT v_slot, n.queue, n.rate_key, n.priority, n.run_at, n.id, n.task, n.k,
+               t.base + sum(n.step) OVER (PARTITION BY n.queue, n.rate_key, n.priority, n.k ORDER BY n.id) - n.step
         FROM n JOIN turns t USING (queue, rate_key, priority, k);
     END IF;
     RETURN NULL;

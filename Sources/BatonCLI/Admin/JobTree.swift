@@ -66,7 +66,7 @@ struct JobTree {
             lines.append(fit("path: " + path.map { Text.printable($0.description) }.joined(separator: " → ")))
         }
         if let key = job.idempotencyKey { lines.append(fit("idempotency key: " + Text.printable(key))) }
-        let weight = job.fairWeight.map { $0 == $0.rounded() ? String(Int($0)) : String($0) }
+        let weight = job.fairWeightText
         if let key = job.fairKey {
             lines.append(fit("fair key: " + Text.printable(key) + (weight.map { " (weight \($0))" } ?? "")))
         } else if let weight {

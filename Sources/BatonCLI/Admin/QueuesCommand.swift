@@ -59,11 +59,10 @@ struct Queues: AsyncParsableCommand {
                     parts.append("\(fair.keys) fairness keys have stages waiting; most: \(listed(fair.top))")
                 }
                 if fair.running > 0 { parts.append("running now: \(listed(fair.runningTop))") }
-                console.out("queue \(queue.name): " + parts.joined(separator: "; "))
-            }
-            for queue in queues {
-                guard let from = queue.fairKeyFrom else { continue }
-                console.out("queue \(queue.name): jobs naming no fairness key take the one at \(from)")
+                if !parts.isEmpty { console.out("queue \(queue.name): " + parts.joined(separator: "; ")) }
+                if let from = queue.fairKeyFrom {
+                    console.out("queue \(queue.name): jobs naming no fairness key take the one at \(from)")
+                }
             }
             for queue in queues where !queue.unservedTasks.isEmpty {
                 console.err(

@@ -136,14 +136,13 @@ package final class ClusterMetrics: Sendable {
         return previously.union(now)
     }
 
-    /// Sets `baton_fair_keys_waiting` for each fair queue with stages waiting (0 once it has none)
-    /// and `baton_fair_key_stages` for the keys with the most stages waiting now; the gauges of
-    /// keys no longer among them are destroyed. Returns those set.
+    /// Sets `baton_fair_keys_waiting` for each fair queue and `baton_fair_key_stages` for the keys
+    /// with the most stages waiting now; the gauges of keys no longer among them are destroyed.
+    /// Returns those set.
     private func readFairKeys(previously: [[String]: Gauge]) async throws -> [[String]: Gauge] {
         let backlogs = try await store.fairShareBacklogs()
-        for queue in Set(backlogs.keys).union(previously.keys.map { $0[0] }) {
-            Gauge(label: "baton_fair_keys_waiting", dimensions: [("queue", queue)])
-                .record(backlogs[queue]?.keys ?? 0)
+        for (queue, backlog) in backlogs {
+            Gauge(label: "baton_fair_keys_waiting", dimensions: [("queue", queue)]).record(backlog.keys)
         }
         var gauges: [[String]: Gauge] = [:]
         for (queue, backlog) in backlogs {

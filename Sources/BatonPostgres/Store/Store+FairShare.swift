@@ -8,59 +8,52 @@ extension Store {
     /// How many keys ``fairShareBacklogs()`` names per queue.
     package static let fairKeysShown = 5
 
-    /// Each fair queue with stages waiting or running: its keys with stages waiting and the
-    /// ``fairKeysShown`` with the most (`GET /v1/queues`, the overview, `baton_fair_key_stages`),
-    /// and the keys holding the most of its running stages now. Waiting stages are counted in
-    /// `ready`, the claim's table, through `ready_keys`, as the per-state counts are (a stage that
-    /// left `available` by another way than a claim, a cancel, counts until rotation drops its row,
-    /// within seconds); running ones through `jobs_running`, as many as the workers' slots.
+    /// Each fair queue (`GET /v1/queues`, the overview, `baton_fair_key_*`), in one statement:
+    /// where it takes the keys of jobs naming none, its keys with stages waiting and the
+    /// ``fairKeysShown`` with the most, and the keys holding the most of its running stages now.
+    /// Waiting stages are counted in `ready`, the claim's table, through `ready_keys`, as the
+    /// per-state counts are (a stage that left `available` by another way than a claim, a cancel,
+    /// counts until rotation drops its row, within seconds); running ones through `jobs_running`,
+    /// as many as the workers' slots.
     package func fairShareBacklogs() async throws -> [String: FairShareBacklog] {
         let rows = try await pool.read(
             """
-            SELECT f.queue, k.fair_key, k.n, k.keys
+            SELECT f.queue, f.key_from, w.keys, w.top, r.running, r.top
             FROM \(unescaped: schema).fair_queues f
             CROSS JOIN LATERAL (
-                SELECT g.fair_key, g.n, count(*) OVER ()::int AS keys
-                FROM (SELECT r.fair_key, count(*)::int AS n FROM \(unescaped: schema).ready r
-                      WHERE r.queue = f.queue AND r.fair_key IS NOT NULL GROUP BY r.fair_key) g
-                ORDER BY g.n DESC, g.fair_key LIMIT \(Self.fairKeysShown)) k
-            ORDER BY f.queue, k.n DESC, k.fair_key
+                SELECT count(*)::int AS keys,
+                       coalesce(json_agg(json_build_array(g.k, g.n) ORDER BY g.rank)
+                                FILTER (WHERE g.rank <= \(Self.fairKeysShown)), '[]')::text AS top
+                FROM (SELECT r.fair_key AS k, count(*)::int AS n,
+                             row_number() OVER (ORDER BY count(*) DESC, r.fair_key) AS rank
+                      FROM \(unescaped: schema).ready r
+                      WHERE r.queue = f.queue AND r.fair_key IS NOT NULL GROUP BY r.fair_key) g) w
+            CROSS JOIN LATERAL (
+                SELECT coalesce(sum(g.n), 0)::int AS running,
+                       coalesce(json_agg(json_build_array(g.k, g.n) ORDER BY g.rank)
+                                FILTER (WHERE g.rank <= \(Self.fairKeysShown)), '[]')::text AS top
+                FROM (SELECT coalesce(j.fair_key, '') AS k, count(*)::int AS n,
+                             row_number() OVER (ORDER BY count(*) DESC, coalesce(j.fair_key, '')) AS rank
+                      FROM \(unescaped: schema).jobs j
+                      WHERE j.state = 'running' AND j.queue = f.queue GROUP BY 1) g) r
             """, logger: logger)
+        func keys(_ text: String) throws -> [FairShareBacklog.Key] {
+            try (JSONValue(parsing: text).arrayValue ?? []).map { pair in
+                let fields = pair.arrayValue ?? []
+                guard fields.count == 2, let key = fields[0].stringValue else {
+                    throw BatonError.invalidChain(path: "fair_share", reason: "unreadable key row")
+                }
+                return FairShareBacklog.Key(key: key, stages: try fields[1].decode(as: Int.self))
+            }
+        }
         var backlogs: [String: FairShareBacklog] = [:]
         for row in rows {
-            let (queue, key, stages, keys) = try row.decode((String, String, Int, Int).self)
-            backlogs[queue, default: FairShareBacklog(keys: keys, top: [])].top.append(.init(key: key, stages: stages))
-        }
-        let running = try await pool.read(
-            """
-            SELECT j.queue, coalesce(j.fair_key, ''), count(*)::int FROM \(unescaped: schema).jobs j
-            WHERE j.state = 'running' AND j.queue IN (SELECT f.queue FROM \(unescaped: schema).fair_queues f)
-            GROUP BY 1, 2 ORDER BY 1, 3 DESC, 2
-            """, logger: logger)
-        for row in running {
-            let (queue, key, stages) = try row.decode((String, String, Int).self)
-            var backlog = backlogs[queue] ?? FairShareBacklog(keys: 0, top: [])
-            backlog.running += stages
-            if backlog.runningTop.count < Self.fairKeysShown {
-                backlog.runningTop.append(.init(key: key, stages: stages))
-            }
-            backlogs[queue] = backlog
+            let (queue, from, waiting, top, running, runningTop) = try row.decode(
+                (String, String?, Int, String, Int, String).self)
+            backlogs[queue] = FairShareBacklog(
+                keyFrom: from, keys: waiting, top: try keys(top), running: running, runningTop: try keys(runningTop))
         }
         return backlogs
-    }
-
-    /// Where each queue that derives fairness keys takes them from (`metadata.tenant`), by queue.
-    package func fairKeySources() async throws -> [String: String] {
-        let rows = try await pool.read(
-            """
-            SELECT queue, key_from FROM \(unescaped: schema).fair_queues WHERE key_from IS NOT NULL
-            """, logger: logger)
-        var sources: [String: String] = [:]
-        for row in rows {
-            let (queue, from) = try row.decode((String, String).self)
-            sources[queue] = from
-        }
-        return sources
     }
 
     /// Makes `queue` fair and its jobs that name no key take the one `from` says (a

@@ -130,7 +130,6 @@ extension Store {
         var queues: [String: QueueStatus] = [:]
         let unserved = Dictionary(grouping: try await unservedTasks(), by: \.queue)
         let fairShare = try await fairShareBacklogs()
-        let fairKeySources = try await fairKeySources()
         for row in rows {
             let (name, state, count, oldest, paused, workers) = try row.decode(
                 (String, String?, Int, Date?, Bool, Int).self)
@@ -140,14 +139,13 @@ extension Store {
                     name: name, counts: [:], oldestAvailable: oldest, paused: paused, workers: workers,
                     unservedTasks: (unserved[name] ?? []).map(\.task))
             queue.fairShare = fairShare[name]
-            queue.fairKeyFrom = fairKeySources[name]
             if let state = state.flatMap(JobState.init(rawValue:)), count > 0 { queue.counts[state] = count }
             queues[name] = queue
         }
         // A queue that derives keys is shown before any job has entered it.
-        for (name, from) in fairKeySources where queues[name] == nil {
+        for (name, fair) in fairShare where queues[name] == nil && fair.keyFrom != nil {
             var queue = QueueStatus(name: name)
-            queue.fairKeyFrom = from
+            queue.fairShare = fair
             queues[name] = queue
         }
         return queues.values.sorted { $0.name < $1.name }

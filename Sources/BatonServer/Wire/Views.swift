@@ -150,7 +150,7 @@ extension Components.Schemas.Queue {
                 .init(
                     keys: fair.keys, top: fair.top.map { .init(key: $0.key, stages: $0.stages) }, running: fair.running,
                     runningTop: fair.runningTop.map { .init(key: $0.key, stages: $0.stages) })
-            }, fairKeyFrom: queue.fairKeyFrom)
+            }, fairKeyFrom: queue.fairShare?.keyFrom)
     }
 }
 

@@ -292,7 +292,7 @@ extension Dashboard {
                 ? DashboardText.time(job.runAt) + " (" + DashboardText.relative(job.runAt, now: now) + ")" : nil,
             runAtLabel: awaitsSignal(job) ? "Signal due by" : "Runs",
             idempotencyKey: job.idempotencyKey, fairKey: job.fairKey,
-            fairWeight: job.fairWeight.map { $0 == $0.rounded() ? String(Int($0)) : String($0) },
+            fairWeight: job.fairWeightText,
             parent: job.parentId.map { "/ui/jobs/\($0)" },
             waiting: job.waitingFor.map { reason in
                 JobView.Reason(message: reason.message, link: reason.job.map { "/ui/jobs/\($0)" })

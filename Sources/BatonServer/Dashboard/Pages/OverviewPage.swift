@@ -150,13 +150,13 @@ extension Dashboard {
                     ])
             },
             fairQueues: names.sorted().compactMap { name in
-                guard let queue = statuses[name], queue.fairShare != nil || queue.fairKeyFrom != nil else { return nil }
+                guard let fair = statuses[name]?.fairShare else { return nil }
                 func shown(_ keys: [FairShareBacklog.Key]) -> [Overview.FairQueue.Key] {
                     keys.map { .init(key: $0.key.isEmpty ? "\"\"" : $0.key, stages: $0.stages) }
                 }
                 return Overview.FairQueue(
-                    name: name, keys: queue.fairShare?.keys ?? 0, top: shown(queue.fairShare?.top ?? []),
-                    running: shown(queue.fairShare?.runningTop ?? []), from: queue.fairKeyFrom)
+                    name: name, keys: fair.keys, top: shown(fair.top), running: shown(fair.runningTop),
+                    from: fair.keyFrom)
             },
             states: Self.shownStates.map(Self.stateHeading),
             ranges: [

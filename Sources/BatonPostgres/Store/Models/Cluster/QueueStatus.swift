@@ -20,10 +20,8 @@ public struct QueueStatus: Sendable, Hashable {
     /// Tasks of its oldest available jobs that no live worker serving it runs
     /// (``Store/unservedTasks()``): those jobs wait for a worker that registers them.
     public var unservedTasks: [String]
-    /// In a fair queue: the keys with stages waiting (``Store/fairShareBacklogs()``).
+    /// In a fair queue: its keys with stages waiting and running (``Store/fairShareBacklogs()``).
     public var fairShare: FairShareBacklog?
-    /// Where its jobs that name no fairness key take one (``FairKeySource``), if it derives them.
-    public var fairKeyFrom: String?
 
     package init(
         name: String, counts: [JobState: Int] = [:], oldestAvailable: Date? = nil, paused: Bool = false,
@@ -38,21 +36,24 @@ public struct QueueStatus: Sendable, Hashable {
     }
 }
 
-/// The fairness keys with stages waiting in a fair queue: how many, and the ones with the most.
+/// A fair queue's fairness keys: where it takes those of jobs naming none, how many have stages
+/// waiting and the ones with the most, and the ones holding the most of its running stages.
 public struct FairShareBacklog: Sendable, Hashable {
     public struct Key: Sendable, Hashable {
         public var key: String
-        /// Its stages waiting for a worker (available now).
+        /// Its stages waiting for a worker (available now), or running.
         public var stages: Int
     }
 
+    /// Where its jobs that name no fairness key take one (``FairKeySource``), if it derives them.
+    public var keyFrom: String?
     /// Keys with stages waiting, the shared key `""` of stages without one included.
     public var keys: Int
     /// The ``Store/fairKeysShown`` keys with the most stages waiting, most first.
     public var top: [Key]
     /// Stages of the queue running now.
-    public var running = 0
+    public var running: Int
     /// The ``Store/fairKeysShown`` keys with the most of them, most first: who holds the workers'
     /// slots.
-    public var runningTop: [Key] = []
+    public var runningTop: [Key]
 }

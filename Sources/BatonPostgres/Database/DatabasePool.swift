@@ -187,8 +187,21 @@ public final class DatabasePool: Service, Sendable {
 
     /// Runs `query`, which changes nothing, and returns all its rows
     /// (``PostgresConnection/read(_:logger:)``: no commit to confirm).
+    ///
+    /// PostgresNIO's pool learns that a connection closed (terminated by the server, a restart) only
+    /// as it handles the close, and may lease it once more meanwhile: the statement then fails
+    /// unsent (``DatabaseUnavailable/closed``). A read is asked again on another connection, as
+    /// many times as the pool has connections, rather than answering a 503 for a database that is
+    /// there (ReconnectTests, whose connections are all killed ten times a second, met it).
     package func read(_ query: PostgresQuery, logger: Logger) async throws -> [PostgresRow] {
-        try await withConnection { connection in try await connection.read(query, logger: logger) }
+        var tries = 0
+        while true {
+            do {
+                return try await withConnection { connection in try await connection.read(query, logger: logger) }
+            } catch let error as DatabaseUnavailable where error.unsent && tries < configuration.maximumConnections {
+                tries += 1
+            }
+        }
     }
 
     /// Calls a procedure that commits before it answers (``PostgresConnection/call(_:logger:)``).

@@ -6,9 +6,11 @@ import PostgresNIO
 /// in time (the database is away).
 public struct DatabaseUnavailable: Error, CustomStringConvertible {
     public var description: String
+    /// The statement was not sent: its connection had closed (``closed``). Nothing of it happened.
+    var unsent = false
 
     static let closed = DatabaseUnavailable(
-        description: "the database connection had closed; the statement was not sent")
+        description: "the database connection had closed; the statement was not sent", unsent: true)
 }
 
 /// Baton's three verbs for a statement, on a connection and on ``DatabasePool`` alike, each saying

@@ -45,7 +45,9 @@ extension ReconnectTests {
     @Test func theWorkerCarriesOnAfterItsConnectionsAreKilledAgainAndAgain() async throws {
         try await withLocalPostgres(LocalPostgres.Options(fast: true)) { server in
             try await TestDatabase.with(baseURL: server.url) { db async throws in
-                try await withWorker(db, tasks: testTasks) { baton, _ async throws in
+                // A claim whose answer a kill lost is put back after a lease: a short one.
+                try await withWorker(db, tasks: testTasks, configuration: .test(lease: .seconds(2))) {
+                    baton, _ async throws in
                     let killer = try await db.configuration.connect(id: 1, logger: db.logger)
                     var ids: [Int64] = []
                     let stop = ContinuousClock.now + .seconds(5)

@@ -60,7 +60,8 @@ struct RescuerTests {
     /// back after a lease, its attempt not counted, and then runs.
     @Test func aStageALiveWorkerNeverReceivedIsPutBackAndRuns() async throws {
         try await TestDatabase.with { db async throws in
-            try await withWorker(db, tasks: testTasks) { _, worker async throws in
+            try await withWorker(db, tasks: testTasks, configuration: .test(lease: .seconds(2))) {
+                _, worker async throws in
                 let id = try await db.store.enqueue([
                     NewJob(chain: ChainDefinition(input: 1, stages: [.task("Add", args: ["n": 2])]), queue: "elsewhere")
                 ])[0].id

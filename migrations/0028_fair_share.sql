@@ -29,3 +29,7 @@ DROP INDEX ready_order;
 CREATE INDEX ready_order ON ready (queue, rate_key, priority, turn, job_id);
 -- A key's last turn in its queue, read newest first.
 CREATE INDEX ready_keys ON ready (queue, fair_key, turn) WHERE fair_key IS NOT NULL;
+-- Each fair queue's claims per key and minute, as estimated by the workers that claimed them
+-- (`{"tenant-42": 120, …}`, the keys with the most, `fair_starts_added`): what `GET /v1/queues`
+-- shows as each key's share of recent starts. NULL: no claim of a fair queue that minute.
+ALTER TABLE queue_minutes ADD COLUMN fair_starts jsonb;

@@ -79,7 +79,7 @@ final class Fetcher: Service, Sendable, CustomStringConvertible {
                     backoff = .milliseconds(50)
                     if let nextToken { wake(after: nextToken, in: &group) }
                     for job in jobs {
-                        if let waited = job.waited { metrics.pickedUp(queue: queue, waited: waited) }
+                        if let waited = job.waited { metrics.pickedUp(queue: queue, waited: waited, job: job.id) }
                     }
                     intake.receive(jobs, queue: queue, via: .claim(asked: limit))
                 } catch {

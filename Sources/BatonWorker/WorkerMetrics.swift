@@ -51,11 +51,11 @@ struct WorkerMetrics: Sendable {
         }
     }
 
-    func pickedUp(queue: String, waited: Double) {
+    func pickedUp(queue: String, waited: Double, job: Int64) {
         // A wait past Int64's ~292 years of nanoseconds (a clock gone wrong) is recorded as the
         // longest a Timer can hold, not trapped on.
         let nanoseconds = Int64(exactly: (max(0, waited) * 1e9).rounded()) ?? .max
         made.timer("baton_pickup_latency_seconds", queue: queue).record(duration: .nanoseconds(nanoseconds))
-        history.pickedUp(queue: queue, waited: waited)
+        history.pickedUp(queue: queue, waited: waited, job: job)
     }
 }

@@ -476,6 +476,25 @@ struct AdminCLITests {
             let fairJSON = try await Self.baton(["queues", "list", "--json"], server)
             let tenants = try #require(try fairJSON.json(QueueList.self).queues.first { $0.name == "tenants" })
             #expect(tenants.fairShare?.keys == 2 && tenants.fairShare?.top.first?.key == "t-1")
+
+            // Each key's share of the stages claimed in the last minutes, once the worker has
+            // written its history (every 5 s).
+            for key in ["x", "x", "y"] {
+                let id = try await server.enqueue(["fair_key": .string(key), "stages": [["task": "noop"]]])
+                _ = try await server.job(id) { $0["state"] == "completed" }
+            }
+            let shares = try await eventually("the claims of x and y in the history") { () async throws -> String? in
+                let out = try await Self.baton(["queues"], server).out
+                return out.contains("x 67 %, y 33 %") ? out : nil
+            }
+            #expect(shares.contains("started in the last 5 min: 3; shares: x 67 %, y 33 %"), "\(shares)")
+            let recent = try #require(
+                try await Self.baton(["queues", "list", "--json"], server).json(QueueList.self).queues.first {
+                    $0.name == "default"
+                }?.fairShare)
+            #expect(recent.recentMinutes == 5 && recent.recentStarts == 3)
+            #expect(
+                recent.recentTop.map { "\($0.key) \($0.starts) \($0.share)" } == ["x 2 \(2.0 / 3)", "y 1 \(1.0 / 3)"])
         }
     }
 

@@ -222,4 +222,27 @@ struct FairShareTests {
                     "SELECT queue FROM \(unescaped: schema).fair_queues ORDER BY queue", as: String.self) == ["fair"])
         }
     }
+
+    /// A minute's claims per key from two workers add up, and a minute keeps the 20 keys with the
+    /// most (`fair_starts_added`): a row stays small however many tenants there are.
+    @Test func aMinuteAddsItsKeysStartsAndKeepsTheBusiest() async throws {
+        try await TestDatabase.with { db async throws in
+            func added(_ a: JSONValue?, _ b: JSONValue?) async throws -> JSONValue? {
+                try await db.values(
+                    """
+                    SELECT \(unescaped: db.configuration.schema).fair_starts_added(
+                        \(a?.jsonText)::jsonb, \(b?.jsonText)::jsonb)::text
+                    """, as: String?.self
+                ).first?.map { try JSONValue(parsing: $0) }
+            }
+            #expect(try await added(["a": 1, "b": 2], ["b": 3, "c": 1]) == ["a": 1, "b": 5, "c": 1])
+            #expect(try await added(nil, ["b": 3]) == ["b": 3])
+            #expect(try await added(["b": 3], nil) == ["b": 3])
+            var many: [String: JSONValue] = [:]
+            for index in 1...25 { many["k\(index)"] = .number(JSONNumber(index)) }
+            let kept = try #require(try await added(.object(many), ["k1": 100]))
+            #expect(kept.objectValue?.keys.sorted() == (["k1"] + (7...25).map { "k\($0)" }).sorted())
+            #expect(kept["k1"] == 101)
+        }
+    }
 }

@@ -310,7 +310,7 @@ struct DashboardTests {
             #expect(fair.contains("<h2>Fair share</h2>"))
             #expect(
                 fair.contains(
-                    "<tr><th scope=\"row\">tenants</th><td data-label=\"keys from\">the jobs</td><td class=\"num\" data-label=\"keys waiting\">2</td><td data-label=\"most stages waiting\"><span class=\"fair-key\"><code>t-1</code> 2</span> <span class=\"fair-key\"><code>&quot;&quot;</code> 1</span> </td><td data-label=\"most stages running\"></td></tr>"
+                    "<tr><th scope=\"row\">tenants</th><td data-label=\"keys from\">the jobs</td><td class=\"num\" data-label=\"keys waiting\">2</td><td data-label=\"most stages waiting\"><span class=\"fair-key\"><code>t-1</code> 2</span> <span class=\"fair-key\"><code>&quot;&quot;</code> 1</span> </td><td data-label=\"most stages running\"></td><td data-label=\"share of starts, last 5 min\"></td></tr>"
                 ), "\(fair)")
         }
     }

@@ -1,9 +1,10 @@
 import Baton
 import BatonPostgres
 import BatonTestSupport
-import BatonWorker
 import Foundation
 import Testing
+
+@testable import BatonWorker
 
 /// Fair share (issue 49) with a worker running the stages.
 @Suite(.timeLimit(.minutes(3)))
@@ -72,6 +73,72 @@ struct FairShareWorkerTests {
                     as: Int.self)[0]
                 #expect(notStarted >= 400, "only \(notStarted) of a's stages had not started")
             }
+        }
+    }
+
+    /// Each key's share of recent starts (`GET /v1/queues`' `recent_top`): the worker's history
+    /// counts the stages it claimed per key, exactly while a minute has fewer than a sample's
+    /// 1,000; a queue that is not fair records none.
+    @Test func eachKeysShareOfRecentStartsIsCounted() async throws {
+        try await TestDatabase.with { db async throws in
+            @Sendable func stages(_ count: Int, key: String?, queue: String = "default") -> [NewJob] {
+                (0..<count).map { _ in
+                    NewJob(chain: ChainDefinition(input: nil, stages: [.task("nap")]), queue: queue, fairKey: key)
+                }
+            }
+            var configuration = WorkerConfiguration.test()
+            configuration.queues = ["default": 8, "plain": 8]
+            let ids = try await withWorker(db, tasks: Self.naps, configuration: configuration) {
+                baton, _ async throws in
+                let ids = try await baton.enqueue(
+                    stages(30, key: "a") + stages(10, key: "b") + stages(5, key: nil)
+                        + stages(7, key: nil, queue: "plain")
+                ).map(\.id)
+                for id in ids {
+                    #expect(try await baton.waitUntilFinished(id, timeout: .seconds(30)).state == .completed)
+                }
+                return ids
+            }
+            // The worker wrote its history as it stopped.
+            #expect(ids.count == 52)
+            let fair = try #require(try await db.store.fairShareBacklogs()["default"])
+            #expect(fair.recentStarts == 45)
+            #expect(fair.recentTop.map { "\($0.key) \($0.stages)" } == ["a 30", "b 10", " 5"])
+            #expect(fair.share(ofRecentStarts: 30) == 30.0 / 45)
+            #expect(try await db.store.fairShareBacklogs()["plain"] == nil)
+            let plain = try await db.values(
+                """
+                SELECT count(*)::int FROM \(unescaped: db.configuration.schema).queue_minutes
+                WHERE queue = 'plain' AND fair_starts IS NOT NULL
+                """, as: Int.self)
+            #expect(plain == [0])
+        }
+    }
+
+    /// Past a sample's 1,000 claims a minute, each key's count is estimated from the sample: within
+    /// a few percent, and adding up to the pickups; a second write adds to the first.
+    @Test func aKeysShareIsEstimatedFromASampleOfManyStarts() async throws {
+        try await TestDatabase.with { db async throws in
+            let jobs = (0..<3_000).map { index in
+                NewJob(
+                    chain: ChainDefinition(input: nil, stages: [.task("nap")]), fairKey: index % 3 == 2 ? "b" : "a")
+            }
+            let ids = try await db.store.enqueue(jobs).map(\.id)
+            let history = QueueHistory(store: db.store, logger: db.logger)
+            for id in ids.shuffled() { history.pickedUp(queue: "default", waited: 0.01, job: id) }
+            await history.write()
+            let fair = try #require(try await db.store.fairShareBacklogs()["default"])
+            #expect(fair.recentStarts == 3_000)
+            let counts = Dictionary(uniqueKeysWithValues: fair.recentTop.map { ($0.key, $0.stages) })
+            #expect(counts.values.reduce(0, +) == 3_000)
+            // A share from 1,000 of 3,000 is within 1.5 % of the truth (one standard deviation);
+            // six percent is four of them.
+            #expect(abs((counts["a"] ?? 0) - 2_000) <= 180, "\(counts)")
+            for id in ids.prefix(10) { history.pickedUp(queue: "default", waited: 0.01, job: id) }
+            await history.write()
+            let again = try #require(try await db.store.fairShareBacklogs()["default"])
+            #expect(again.recentStarts == 3_010)
+            #expect(again.recentTop.map(\.stages).reduce(0, +) == 3_010)
         }
     }
 }

@@ -111,6 +111,7 @@ struct UpgradeTests {
         try await db.pool.execute("ALTER TABLE \(unescaped: schema).jobs DROP COLUMN fair_key, DROP COLUMN fair_weight")
         try await db.pool.execute(
             "ALTER TABLE \(unescaped: schema).schedules DROP COLUMN fair_key, DROP COLUMN fair_weight")
+        try await db.pool.execute("ALTER TABLE \(unescaped: schema).queue_minutes DROP COLUMN fair_starts")
         // 0027_map_failures.sql (its map_elements column goes with the table)
         try await db.pool.execute("ALTER TABLE \(unescaped: schema).jobs DROP COLUMN failed")
         // 0026_map_elements.sql

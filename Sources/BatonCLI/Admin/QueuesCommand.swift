@@ -59,6 +59,14 @@ struct Queues: AsyncParsableCommand {
                     parts.append("\(fair.keys) fairness keys have stages waiting; most: \(listed(fair.top))")
                 }
                 if fair.running > 0 { parts.append("running now: \(listed(fair.runningTop))") }
+                if fair.recentStarts > 0 {
+                    let shares = fair.recentTop.map {
+                        "\(Text.printable($0.key.isEmpty ? "\"\"" : $0.key)) \(Int(($0.share * 100).rounded())) %"
+                    }
+                    parts.append(
+                        "started in the last \(fair.recentMinutes) min: \(fair.recentStarts); "
+                            + "shares: \(shares.joined(separator: ", "))")
+                }
                 if !parts.isEmpty { console.out("queue \(queue.name): " + parts.joined(separator: "; ")) }
                 if let from = queue.fairKeyFrom {
                     console.out("queue \(queue.name): jobs naming no fairness key take the one at \(from)")

@@ -7,10 +7,14 @@ import PostgresNIO
 extension Store {
     /// How many keys ``fairShareBacklogs()`` names per queue.
     package static let fairKeysShown = 5
+    /// How far back ``FairShareBacklog/recentStarts`` counts: this minute and the four before.
+    package static let recentStartsMinutes = 5
 
     /// Each fair queue (`GET /v1/queues`, the overview, `baton_fair_key_*`), in one statement:
     /// where it takes the keys of jobs naming none, its keys with stages waiting and the
-    /// ``fairKeysShown`` with the most, and the keys holding the most of its running stages now.
+    /// ``fairKeysShown`` with the most, the keys holding the most of its running stages now, and
+    /// the stages claimed over the last ``recentStartsMinutes`` minutes with the keys that took
+    /// the most of them (`queue_minutes`, five rows a queue).
     /// Waiting stages are counted in `ready`, the claim's table, through `ready_keys`, as the
     /// per-state counts are (a stage that left `available` by another way than a claim, a cancel,
     /// counts until rotation drops its row, within seconds); running ones through `jobs_running`,
@@ -18,7 +22,7 @@ extension Store {
     package func fairShareBacklogs() async throws -> [String: FairShareBacklog] {
         let rows = try await pool.read(
             """
-            SELECT f.queue, f.key_from, w.keys, w.top, r.running, r.top
+            SELECT f.queue, f.key_from, w.keys, w.top, r.running, r.top, s.started, s.top
             FROM \(unescaped: schema).fair_queues f
             CROSS JOIN LATERAL (
                 SELECT count(*)::int AS keys,
@@ -36,6 +40,18 @@ extension Store {
                              row_number() OVER (ORDER BY count(*) DESC, coalesce(j.fair_key, '')) AS rank
                       FROM \(unescaped: schema).jobs j
                       WHERE j.state = 'running' AND j.queue = f.queue GROUP BY 1) g) r
+            CROSS JOIN LATERAL (
+                SELECT coalesce(sum(\(unescaped: Self.waitBuckets.map { "m.\($0.column)" }.joined(separator: " + "))), 0)::int
+                           AS started,
+                       coalesce((
+                           SELECT json_agg(json_build_array(g.k, g.n) ORDER BY g.n DESC, g.k)
+                           FROM (SELECT e.key AS k, sum(e.value::bigint)::int AS n
+                                 FROM unnest(array_agg(m.fair_starts)) x(starts)
+                                 CROSS JOIN LATERAL jsonb_each_text(x.starts) e
+                                 GROUP BY e.key ORDER BY n DESC, e.key LIMIT \(Self.fairKeysShown)) g), '[]')::text AS top
+                FROM \(unescaped: schema).queue_minutes m
+                WHERE m.queue = f.queue
+                  AND m.minute >= date_trunc('minute', now()) - \(Self.recentStartsMinutes - 1) * interval '1 minute') s
             """, logger: logger)
         func keys(_ text: String) throws -> [FairShareBacklog.Key] {
             try (JSONValue(parsing: text).arrayValue ?? []).map { pair in
@@ -48,12 +64,33 @@ extension Store {
         }
         var backlogs: [String: FairShareBacklog] = [:]
         for row in rows {
-            let (queue, from, waiting, top, running, runningTop) = try row.decode(
-                (String, String?, Int, String, Int, String).self)
+            let (queue, from, waiting, top, running, runningTop, started, startedTop) = try row.decode(
+                (String, String?, Int, String, Int, String, Int, String).self)
             backlogs[queue] = FairShareBacklog(
-                keyFrom: from, keys: waiting, top: try keys(top), running: running, runningTop: try keys(runningTop))
+                keyFrom: from, keys: waiting, top: try keys(top), running: running, runningTop: try keys(runningTop),
+                recentStarts: started, recentTop: try keys(startedTop))
         }
         return backlogs
+    }
+
+    /// The fairness key of each of `ids` that is a job of a fair queue ("" for one naming none),
+    /// by primary key; jobs of other queues, and jobs gone, are left out. What a worker's history
+    /// looks up for a sample of the stages it claimed (``HistoryMinute/fairStarts``): the claim
+    /// itself does not say, so that it stays as it is for queues that are not fair.
+    package func fairKeys(ofJobs ids: [Int64]) async throws -> [Int64: String] {
+        guard !ids.isEmpty else { return [:] }
+        let rows = try await pool.read(
+            """
+            SELECT j.id, coalesce(j.fair_key, '') FROM \(unescaped: schema).jobs j
+            WHERE j.id = ANY (\(ids)::bigint[])
+              AND EXISTS (SELECT 1 FROM \(unescaped: schema).fair_queues f WHERE f.queue = j.queue)
+            """, logger: logger)
+        var keys: [Int64: String] = [:]
+        for row in rows {
+            let (id, key) = try row.decode((Int64, String).self)
+            keys[id] = key
+        }
+        return keys
     }
 
     /// Makes `queue` fair and its jobs that name no key take the one `from` says (a

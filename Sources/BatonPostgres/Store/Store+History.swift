@@ -13,6 +13,10 @@ extension Store {
         ("wait_30s", 30), ("wait_1m", 60), ("wait_5m", 300), ("wait_30m", 1800), ("wait_more", .infinity),
     ]
 
+    /// How many keys a minute of ``HistoryMinute/fairStarts`` keeps, those with the most
+    /// (`fair_starts_added` in the schema keeps as many).
+    package static let fairStartKeysKept = 20
+
     /// One queue's minute (or a longer bin of them).
     package struct HistoryMinute: Sendable, Hashable {
         package var queue: String
@@ -22,6 +26,10 @@ extension Store {
         package var cancelled = 0
         /// Pickups per bucket of ``Store/waitBuckets``.
         package var waits = [Int](repeating: 0, count: Store.waitBuckets.count)
+        /// In a fair queue: the pickups per fairness key ("" for stages without one), as the worker
+        /// estimated them from a sample (``Store/fairKeys(ofJobs:)``); the ``fairStartKeysKept``
+        /// keys with the most.
+        package var fairStarts: [String: Int] = [:]
 
         package init(queue: String, minute: Date) {
             self.queue = queue
@@ -48,6 +56,9 @@ extension Store {
                 for (bucket, count) in zip(Self.waitBuckets, minute.waits) {
                     row[bucket.column] = .number(JSONNumber(count))
                 }
+                if !minute.fairStarts.isEmpty {
+                    row["fair_starts"] = .object(minute.fairStarts.mapValues { .number(JSONNumber($0)) })
+                }
                 return .object(row)
             })
         let columns = Self.waitColumns()
@@ -55,14 +66,15 @@ extension Store {
         try await pool.execute(
             """
             INSERT INTO \(unescaped: schema).queue_minutes AS q
-                (minute, queue, completed, discarded, cancelled, \(unescaped: columns))
+                (minute, queue, completed, discarded, cancelled, fair_starts, \(unescaped: columns))
             SELECT r.* FROM jsonb_to_recordset(\(rows.jsonText)::jsonb)
-                AS r(minute timestamptz, queue text, completed int, discarded int, cancelled int,
+                AS r(minute timestamptz, queue text, completed int, discarded int, cancelled int, fair_starts jsonb,
                      \(unescaped: Self.waitColumns { "\($0) int" }))
             ORDER BY r.minute, r.queue
             ON CONFLICT (minute, queue) DO UPDATE SET
                 completed = q.completed + excluded.completed, discarded = q.discarded + excluded.discarded,
                 cancelled = q.cancelled + excluded.cancelled,
+                fair_starts = \(unescaped: schema).fair_starts_added(q.fair_starts, excluded.fair_starts),
                 \(unescaped: Self.waitColumns { "\($0) = q.\($0) + excluded.\($0)" })
             """, logger: logger)
     }

@@ -149,7 +149,11 @@ extension Components.Schemas.Queue {
             fairShare: queue.fairShare.map { fair in
                 .init(
                     keys: fair.keys, top: fair.top.map { .init(key: $0.key, stages: $0.stages) }, running: fair.running,
-                    runningTop: fair.runningTop.map { .init(key: $0.key, stages: $0.stages) })
+                    runningTop: fair.runningTop.map { .init(key: $0.key, stages: $0.stages) },
+                    recentMinutes: Store.recentStartsMinutes, recentStarts: fair.recentStarts,
+                    recentTop: fair.recentTop.map {
+                        .init(key: $0.key, starts: $0.stages, share: fair.share(ofRecentStarts: $0.stages))
+                    })
             }, fairKeyFrom: queue.fairShare?.keyFrom)
     }
 }

@@ -52,11 +52,19 @@ extension Dashboard {
                 var stages: Int
             }
 
+            struct Share: Sendable {
+                var key: String
+                /// "42 %"
+                var share: String
+            }
+
             var name: String
             var keys: Int
             var top: [Key]
             /// The keys with the most stages running now.
             var running: [Key]
+            /// The keys that took the most of the claims of the last few minutes, each with its share.
+            var started: [Share]
             /// Where its jobs naming no key take one (`metadata.tenant`), if it derives them.
             var from: String?
         }
@@ -156,7 +164,9 @@ extension Dashboard {
                 }
                 return Overview.FairQueue(
                     name: name, keys: fair.keys, top: shown(fair.top), running: shown(fair.runningTop),
-                    from: fair.keyFrom)
+                    started: shown(fair.recentTop).map {
+                        .init(key: $0.key, share: "\(Int((fair.share(ofRecentStarts: $0.stages) * 100).rounded())) %")
+                    }, from: fair.keyFrom)
             },
             states: Self.shownStates.map(Self.stateHeading),
             ranges: [

@@ -41,7 +41,8 @@ public struct QueueStatus: Sendable, Hashable {
 public struct FairShareBacklog: Sendable, Hashable {
     public struct Key: Sendable, Hashable {
         public var key: String
-        /// Its stages waiting for a worker (available now), or running.
+        /// Its stages waiting for a worker (available now), or running; or, in ``recentTop``,
+        /// claimed.
         public var stages: Int
     }
 
@@ -56,4 +57,17 @@ public struct FairShareBacklog: Sendable, Hashable {
     /// The ``Store/fairKeysShown`` keys with the most of them, most first: who holds the workers'
     /// slots.
     public var runningTop: [Key]
+    /// The queue's stages that workers claimed over the last ``Store/recentStartsMinutes``
+    /// minutes (the current one included): its pickups, as the history counts them.
+    public var recentStarts = 0
+    /// The ``Store/fairKeysShown`` keys with the most of those claims, most first, each with its
+    /// count as the workers estimated it (``Store/HistoryMinute/fairStarts``): each key's share of
+    /// recent starts is its count over ``recentStarts``.
+    public var recentTop: [Key] = []
+
+    /// `starts` over ``recentStarts``, from 0 to 1 (an estimate a little over the pickups counted
+    /// is shown as all of them).
+    public func share(ofRecentStarts starts: Int) -> Double {
+        recentStarts > 0 ? min(1, Double(starts) / Double(recentStarts)) : 0
+    }
 }

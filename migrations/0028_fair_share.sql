@@ -16,9 +16,10 @@ ALTER TABLE jobs ADD COLUMN fair_weight float8;
 ALTER TABLE schedules ADD COLUMN fair_key text;
 ALTER TABLE schedules ADD COLUMN fair_weight float8;
 -- `key_from`: where a job enqueued into the queue without a key finds one (`metadata.tenant`,
--- `input.customer`: `fair_key_of`), set by an admin (`PUT /v1/queues/{name}/fair-key`); NULL:
--- jobs name their own.
-CREATE TABLE fair_queues (queue text PRIMARY KEY, key_from text);
+-- `input.customer`: `fair_key_of`), set by an admin (`PUT /v1/queues/{name}/fair-key`) or by the
+-- settings file's `fair_keys:` (`key_from_source`, 'api' or 'settings': a file clears only what it
+-- set); NULL: jobs name their own.
+CREATE TABLE fair_queues (queue text PRIMARY KEY, key_from text, key_from_source text);
 -- `turn`: the claim's order within a priority. `fair_key`: the job's key ('' for none) in a fair
 -- queue, NULL elsewhere (so that `ready_keys` holds only fair queues' rows).
 ALTER TABLE ready ADD COLUMN fair_key text;

@@ -115,28 +115,6 @@ func withPostgres<T: Sendable>(
     }
 }
 
-/// Saves the settings file's schedules, lane settings and rate limits, and deletes those it no
-/// longer lists (each when given: a file without `schedules:` leaves the schedules as they are…).
-func syncSettingsFile(
-    schedules: [ScheduleDefinition]?, lanes: [LaneSetting]?, rateLimits: [RateLimit]?, _ pool: DatabasePool,
-    logger: Logger
-) async throws {
-    let store = Store(pool: pool, logger: logger, checkingArgs: TaskRegistry().argsCheck)
-    if let schedules {
-        try await store.syncSettingsSchedules(schedules, now: Date())
-        logger.info("schedules from the settings file", metadata: ["names": "\(schedules.map(\.name))"])
-    }
-    if let rateLimits {
-        try await store.syncSettingsRateLimits(rateLimits)
-        logger.info("rate limits from the settings file", metadata: ["keys": "\(rateLimits.map(\.key))"])
-    }
-    // Logged last (tests wait for it).
-    if let lanes {
-        try await store.syncSettingsLanes(lanes)
-        logger.info("lane settings from the settings file", metadata: ["lanes": "\(lanes.map(\.lane))"])
-    }
-}
-
 /// Fails unless the schema is at this binary's version.
 func requireMigrated(_ pool: DatabasePool, logger: Logger) async throws {
     let database = pool.configuration

@@ -38,9 +38,7 @@ struct Dev: AsyncParsableCommand {
         let serverConfiguration = try settings.server(tokens: tokens)
         let workerConfiguration = try settings.worker()
         let tasks = try settings.builtinTasks()
-        let schedules = try settings.schedules?.definitions()
-        let lanes = try settings.lanes?.settings()
-        let rateLimits = try settings.rateLimits?.limits()
+        let sections = try settings.sections.checked()
         let dataDirectory = URL(fileURLWithPath: data, isDirectory: true).standardizedFileURL
         try FileManager.default.createDirectory(
             at: dataDirectory.deletingLastPathComponent(), withIntermediateDirectories: true)
@@ -87,8 +85,7 @@ struct Dev: AsyncParsableCommand {
                 })
             try await runServices(pool: pool, main: [worker, client, api], logger: logger) {
                 try await Migrator(schema: database.schema, logger: logger).migrate(pool)
-                try await syncSettingsFile(
-                    schedules: schedules, lanes: lanes, rateLimits: rateLimits, pool, logger: logger)
+                try await sections.save(pool, logger: logger)
             }
         } catch {
             session.withLock { $0?.remove() }

@@ -120,9 +120,7 @@ struct Serve: AsyncParsableCommand {
         let settings = try await runtime.settings(database, options)
         let logger = makeLogger("baton.serve")
         let serverConfiguration = try settings.server()
-        let schedules = try settings.schedules?.definitions()
-        let lanes = try settings.lanes?.settings()
-        let rateLimits = try settings.rateLimits?.limits()
+        let sections = try settings.sections.checked()
         let pool = try await settings.connect(logger: logger)
         let client = BatonClient(pool: pool, logger: logger, checkingArgs: TaskRegistry().argsCheck)
         let server = BatonServer(
@@ -130,8 +128,7 @@ struct Serve: AsyncParsableCommand {
             onListening: { port in say("Baton API listening on http://\(serverConfiguration.host):\(port)") })
         try await runServices(pool: pool, main: [client, server], logger: logger) {
             try await requireMigrated(pool, logger: logger)
-            try await syncSettingsFile(
-                schedules: schedules, lanes: lanes, rateLimits: rateLimits, pool, logger: logger)
+            try await sections.save(pool, logger: logger)
         }
     }
 }

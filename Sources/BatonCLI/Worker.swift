@@ -158,9 +158,7 @@ struct WorkerCommand: AsyncParsableCommand {
         let workerConfiguration = try settings.worker()
         let tasks = try settings.builtinTasks()
         let listener = try settings.workerMetrics()
-        let schedules = try settings.schedules?.definitions()
-        let lanes = try settings.lanes?.settings()
-        let rateLimits = try settings.rateLimits?.limits()
+        let sections = try settings.sections.checked()
         let pool = try await settings.connect(logger: logger)
         let worker = Worker(pool: pool, tasks: tasks, configuration: workerConfiguration, logger: logger)
         var services: [any Service] = [worker]
@@ -172,8 +170,7 @@ struct WorkerCommand: AsyncParsableCommand {
         }
         try await runServices(pool: pool, main: services, logger: logger) {
             try await requireMigrated(pool, logger: logger)
-            try await syncSettingsFile(
-                schedules: schedules, lanes: lanes, rateLimits: rateLimits, pool, logger: logger)
+            try await sections.save(pool, logger: logger)
         }
     }
 }

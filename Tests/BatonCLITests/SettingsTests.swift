@@ -227,6 +227,8 @@ final class SettingsTests: Sendable {
                       partner: {rate: 10, per: 1s, burst: 20}
                       queue:emails: {rate: 100, per: 1m}
                       slow: {rate: 1000, per: 1h}
+                    fair_keys:
+                      exports: {from: metadata.tenant}
                     """))
             var schedules = try await db.store.schedules()
             #expect(schedules.map(\.name) == ["hourly", "nightly"])
@@ -243,17 +245,22 @@ final class SettingsTests: Sendable {
                     "partner 10/1.0 seconds 20 settings", "queue:emails 100/60.0 seconds 100 settings",
                     "slow 1000/3600.0 seconds 1000 settings",
                 ])
+            #expect(try await db.store.fairShareBacklogs()["exports"]?.keyFrom == "metadata.tenant")
+            // Set through the API: the API's, whatever the file says.
+            try await db.store.setFairKeySource(try FairKeySource(parsing: "input.customer"), queue: "mail")
 
             try await start(
                 try file(
                     "baton.json",
                     #"{"schedules": {"nightly": {"cron": "0 3 * * *", "job": {"stages": [{"task": "noop"}]}}}, "#
-                        + #""lanes": {"tenant-*": {"width": 2}}, "rate_limits": {}}"#))
+                        + #""lanes": {"tenant-*": {"width": 2}}, "rate_limits": {}, "fair_keys": {}}"#))
             schedules = try await db.store.schedules()
             #expect(schedules.map(\.name) == ["nightly"])
             #expect(schedules.first?.cron.description == "0 3 * * *")
             #expect(try await db.store.laneSettings().map { "\($0.lane)=\($0.width)" } == ["tenant-*=2"])
             #expect(try await db.store.rateLimits().isEmpty, "the file no longer lists them")
+            let fair = try await db.store.fairShareBacklogs()
+            #expect(fair["exports"]?.keyFrom == nil && fair["mail"]?.keyFrom == "input.customer")
 
             let bad = try file(
                 "bad.yaml", "schedules:\n  broken:\n    cron: \"61 * * * *\"\n    job: {stages: [{task: noop}]}\n")
@@ -268,6 +275,10 @@ final class SettingsTests: Sendable {
                 ("rate_limits:\n  k: {rate: 0, per: 1s}", "rate_limits.k.rate: a whole number from 1 to 1000000"),
                 ("rate_limits:\n  k: {rate: 5, per: 1 fortnight}", "rate_limits.k.per: a period from 1ms to 31d"),
                 ("rate_limits:\n  k: {rate: 5, per: 1s, burst: -1}", "rate_limits.k.burst: a whole number"),
+                ("fair_keys: [q]", "fair_keys must map queues"),
+                ("fair_keys:\n  q: metadata.tenant", "fair_keys.q: a queue's fairness key is an object"),
+                ("fair_keys:\n  q: {from: output.x}", "fair_keys.q.from: a fairness key comes from a field"),
+                ("fair_keys:\n  q: {from: metadata.t, weight: 2}", "fair_keys.q.weight: unknown; there is from"),
             ] {
                 let refused = try await Self.baton(
                     ["worker", "--database-url", db.url, "--config", try file("lanes.yaml", lanes)])

@@ -36,22 +36,13 @@ struct Settings: Sendable {
 
     private let sources: [Source]
     let environment: [String: String]
-    /// The config file's `schedules`, if it has them.
-    let schedules: ScheduleSettings?
-    /// The config file's `lanes`, if it has them.
-    let lanes: LaneSettings?
-    /// The config file's `rate_limits`, if it has them.
-    let rateLimits: RateLimitSettings?
+    /// The config file's `schedules`, `lanes`, `rate_limits` and `fair_keys`, those it has.
+    let sections: SettingsFileSections
 
-    init(
-        sources: [Source], environment: [String: String], schedules: ScheduleSettings? = nil,
-        lanes: LaneSettings? = nil, rateLimits: RateLimitSettings? = nil
-    ) {
+    init(sources: [Source], environment: [String: String], sections: SettingsFileSections = SettingsFileSections()) {
         self.sources = sources
         self.environment = environment
-        self.schedules = schedules
-        self.lanes = lanes
-        self.rateLimits = rateLimits
+        self.sections = sections
     }
 
     /// The flags given (`flags`), this process's environment, and the config file either names.
@@ -73,23 +64,18 @@ struct Settings: Sendable {
                 provider: EnvironmentVariablesProvider(environmentVariables: environment), prefix: ["baton"]),
         ]
         let early = Settings(sources: sources, environment: environment)
-        var schedules: ScheduleSettings?
-        var lanes: LaneSettings?
-        var rateLimits: RateLimitSettings?
+        var sections = SettingsFileSections()
         if let path = try early.string(.config) {
             let file = try await configFile(path)
             sources.append(file.source)
-            (schedules, lanes, rateLimits) = (file.schedules, file.lanes, file.rateLimits)
+            sections = file.sections
         }
-        return Settings(
-            sources: sources, environment: environment, schedules: schedules, lanes: lanes, rateLimits: rateLimits)
+        return Settings(sources: sources, environment: environment, sections: sections)
     }
 
     /// A JSON or YAML file of settings, its keys checked against the known ones, and its
-    /// `schedules`, `lanes` and `rate_limits` (structured, read apart).
-    private static func configFile(_ path: String) async throws -> (
-        source: Source, schedules: ScheduleSettings?, lanes: LaneSettings?, rateLimits: RateLimitSettings?
-    ) {
+    /// structured sections (``SettingsFileSections``, read apart).
+    private static func configFile(_ path: String) async throws -> (source: Source, sections: SettingsFileSections) {
         let url = URL(fileURLWithPath: path)
         let data: Data
         do {
@@ -120,7 +106,7 @@ struct Settings: Sendable {
         }
         let tree = document.objectTree
         let known = Set(Setting.all.map(\.key)).subtracting(["config"])
-        let structured = ["schedules", "lanes", "rate_limits"]
+        let structured = SettingsFileSections.names
         for key in leafKeys(tree)
         where !known.contains(key) && !structured.contains(where: { key == $0 || key.hasPrefix($0 + ".") }) {
             throw ValidationError(
@@ -129,13 +115,9 @@ struct Settings: Sendable {
         }
         // The other settings through swift-configuration's JSON snapshot, which reads scalars and
         // lists of them (a YAML file is written as JSON for it): the structured sections are read apart.
-        var schedules: ScheduleSettings?
-        var lanes: LaneSettings?
-        var rateLimits: RateLimitSettings?
+        var sections = SettingsFileSections()
         if case .object(var object) = document {
-            schedules = object.removeValue(forKey: "schedules").map { ScheduleSettings(value: $0, file: name) }
-            lanes = object.removeValue(forKey: "lanes").map { LaneSettings(value: $0, file: name) }
-            rateLimits = object.removeValue(forKey: "rate_limits").map { RateLimitSettings(value: $0, file: name) }
+            sections = SettingsFileSections(taking: &object, file: name)
             document = .object(object)
         }
         let bytes = Array((document == .null ? "{}" : document.jsonText).utf8)
@@ -145,7 +127,7 @@ struct Settings: Sendable {
         } catch {
             throw ValidationError("config file \(path): \(error)")
         }
-        return (Source(describe: { "\($0.key) in \(name)" }, snapshot: snapshot), schedules, lanes, rateLimits)
+        return (Source(describe: { "\($0.key) in \(name)" }, snapshot: snapshot), sections)
     }
 
     /// The dotted paths of a parsed file's values (an empty file has none).

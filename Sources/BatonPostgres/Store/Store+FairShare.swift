@@ -99,27 +99,59 @@ extension Store {
     package func setFairKeySource(_ from: FairKeySource?, queue: String, by actor: AuditActor? = nil) async throws {
         try ChainDefinition.checkName(queue, path: "name", what: "queue name")
         try await audited(actor) { connection in
-            // (Setting none on a queue that is not fair leaves it so.)
-            let rows = try await connection.execute(
-                from.map { from in
-                    """
-                    INSERT INTO \(unescaped: self.schema).fair_queues AS f (queue, key_from)
-                    VALUES (\(queue), \(from.path))
-                    ON CONFLICT (queue) DO UPDATE SET key_from = excluded.key_from
-                    WHERE f.key_from IS DISTINCT FROM excluded.key_from
-                    RETURNING queue
-                    """
-                }
-                    ?? """
-                    UPDATE \(unescaped: self.schema).fair_queues SET key_from = NULL
-                    WHERE queue = \(queue) AND key_from IS NOT NULL RETURNING queue
-                    """, logger: self.logger)
-            guard !rows.isEmpty else { return ((), []) }
+            guard try await self.setFairKeySource(from, queue: queue, source: .api, on: connection) else {
+                return ((), [])
+            }
             let details: JSONValue = from.map { ["from": .string($0.path)] } ?? [:]
             return (
                 (), [AuditChange(from == nil ? "clearFairKeySource" : "setFairKeySource", "queue:\(queue)", details)]
             )
         }
+    }
+}
+
+extension Store {
+    /// Makes the fairness-key sources owned by the settings file (`fair_keys:`) exactly `sources`:
+    /// saves each, clears the file's others, in one transaction.
+    package func syncSettingsFairKeySources(_ sources: [(queue: String, from: FairKeySource)]) async throws {
+        for (queue, _) in sources { try ChainDefinition.checkName(queue, path: "fair_keys", what: "queue name") }
+        try await pool.withTransaction(logger: logger) { connection in
+            for (queue, from) in sources {
+                try await self.setFairKeySource(from, queue: queue, source: .settings, on: connection)
+            }
+            let dropped = try await connection.execute(
+                """
+                SELECT queue FROM \(unescaped: self.schema).fair_queues
+                WHERE key_from_source = 'settings' AND queue <> ALL (\(sources.map(\.queue)))
+                """, logger: self.logger)
+            for row in dropped {
+                try await self.setFairKeySource(
+                    nil, queue: try row.decode(String.self), source: .settings, on: connection)
+            }
+        }
+    }
+
+    /// Sets (or with nil clears) where `queue` takes the keys of jobs naming none, and who set it;
+    /// returns whether that changed anything. (Clearing it on a queue that is not fair leaves it so.)
+    @discardableResult
+    private func setFairKeySource(
+        _ from: FairKeySource?, queue: String, source: SettingSource, on connection: PostgresConnection
+    ) async throws -> Bool {
+        let rows = try await connection.execute(
+            from.map { from in
+                """
+                INSERT INTO \(unescaped: schema).fair_queues AS f (queue, key_from, key_from_source)
+                VALUES (\(queue), \(from.path), \(source.rawValue))
+                ON CONFLICT (queue) DO UPDATE SET key_from = excluded.key_from, key_from_source = excluded.key_from_source
+                WHERE (f.key_from, f.key_from_source) IS DISTINCT FROM (excluded.key_from, excluded.key_from_source)
+                RETURNING queue
+                """
+            }
+                ?? """
+                UPDATE \(unescaped: schema).fair_queues SET key_from = NULL, key_from_source = NULL
+                WHERE queue = \(queue) AND key_from IS NOT NULL RETURNING queue
+                """, logger: logger)
+        return !rows.isEmpty
     }
 }
 

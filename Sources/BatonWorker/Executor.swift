@@ -99,6 +99,22 @@ struct Executor: Sendable {
         case stopped(StopReason)
     }
 
+    /// A group's or map's members' outputs, handed on; or, when they added up to more than one
+    /// PostgreSQL value holds (`map_output` in the schema says so instead of failing the flush that
+    /// finished the last member), the stage's permanent failure, with the figures.
+    static func gathered(_ output: String) -> StageOutcome {
+        guard output.hasPrefix(#"{"gather_too_large""#),
+            let figures = try? JSONValue(parsing: output)["gather_too_large"],
+            let members = figures["members"]?.numberValue?.integer(as: Int.self),
+            let bytes = figures["bytes"]?.numberValue?.integer(as: Int.self)
+        else { return .succeeded(output: output) }
+        return .failed(
+            error: StageError(
+                "the outputs of its \(members) members add up to \(bytes) bytes, more than PostgreSQL holds in one "
+                    + "value (255 MB), so they cannot be handed on: have each return less (where its data is, not "
+                    + "the data)"), retry: .never)
+    }
+
     func run(_ job: ClaimedJob, control: RunControl) async -> Result {
         let spec = job.spec
         let stage: TaskStage
@@ -107,11 +123,11 @@ struct Executor: Sendable {
             stage = task
         case .group:
             // A group stage: first its members start; once they are all done, their outputs are its output.
-            return .ended(job.groupOutput.map { .succeeded(output: $0) } ?? .fanOut)
+            return .ended(job.groupOutput.map(Self.gathered) ?? .fanOut)
         case .map(let map):
             // A map: its members start, one per element of its input's array; once they are all
             // done, their outputs are its output. An empty array is its own output.
-            if let output = job.groupOutput { return .ended(.succeeded(output: output)) }
+            if let output = job.groupOutput { return .ended(Self.gathered(output)) }
             guard let input = try? JSONValue(parsing: job.input) else {
                 return .ended(.failed(error: StageError("map: its input is not JSON"), retry: .never))
             }

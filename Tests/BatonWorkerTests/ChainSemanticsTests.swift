@@ -448,6 +448,36 @@ struct ChainSemanticsTests {
         }
     }
 
+    /// A map whose runs' outputs add up to more than PostgreSQL holds in one value (255 MB) fails
+    /// for good saying so, with every run completed and none left running; the worker goes on.
+    /// (The limit used to fail the flush that finished the last run: under `continue`, the policy
+    /// here, that run was left running and rescued without end. Under the default policy the
+    /// gather is the same `map_output`.)
+    @Test func aMapWhoseOutputsAreTooLargeToGatherFailsSayingSo() async throws {
+        try await TestDatabase.with { db async throws in
+            var tasks = testTasks
+            // 95 MB each: three are past the limit, one is not.
+            tasks.register(name: "big") { _, _, _ in .string(String(repeating: "x", count: 95_000_000)) }
+            try await withWorker(db, tasks: tasks) { baton, _ async throws in
+                let id = try await baton.enqueue([
+                    NewJob(
+                        chain: ChainDefinition(
+                            input: [1, 2, 3], stages: [.map(failures: .continue(stopAfter: nil), [.task("big")])]))
+                ])[0].id
+                let record = try await baton.waitUntilFinished(id, timeout: .seconds(120))
+                #expect(record.state == .discarded)
+                let error = try #require(record.errors.last?.error)
+                #expect(error.contains("the outputs of its 3 members add up to"), "\(error)")
+                #expect(error.contains("more than PostgreSQL holds in one value"), "\(error)")
+                let runs = try await db.values(
+                    "SELECT state::text FROM \(unescaped: db.configuration.schema).jobs WHERE parent_id = \(id)",
+                    as: String.self)
+                #expect(runs == ["completed", "completed", "completed"])
+                #expect(try await baton.enqueue(Chain(input: 1).then(Add(n: 1))).result() == 2)
+            }
+        }
+    }
+
     /// `stop_after`: a bounded map fails at its second failure and starts no more; a retry starts
     /// again only the runs that did not complete, at the stage they stopped on, then the elements
     /// never started, and the map completes with every result in element order.

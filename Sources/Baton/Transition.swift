@@ -144,6 +144,8 @@ public enum Transition: Sendable, Hashable {
     private static func follow(
         _ task: TaskStage, at position: Int, output: String, runs: Int, in chain: [StageSpec]
     ) -> Flow {
+        // Most stages have no rules: their output is not read (a large one is not parsed for nothing).
+        guard task.repeat != nil || !task.next.isEmpty else { return .next(position + 1) }
         let value = (try? JSONValue(parsing: output)) ?? .null
         if let rule = task.repeat, rule.condition.holds(for: value) {
             guard runs + 1 < rule.max else {

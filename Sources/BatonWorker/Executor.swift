@@ -111,7 +111,7 @@ struct Executor: Sendable {
         return .failed(
             error: StageError(
                 "the outputs of its \(members) members add up to \(bytes) bytes, more than PostgreSQL holds in one "
-                    + "value (255 MB), so they cannot be handed on: have each return less (where its data is, not "
+                    + "value (256 MiB), so they cannot be handed on: have each return less (where its data is, not "
                     + "the data)"), retry: .never)
     }
 

@@ -448,30 +448,48 @@ struct ChainSemanticsTests {
         }
     }
 
-    /// A map whose runs' outputs add up to more than PostgreSQL holds in one value (255 MB) fails
+    /// A map whose runs' outputs add up to more than PostgreSQL holds in one value (256 MiB) fails
     /// for good saying so, with every run completed and none left running; the worker goes on.
     /// (The limit used to fail the flush that finished the last run: under `continue`, the policy
     /// here, that run was left running and rescued without end. Under the default policy the
-    /// gather is the same `map_output`.)
+    /// gather is the same `map_output`.) The two large outputs are written inside PostgreSQL, while
+    /// the last run waits: made by a task, this test spent half a minute of both cores on them.
     @Test func aMapWhoseOutputsAreTooLargeToGatherFailsSayingSo() async throws {
         try await TestDatabase.with { db async throws in
+            let (release, released) = AsyncStream.makeStream(of: Void.self)
             var tasks = testTasks
-            // 95 MB each: three are past the limit, one is not.
-            tasks.register(name: "big") { _, _, _ in .string(String(repeating: "x", count: 95_000_000)) }
+            tasks.register(name: "last-waits") { _, input, _ in
+                if input == 3 { for await _ in release { break } }
+                return input
+            }
             try await withWorker(db, tasks: tasks) { baton, _ async throws in
                 let id = try await baton.enqueue([
                     NewJob(
                         chain: ChainDefinition(
-                            input: [1, 2, 3], stages: [.map(failures: .continue(stopAfter: nil), [.task("big")])]))
+                            input: [1, 2, 3], stages: [.map(failures: .continue(stopAfter: nil), [.task("last-waits")])]
+                        ))
                 ])[0].id
-                let record = try await baton.waitUntilFinished(id, timeout: .seconds(120))
+                let jobs = "\(db.configuration.schema).jobs"
+                try await eventually("the first two runs to complete") {
+                    try await db.values(
+                        "SELECT count(*)::int FROM \(unescaped: jobs) WHERE parent_id = \(id) AND state = 'completed'",
+                        as: Int.self) == [2]
+                }
+                // 140 MB each: together past the limit (2^28 - 1 bytes).
+                try await db.pool.execute(
+                    """
+                    UPDATE \(unescaped: jobs)
+                    SET results = jsonb_set(results, '{-1,output}', to_jsonb(repeat('x', 140000000)))
+                    WHERE parent_id = \(id) AND state = 'completed'
+                    """)
+                released.yield()
+                let record = try await baton.waitUntilFinished(id, timeout: .seconds(60))
                 #expect(record.state == .discarded)
                 let error = try #require(record.errors.last?.error)
-                #expect(error.contains("the outputs of its 3 members add up to"), "\(error)")
+                #expect(error.contains("the outputs of its 3 members add up to 280000005 bytes"), "\(error)")
                 #expect(error.contains("more than PostgreSQL holds in one value"), "\(error)")
                 let runs = try await db.values(
-                    "SELECT state::text FROM \(unescaped: db.configuration.schema).jobs WHERE parent_id = \(id)",
-                    as: String.self)
+                    "SELECT state::text FROM \(unescaped: jobs) WHERE parent_id = \(id)", as: String.self)
                 #expect(runs == ["completed", "completed", "completed"])
                 #expect(try await baton.enqueue(Chain(input: 1).then(Add(n: 1))).result() == 2)
             }

@@ -4,7 +4,7 @@
 -- failure `{"index", "state", "error"}` (its last error), in member order. Reads the members
 -- through `jobs_parent`.
 --
--- Outputs adding up to more than one jsonb value holds (255 MB) give
+-- Outputs adding up to more than one jsonb value holds (256 MiB) give
 -- `{"gather_too_large": {"members": N, "bytes": B}}` instead, which the worker that claims the
 -- stage turns into its permanent failure (Executor.swift), with the figures. Left to raise, the
 -- limit failed the statement that finished the last member: the whole flush of outcomes was

@@ -172,8 +172,11 @@ package func withServer<T: Sendable>(
         let worker = tasks.map { tasks in
             Worker(
                 pool: pool ?? db.pool, tasks: tasks,
+                // A lease of ten seconds, as the worker tests' (Tests/BatonWorkerTests/Harness.swift
+                // says why): with two, a heartbeat late under the full suite had the worker taken
+                // for lost and its running stage put back (LongPollTests saw its job `retryable`).
                 configuration: WorkerConfiguration(
-                    queues: ["default": 8], lease: .seconds(2), pollInterval: .seconds(1),
+                    queues: ["default": 8], lease: .seconds(10), pollInterval: .seconds(1),
                     drainGrace: .seconds(5), schedulerInterval: .milliseconds(20)),
                 logger: workerLogger ?? db.logger)
         }

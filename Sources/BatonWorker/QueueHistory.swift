@@ -13,9 +13,10 @@ import Synchronization
 /// In a fair queue, each key's share of those pickups (``Store/HistoryMinute/fairStarts``): the
 /// claim does not say a stage's key, so the worker keeps a uniform sample of the jobs it claimed
 /// in each queue and minute (at most ``sampleSize``, reservoir sampling) and, when it writes,
-/// looks their keys up in one statement by primary key; each key's count is its share of the
-/// sample times the pickups. Queues that are not fair answer nothing and record nothing. A sample
-/// whose look-up fails is kept for the next write, unless a newer one of its minute took its place.
+/// looks up the keys of those claimed in fair queues in one statement by primary key; each key's
+/// count is its share of the sample times the pickups. Queues that are not fair record nothing,
+/// and their samples cost a probe of `fair_queues`, not of `jobs`. A sample whose look-up fails
+/// is kept for the next write, unless a newer one of its minute took its place.
 final class QueueHistory: Service, Sendable {
     private struct Key: Hashable {
         var queue: String
@@ -122,7 +123,8 @@ final class QueueHistory: Service, Sendable {
         guard !samples.isEmpty else { return }
         let keys: [Int64: String]
         do {
-            keys = try await store.fairKeys(ofJobs: samples.values.flatMap(\.ids))
+            keys = try await store.fairKeys(
+                ofClaims: samples.flatMap { minute, sample in sample.ids.map { ($0, minute.queue) } })
         } catch {
             logger.debug(
                 "cannot look up the fairness keys of claims; keeping the sample",

@@ -73,21 +73,23 @@ extension Store {
         return backlogs
     }
 
-    /// The fairness key of each of `ids` that is a job of a fair queue ("" for one naming none),
-    /// by primary key; jobs of other queues, and jobs gone, are left out. What a worker's history
-    /// looks up for a sample of the stages it claimed (``HistoryMinute/fairStarts``): the claim
-    /// itself does not say, so that it stays as it is for queues that are not fair.
-    package func fairKeys(ofJobs ids: [Int64]) async throws -> [Int64: String] {
-        guard !ids.isEmpty else { return [:] }
+    /// The fairness key ("" for none) of each job of `claims` claimed in a fair queue, by primary
+    /// key; claims of other queues are not looked up, and jobs gone are left out. What a worker's
+    /// history looks up for a sample of the stages it claimed (``HistoryMinute/fairStarts``): the
+    /// claim itself does not say, so that it stays as it is for queues that are not fair. One
+    /// statement: `fair_queues` is asked first (a handful of rows), so a worker serving no fair
+    /// queue pays a probe of it per queue, not one of `jobs` per claim sampled.
+    package func fairKeys(ofClaims claims: [(job: Int64, queue: String)]) async throws -> [Int64: String] {
+        guard !claims.isEmpty else { return [:] }
         let rows = try await pool.read(
             """
-            SELECT j.id, coalesce(j.fair_key, '') FROM \(unescaped: schema).jobs j
-            WHERE j.id = ANY (\(ids)::bigint[])
-              AND EXISTS (SELECT 1 FROM \(unescaped: schema).fair_queues f WHERE f.queue = j.queue)
+            SELECT c.id, (SELECT coalesce(j.fair_key, '') FROM \(unescaped: schema).jobs j WHERE j.id = c.id)
+            FROM unnest(\(claims.map(\.job))::bigint[], \(claims.map(\.queue))::text[]) AS c(id, queue)
+            WHERE EXISTS (SELECT 1 FROM \(unescaped: schema).fair_queues f WHERE f.queue = c.queue)
             """, logger: logger)
         var keys: [Int64: String] = [:]
         for row in rows {
-            let (id, key) = try row.decode((Int64, String).self)
+            let (id, key) = try row.decode((Int64, String?).self)
             keys[id] = key
         }
         return keys

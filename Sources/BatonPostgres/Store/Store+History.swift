@@ -27,7 +27,7 @@ extension Store {
         /// Pickups per bucket of ``Store/waitBuckets``.
         package var waits = [Int](repeating: 0, count: Store.waitBuckets.count)
         /// In a fair queue: the pickups per fairness key ("" for stages without one), as the worker
-        /// estimated them from a sample (``Store/fairKeys(ofJobs:)``); the ``fairStartKeysKept``
+        /// estimated them from a sample (``Store/fairKeys(ofClaims:)``); the ``fairStartKeysKept``
         /// keys with the most.
         package var fairStarts: [String: Int] = [:]
 

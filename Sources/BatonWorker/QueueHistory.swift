@@ -27,6 +27,22 @@ final class QueueHistory: Service, Sendable {
     private struct Sample {
         var seen = 0
         var ids: [Int64] = []
+
+        mutating func add(_ job: Int64) {
+            seen += 1
+            if ids.count < QueueHistory.sampleSize {
+                ids.append(job)
+            } else {
+                let slot = Int.random(in: 0..<seen)
+                if slot < QueueHistory.sampleSize { ids[slot] = job }
+            }
+        }
+    }
+
+    /// What was gathered since the last write, under one lock: a pickup counts and samples at once.
+    private struct Gathered {
+        var minutes: [Key: Store.HistoryMinute] = [:]
+        var samples: [Key: Sample] = [:]
     }
 
     /// The jobs sampled per queue and minute: a share read from 1,000 is within about 3 % of the
@@ -36,8 +52,7 @@ final class QueueHistory: Service, Sendable {
     let store: Store
     let logger: Logger
     let period: Duration
-    private let gathered = Mutex<[Key: Store.HistoryMinute]>([:])
-    private let samples = Mutex<[Key: Sample]>([:])
+    private let gathered = Mutex(Gathered())
 
     init(store: Store, logger: Logger, period: Duration = .seconds(5)) {
         self.store = store
@@ -45,35 +60,27 @@ final class QueueHistory: Service, Sendable {
         self.period = period
     }
 
-    func completed(queue: String) { add(queue) { $0.completed += 1 } }
+    func completed(queue: String) { add(queue) { minute, _ in minute.completed += 1 } }
 
-    func discarded(queue: String) { add(queue) { $0.discarded += 1 } }
+    func discarded(queue: String) { add(queue) { minute, _ in minute.discarded += 1 } }
 
     func pickedUp(queue: String, waited: Double, job: Int64) {
         let bucket = Store.waitBuckets.firstIndex { waited <= $0.bound } ?? Store.waitBuckets.count - 1
-        let key = add(queue) { $0.waits[bucket] += 1 }
-        samples.withLock { samples in
-            var sample = samples[key, default: Sample()]
-            sample.seen += 1
-            if sample.ids.count < Self.sampleSize {
-                sample.ids.append(job)
-            } else {
-                let slot = Int.random(in: 0..<sample.seen)
-                if slot < Self.sampleSize { sample.ids[slot] = job }
-            }
-            samples[key] = sample
+        add(queue) { minute, sample in
+            minute.waits[bucket] += 1
+            sample.add(job)
         }
     }
 
-    @discardableResult
-    private func add(_ queue: String, _ change: (inout Store.HistoryMinute) -> Void) -> Key {
+    private func add(_ queue: String, _ change: (inout Store.HistoryMinute, inout Sample) -> Void) {
         let now = Date().timeIntervalSince1970
         let minute = Date(timeIntervalSince1970: (now / 60).rounded(.down) * 60)
         let key = Key(queue: queue, minute: minute)
         gathered.withLock { gathered in
-            change(&gathered[key, default: Store.HistoryMinute(queue: queue, minute: minute)])
+            change(
+                &gathered.minutes[key, default: Store.HistoryMinute(queue: queue, minute: minute)],
+                &gathered.samples[key, default: Sample()])
         }
-        return key
     }
 
     func run() async {
@@ -89,16 +96,12 @@ final class QueueHistory: Service, Sendable {
 
     /// Writes what was gathered; kept for the next round if the database is away.
     func write() async {
-        var gatheredMinutes = gathered.withLock { gathered in
-            defer { gathered.removeAll() }
+        var taken = gathered.withLock { gathered in
+            defer { gathered = Gathered() }
             return gathered
         }
-        let sampled = samples.withLock { samples in
-            defer { samples.removeAll() }
-            return samples
-        }
-        await estimateFairStarts(&gatheredMinutes, from: sampled)
-        let minutes = Array(gatheredMinutes.values)
+        await estimateFairStarts(&taken.minutes, from: taken.samples.filter { !$0.value.ids.isEmpty })
+        let minutes = Array(taken.minutes.values)
         guard !minutes.isEmpty else { return }
         do {
             try await store.recordHistory(minutes)
@@ -107,12 +110,13 @@ final class QueueHistory: Service, Sendable {
             gathered.withLock { gathered in
                 for minute in minutes {
                     let key = Key(queue: minute.queue, minute: minute.minute)
-                    var merged = gathered[key] ?? Store.HistoryMinute(queue: minute.queue, minute: minute.minute)
+                    var merged =
+                        gathered.minutes[key] ?? Store.HistoryMinute(queue: minute.queue, minute: minute.minute)
                     merged.completed += minute.completed
                     merged.discarded += minute.discarded
                     merged.waits = zip(merged.waits, minute.waits).map(+)
                     merged.fairStarts.merge(minute.fairStarts, uniquingKeysWith: +)
-                    gathered[key] = merged
+                    gathered.minutes[key] = merged
                 }
             }
         }
@@ -129,8 +133,10 @@ final class QueueHistory: Service, Sendable {
             logger.debug(
                 "cannot look up the fairness keys of claims; keeping the sample",
                 metadata: ["error": "\(error.logDescription)"])
-            self.samples.withLock { kept in
-                for (minute, sample) in samples where kept[minute] == nil { kept[minute] = sample }
+            gathered.withLock { gathered in
+                for (minute, sample) in samples where gathered.samples[minute]?.ids.isEmpty ?? true {
+                    gathered.samples[minute] = sample
+                }
             }
             return
         }

@@ -79,25 +79,11 @@ struct FairKeySettings: Sendable {
     var file: String
 
     func sources() throws -> [(queue: String, from: FairKeySource)] {
-        guard case .object(let entries) = value else {
-            throw ValidationError("config file \(file): fair_keys must map queues to {from: metadata.tenant}")
-        }
-        return try entries.keys.sorted().map { queue in
-            let path = "fair_keys.\(queue)"
-            func refuse(_ field: String, _ reason: String) -> ValidationError {
-                ValidationError("config file \(file): \(path)\(field.isEmpty ? "" : ".")\(field): \(reason)")
-            }
-            do {
-                try ChainDefinition.checkName(queue, path: path, what: "queue name")
-            } catch {
-                throw refuse("", "\(error)")
-            }
-            guard case .object(let fields) = entries[queue] ?? .null else {
-                throw refuse("", "a queue's fairness key is an object, as {from: metadata.tenant}")
-            }
-            if let unknown = fields.keys.sorted().first(where: { $0 != "from" }) {
-                throw refuse(unknown, "unknown; there is from")
-            }
+        try sectionEntries(
+            value, file: file, section: "fair_keys", mapping: "queues to {from: metadata.tenant}", what: "queue name",
+            shape: "a queue's fairness key is an object, as {from: metadata.tenant}", known: ["from"],
+            unknown: "unknown; there is from"
+        ) { queue, fields, refuse in
             do throws(BatonError) {
                 return (queue, try FairKeySource(parsing: fields["from"]?.stringValue ?? "", field: "from"))
             } catch {
@@ -105,5 +91,35 @@ struct FairKeySettings: Sendable {
                 throw refuse("from", reason)
             }
         }
+    }
+}
+
+/// The entries of a section that maps names to objects of fields (`lanes:`, `rate_limits:`,
+/// `fair_keys:`), in name order: each name checked as the API checks it (`what`), its value an
+/// object (`shape` says which, as `{width: 3}`) of the `known` fields only (`unknown` says so of
+/// another); `read` makes each entry, with `refuse(field, reason)` naming the file and the field
+/// ("" for the entry itself) of a problem.
+func sectionEntries<Entry>(
+    _ value: JSONValue, file: String, section: String, mapping: String, what: String, shape: String,
+    known: [String], unknown: String,
+    _ read: (_ name: String, _ fields: [String: JSONValue], _ refuse: (String, String) -> ValidationError) throws
+        -> Entry
+) throws -> [Entry] {
+    guard case .object(let entries) = value else {
+        throw ValidationError("config file \(file): \(section) must map \(mapping)")
+    }
+    return try entries.keys.sorted().map { name in
+        let path = "\(section).\(name)"
+        func refuse(_ field: String, _ reason: String) -> ValidationError {
+            ValidationError("config file \(file): \(path)\(field.isEmpty ? "" : ".")\(field): \(reason)")
+        }
+        do {
+            try ChainDefinition.checkName(name, path: path, what: what)
+        } catch {
+            throw refuse("", "\(error)")
+        }
+        guard case .object(let fields) = entries[name] ?? .null else { throw refuse("", shape) }
+        if let other = fields.keys.sorted().first(where: { !known.contains($0) }) { throw refuse(other, unknown) }
+        return try read(name, fields, refuse)
     }
 }

@@ -20,27 +20,15 @@ struct LaneSettings: Sendable {
 
     /// Each setting, checked as the API checks one: a problem names the file and the field.
     func settings() throws -> [LaneSetting] {
-        guard case .object(let entries) = value else {
-            throw ValidationError("config file \(file): lanes must map lanes (or prefixes ending in *) to settings")
-        }
-        return try entries.keys.sorted().map { lane in
-            let path = "lanes.\(lane)"
-            do {
-                try ChainDefinition.checkName(lane, path: path, what: "lane")
-            } catch {
-                throw ValidationError("config file \(file): \(path): \(error)")
-            }
-            guard case .object(let fields) = entries[lane] ?? .null else {
-                throw ValidationError("config file \(file): \(path): a lane's settings are an object, as {width: 3}")
-            }
-            if let unknown = fields.keys.sorted().first(where: { $0 != "width" }) {
-                throw ValidationError("config file \(file): \(path).\(unknown): unknown lane setting; there is width")
-            }
+        try sectionEntries(
+            value, file: file, section: "lanes", mapping: "lanes (or prefixes ending in *) to settings", what: "lane",
+            shape: "a lane's settings are an object, as {width: 3}", known: ["width"],
+            unknown: "unknown lane setting; there is width"
+        ) { lane, fields, refuse in
             guard let width = fields["width"]?.numberValue?.integer(as: Int.self), LaneSetting.widths.contains(width)
             else {
-                throw ValidationError(
-                    "config file \(file): \(path).width: a whole number from \(LaneSetting.widths.lowerBound) to "
-                        + "\(LaneSetting.widths.upperBound)")
+                throw refuse(
+                    "width", "a whole number from \(LaneSetting.widths.lowerBound) to \(LaneSetting.widths.upperBound)")
             }
             return LaneSetting(lane: lane, width: width, source: .settings)
         }
@@ -59,25 +47,11 @@ struct RateLimitSettings: Sendable {
     var file: String
 
     func limits() throws -> [RateLimit] {
-        guard case .object(let entries) = value else {
-            throw ValidationError("config file \(file): rate_limits must map keys to limits")
-        }
-        return try entries.keys.sorted().map { key in
-            let path = "rate_limits.\(key)"
-            func refuse(_ field: String, _ reason: String) -> ValidationError {
-                ValidationError("config file \(file): \(path)\(field.isEmpty ? "" : ".")\(field): \(reason)")
-            }
-            do {
-                try ChainDefinition.checkName(key, path: path, what: "rate limit key")
-            } catch {
-                throw refuse("", "\(error)")
-            }
-            guard case .object(let fields) = entries[key] ?? .null else {
-                throw refuse("", "a limit is an object, as {rate: 10, per: 1s}")
-            }
-            if let unknown = fields.keys.sorted().first(where: { !["rate", "per", "burst"].contains($0) }) {
-                throw refuse(unknown, "unknown; a limit has rate, per and burst")
-            }
+        try sectionEntries(
+            value, file: file, section: "rate_limits", mapping: "keys to limits", what: "rate limit key",
+            shape: "a limit is an object, as {rate: 10, per: 1s}", known: ["rate", "per", "burst"],
+            unknown: "unknown; a limit has rate, per and burst"
+        ) { key, fields, refuse in
             guard let rate = fields["rate"]?.numberValue?.integer(as: Int.self), RateLimit.rates.contains(rate) else {
                 throw refuse("rate", "a whole number from 1 to 1000000")
             }

@@ -20,22 +20,23 @@ extension Store {
     /// counts until rotation drops its row, within seconds); running ones through `jobs_running`,
     /// as many as the workers' slots.
     package func fairShareBacklogs() async throws -> [String: FairShareBacklog] {
+        // The ``fairKeysShown`` keys (`k`) with the most stages (`n`) of a ranked group `g`, as JSON.
+        let top = """
+            coalesce(json_agg(json_build_array(g.k, g.n) ORDER BY g.rank)
+                     FILTER (WHERE g.rank <= \(Self.fairKeysShown)), '[]')::text
+            """
         let rows = try await pool.read(
             """
             SELECT f.queue, f.key_from, w.keys, w.top, r.running, r.top, s.started, s.top
             FROM \(unescaped: schema).fair_queues f
             CROSS JOIN LATERAL (
-                SELECT count(*)::int AS keys,
-                       coalesce(json_agg(json_build_array(g.k, g.n) ORDER BY g.rank)
-                                FILTER (WHERE g.rank <= \(Self.fairKeysShown)), '[]')::text AS top
+                SELECT count(*)::int AS keys, \(unescaped: top) AS top
                 FROM (SELECT r.fair_key AS k, count(*)::int AS n,
                              row_number() OVER (ORDER BY count(*) DESC, r.fair_key) AS rank
                       FROM \(unescaped: schema).ready r
                       WHERE r.queue = f.queue AND r.fair_key IS NOT NULL GROUP BY r.fair_key) g) w
             CROSS JOIN LATERAL (
-                SELECT coalesce(sum(g.n), 0)::int AS running,
-                       coalesce(json_agg(json_build_array(g.k, g.n) ORDER BY g.rank)
-                                FILTER (WHERE g.rank <= \(Self.fairKeysShown)), '[]')::text AS top
+                SELECT coalesce(sum(g.n), 0)::int AS running, \(unescaped: top) AS top
                 FROM (SELECT coalesce(j.fair_key, '') AS k, count(*)::int AS n,
                              row_number() OVER (ORDER BY count(*) DESC, coalesce(j.fair_key, '')) AS rank
                       FROM \(unescaped: schema).jobs j

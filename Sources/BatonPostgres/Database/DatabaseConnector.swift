@@ -124,8 +124,17 @@ package final class DatabaseConnector: Sendable {
         // of the log even at Baton's trace level.
         var quieter = logger
         quieter.logLevel = max(logger.logLevel, .debug)
-        return try await PostgresConnection.connect(on: eventLoop, configuration: postgres, id: id, logger: quieter)
-            .get()
+        do {
+            return try await PostgresConnection.connect(
+                on: eventLoop, configuration: postgres, id: id, logger: quieter
+            ).get()
+        } catch let error as PSQLError {
+            // PostgresNIO names the budget it was given, which for TCP is only what opening the
+            // channel left of `connect_timeout` ("no answer within 0 s"): name the whole
+            // (``connect(id:logger:)`` tells it as ``NoServer``).
+            guard case .connectTimeout? = error.underlying as? ChannelError else { throw error }
+            throw ChannelError.connectTimeout(TimeAmount(timeout))
+        }
     }
 
     /// What the server says of itself: `pg_is_in_recovery()` and the new session's

@@ -149,6 +149,46 @@ struct StoreTests {
         }
     }
 
+    /// A hop to the next stage on the same worker rewrites the row without touching an indexed
+    /// column (state, worker and lane stay), so PostgreSQL can keep the new version on its page
+    /// as a HOT update: no entry in any of the table's indexes, which a held xmin horizon would keep.
+    @Test func aHopOutsideALaneAddsNoIndexEntry() async throws {
+        try await TestDatabase.with { db async throws in
+            let schema = db.configuration.schema
+            let id = try #require(
+                try await db.store.enqueue([job([.task("noop"), .task("noop"), .task("noop")])]).first?.id)
+            let (claimed, hot) = try await db.pool.withTransaction(logger: db.logger) { connection in
+                func updates() async throws -> (Int64, Int64) {
+                    try await connection.read(
+                        """
+                        SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_xact_user_tables
+                        WHERE relid = \(schema + ".jobs")::regclass
+                        """, logger: db.logger
+                    ).map { try $0.decode((Int64, Int64).self) }.first ?? (0, 0)
+                }
+                try await connection.execute(
+                    "SELECT count(*) FROM \(unescaped: schema).claim_for('default', 1, 'w', NULL)", logger: db.logger)
+                let claimed = try await updates()
+                for stage in 0..<2 {
+                    let hop = #"[{"id": \#(id), "stage": \#(stage), "attempt": 1, "kind": "hop"}]"#
+                    try await connection.execute(
+                        """
+                        SELECT count(*) FROM \(unescaped: schema).apply_outcomes_for(
+                            'w', \(hop)::jsonb, '{default}', '{1}', NULL)
+                        """, logger: db.logger)
+                }
+                let after = try await updates()
+                return (claimed, (after.0 - claimed.0, after.1 - claimed.1))
+            }
+            #expect(claimed.0 >= 1, "the claim updated no row of jobs")
+            #expect(hot.0 == 2 && hot.1 == 2, "the two hops' updates, and how many were HOT: \(hot)")
+            #expect(
+                try await db.values(
+                    "SELECT stage FROM \(unescaped: schema).jobs WHERE id = \(id) AND state = 'running'", as: Int.self)
+                    == [2])
+        }
+    }
+
     /// Its time comes by moving it (the database's clock is the one that counts): a time a moment
     /// ahead may already have passed when a loaded machine has enqueued it.
     @Test func aScheduledJobWaitsForItsTime() async throws {

@@ -168,7 +168,9 @@ BEGIN
             home_queue = CASE WHEN b.queue IS NOT NULL THEN coalesce(j.home_queue, j.queue) ELSE j.home_queue END,
             -- After the lane lock: entry times follow the order the lock serialises entries in.
             -- A stage repeated in its lane keeps its place: it is promoted again before any other.
-            lane_ready_at = CASE WHEN b.kind IN ('hop', 'advance')
+            -- A stage in no lane keeps the old time, unread: an indexed column left alone lets a
+            -- hop be a HOT update, with no new entry in any index of `jobs`.
+            lane_ready_at = CASE WHEN b.kind IN ('hop', 'advance') AND b.lane IS NOT NULL
                                   AND NOT (b.target IS NOT DISTINCT FROM j.stage AND b.lane IS NOT DISTINCT FROM j.lane)
                                  THEN clock_timestamp() ELSE j.lane_ready_at END,
             worker_id = CASE WHEN b.kind = 'hop' THEN j.worker_id END,

@@ -385,7 +385,9 @@ extension API {
         guard body.reason.unicodeScalars.count <= 1000 else {
             throw Problem.invalid("reason", "reason must be at most 1000 characters")
         }
-        let reason = body.reason.trimmingCharacters(in: .whitespacesAndNewlines)
+        // ASCII spaces, tabs and line breaks, as the spec's pattern names them: a validator and
+        // this check agree on what is blank (Unicode's whitespace differs between languages).
+        let reason = body.reason.trimmingCharacters(in: CharacterSet(charactersIn: "\t\n\u{0B}\u{0C}\r "))
         guard !reason.isEmpty else { throw Problem.invalid("reason", "reason must say why the job is skipped") }
         guard !reason.unicodeScalars.contains("\u{0}") else {
             throw Problem.invalid("reason", "reason must not hold a NUL character, which PostgreSQL cannot store")

@@ -60,26 +60,23 @@ final class QueueHistory: Service, Sendable {
         self.period = period
     }
 
-    func completed(queue: String) { add(queue) { minute, _ in minute.completed += 1 } }
+    func completed(queue: String) { add(queue) { $0.completed += 1 } }
 
-    func discarded(queue: String) { add(queue) { minute, _ in minute.discarded += 1 } }
+    func discarded(queue: String) { add(queue) { $0.discarded += 1 } }
 
     func pickedUp(queue: String, waited: Double, job: Int64) {
         let bucket = Store.waitBuckets.firstIndex { waited <= $0.bound } ?? Store.waitBuckets.count - 1
-        add(queue) { minute, sample in
-            minute.waits[bucket] += 1
-            sample.add(job)
-        }
+        add(queue, sampling: job) { $0.waits[bucket] += 1 }
     }
 
-    private func add(_ queue: String, _ change: (inout Store.HistoryMinute, inout Sample) -> Void) {
+    /// Counts into `queue`'s minute, and samples the job claimed, if any.
+    private func add(_ queue: String, sampling job: Int64? = nil, _ change: (inout Store.HistoryMinute) -> Void) {
         let now = Date().timeIntervalSince1970
         let minute = Date(timeIntervalSince1970: (now / 60).rounded(.down) * 60)
         let key = Key(queue: queue, minute: minute)
         gathered.withLock { gathered in
-            change(
-                &gathered.minutes[key, default: Store.HistoryMinute(queue: queue, minute: minute)],
-                &gathered.samples[key, default: Sample()])
+            change(&gathered.minutes[key, default: Store.HistoryMinute(queue: queue, minute: minute)])
+            if let job { gathered.samples[key, default: Sample()].add(job) }
         }
     }
 
@@ -100,7 +97,7 @@ final class QueueHistory: Service, Sendable {
             defer { gathered = Gathered() }
             return gathered
         }
-        await estimateFairStarts(&taken.minutes, from: taken.samples.filter { !$0.value.ids.isEmpty })
+        await estimateFairStarts(&taken.minutes, from: taken.samples)
         let minutes = Array(taken.minutes.values)
         guard !minutes.isEmpty else { return }
         do {

@@ -122,15 +122,12 @@ extension Store {
             for (queue, from) in sources {
                 try await self.setFairKeySource(from, queue: queue, source: .settings, on: connection)
             }
-            let dropped = try await connection.execute(
+            // Those the file set and no longer lists: cleared (the queues stay fair).
+            try await connection.execute(
                 """
-                SELECT queue FROM \(unescaped: self.schema).fair_queues
+                UPDATE \(unescaped: self.schema).fair_queues SET key_from = NULL, key_from_source = NULL
                 WHERE key_from_source = 'settings' AND queue <> ALL (\(sources.map(\.queue)))
                 """, logger: self.logger)
-            for row in dropped {
-                try await self.setFairKeySource(
-                    nil, queue: try row.decode(String.self), source: .settings, on: connection)
-            }
         }
     }
 
